@@ -1,0 +1,21 @@
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pw::cli {
+
+struct Command {
+  std::string name;
+  std::string usage;    // one line: arguments and options
+  std::string summary;  // one line: what it does
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+// Every subcommand; each lives in its own cmd_*.cpp.
+const std::vector<Command>& commands();
+
+int cmd_simulate(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+
+}  // namespace pw::cli

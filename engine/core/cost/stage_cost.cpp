@@ -1,0 +1,42 @@
+#include "core/cost/stage_cost.h"
+
+#include <algorithm>
+
+namespace pw {
+
+StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const std::vector<MemoryPolicy>& policy) {
+  StageCost c;
+  for (int l = range.first_layer; l <= range.last_layer; ++l) {
+    const auto& p = profile.layers[l];
+    c.fwd_ms += p.fwd_ms;
+    c.bwd_ms += p.bwd_ms;
+    c.optimizer_ms += p.optimizer_ms;
+    c.param_bytes += p.param_bytes;
+    c.static_bytes += 2 * p.param_bytes + p.optimizer_bytes;
+    switch (policy[l]) {
+      case MemoryPolicy::Keep: c.kept_bytes_per_mb += p.activation_bytes; break;
+      case MemoryPolicy::Recompute:
+        c.kept_bytes_per_mb += p.input_bytes;
+        c.recompute_ms += p.fwd_ms;
+        c.recompute_peak_bytes = std::max(c.recompute_peak_bytes, p.activation_bytes);
+        break;
+      case MemoryPolicy::Swap: c.swap_bytes_per_mb += p.activation_bytes; break;
+    }
+  }
+  c.output_bytes = profile.boundary_bytes(range.last_layer);
+  return c;
+}
+
+double transfer_ms(std::uint64_t bytes, double gbps, double latency_us) {
+  if (bytes == 0) return 0;
+  return latency_us * 1e-3 + static_cast<double>(bytes) * 8.0 / (gbps * 1e9) * 1e3;
+}
+
+std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions) {
+  std::uint64_t stash = static_cast<std::uint64_t>(std::max(0, weight_versions - 1)) * c.param_bytes;
+  std::uint64_t swap = c.swap_bytes_per_mb ? 2 * c.swap_bytes_per_mb : 0;
+  return c.static_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + swap +
+         c.recompute_peak_bytes;
+}
+
+}  // namespace pw

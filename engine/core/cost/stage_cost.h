@@ -1,0 +1,41 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/model/layer_profile.h"
+#include "core/plan/plan.h"
+#include "core/spec/device.h"
+
+namespace pw {
+
+// The cost of one (virtual) stage holding a layer range under a per-layer
+// memory policy, per microbatch. The planners and the simulator both use
+// this, so a plan's prediction and its simulation agree by construction
+// on everything but the schedule's dynamics.
+struct StageCost {
+  double fwd_ms = 0;
+  double bwd_ms = 0;        // backward proper
+  double recompute_ms = 0;  // extra forward of recomputed layers, in backward
+  double optimizer_ms = 0;
+  std::uint64_t param_bytes = 0;
+  std::uint64_t static_bytes = 0;         // weights + gradients + optimizer state
+  std::uint64_t kept_bytes_per_mb = 0;    // stays on device from forward to backward
+  std::uint64_t swap_bytes_per_mb = 0;    // goes to host after forward, back before backward
+  std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
+  std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
+
+  double compute_ms() const { return fwd_ms + bwd_ms + recompute_ms; }
+};
+
+StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const std::vector<MemoryPolicy>& policy);
+
+// Time of a transfer of `bytes` over a link of `gbps` Gbit/s.
+double transfer_ms(std::uint64_t bytes, double gbps, double latency_us);
+
+// Upper bound on a stage's resident bytes: the stage's static memory, extra
+// stashed weight versions, `in_flight` microbatches of kept activations, one
+// microbatch being swapped out plus one swapped back in, and the largest
+// rematerialised activation. The simulator's measured peak never exceeds it.
+std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions);
+
+}  // namespace pw

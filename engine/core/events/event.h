@@ -1,0 +1,50 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pw {
+
+// One record type for everything that happens on a stage, emitted alike by
+// the simulator (virtual clock) and the engine (real clock), recorded in
+// the database and sent as telemetry.
+enum class EventKind : std::uint8_t {
+  Forward = 0,
+  Backward = 1,
+  Recompute = 2,
+  SwapOut = 3,
+  SwapIn = 4,
+  Send = 5,
+  Recv = 6,
+  OptimizerStep = 7,
+  Migrate = 8,
+  Idle = 9,
+};
+constexpr int kEventKindCount = 10;
+
+const char* to_string(EventKind k);
+std::optional<EventKind> event_kind_from_string(const std::string& s);
+
+struct Event {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t bytes = 0;
+  std::int32_t stage = 0;       // device / worker index
+  std::int32_t microbatch = -1; // or subnet id for CSP; -1 if none
+  std::int16_t chunk = 0;       // model chunk (interleaved) on this stage
+  EventKind kind = EventKind::Idle;
+  std::int32_t first_layer = -1;
+  std::int32_t last_layer = -1;
+};
+
+// Receives events as they are produced. Implementations must be cheap:
+// the simulator calls them tens of millions of times per second.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_event(const Event& e) = 0;
+  // Resident bytes of a stage changed (activations, swaps, stashes).
+  virtual void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) {}
+};
+
+}  // namespace pw

@@ -1,0 +1,33 @@
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/model/layer_profile.h"
+#include "core/plan/planner.h"
+#include "core/schedule/schedule.h"
+#include "core/sim/simulator.h"
+#include "core/spec/job_spec.h"
+
+namespace pw {
+
+// The model's per-layer costs for a job: analytic from the model kind, or
+// the measured profile file the job names.
+ModelProfile job_profile(const JobSpec& job);
+
+// The planner's view of a job (the profile must outlive the request).
+PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile);
+
+// A job made ready to execute: its profile, plan and schedule.
+struct PreparedJob {
+  JobSpec job;
+  ModelProfile profile;
+  Plan plan;
+  std::unique_ptr<Schedule> schedule;
+  SimInput sim_input() const;
+};
+
+// Profiles, plans (with `planner`, or the job's pipeline.planner when
+// empty) and builds the schedule.
+PreparedJob prepare_job(const JobSpec& job, const std::string& planner = "");
+
+}  // namespace pw

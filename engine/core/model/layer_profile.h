@@ -1,0 +1,41 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pw {
+
+// What the planner and simulator know about one pipeline layer, for one
+// microbatch. Analytic models, measured engine profiles and imported
+// PipeDream profiles all produce this same structure.
+struct LayerProfile {
+  std::string name;
+  std::string type;
+  double fwd_ms = 0;
+  double bwd_ms = 0;
+  std::uint64_t activation_bytes = 0;  // saved for backward when activations are kept
+  std::uint64_t input_bytes = 0;       // what recompute keeps instead: the layer's input
+  std::uint64_t output_bytes = 0;      // sent downstream when a stage ends after this layer
+  std::uint64_t param_bytes = 0;       // weights; gradients take the same again
+  std::uint64_t optimizer_bytes = 0;   // optimizer state (Adam moments, fp32 master copy)
+  double optimizer_ms = 0;             // optimizer step for this layer's parameters
+};
+
+struct ModelProfile {
+  std::vector<LayerProfile> layers;
+  int microbatch_size = 1;
+  std::string device;  // preset the costs were derived for or measured on
+  std::string source;  // "analytic", "measured", "pipedream:<file>"
+  // Bytes crossing the cut after layer i (size layers-1). Empty means a
+  // chain: the cut carries layers[i].output_bytes. Branching graphs count
+  // every tensor that crosses.
+  std::vector<std::uint64_t> cut_bytes;
+
+  int size() const { return static_cast<int>(layers.size()); }
+  std::uint64_t boundary_bytes(int after_layer) const {
+    if (after_layer < 0 || after_layer + 1 >= size()) return 0;
+    return cut_bytes.empty() ? layers[after_layer].output_bytes : cut_bytes[after_layer];
+  }
+};
+
+}  // namespace pw

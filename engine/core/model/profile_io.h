@@ -1,0 +1,22 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/model/layer_profile.h"
+
+namespace pw {
+
+// Pipewright's own profile format (JSON): {"format": "pipewright-profile",
+// "version": 1, "microbatch_size", "device", "source", "layers": [...],
+// "cut_bytes": [...]}.
+nlohmann::json profile_to_json(const ModelProfile& p);
+ModelProfile profile_from_json(const nlohmann::json& j);
+
+// Reads a profile file: Pipewright JSON, or PipeDream's graph.txt.
+// `microbatch_size` rescales per-minibatch figures where the file was
+// measured at another size. Throws std::runtime_error naming the file and
+// line for malformed input.
+ModelProfile load_profile_file(const std::string& path, int microbatch_size);
+void save_profile_file(const ModelProfile& p, const std::string& path);
+
+}  // namespace pw

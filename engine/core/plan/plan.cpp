@@ -1,0 +1,127 @@
+#include "core/plan/plan.h"
+
+#include <stdexcept>
+
+namespace pw {
+
+const char* to_string(MemoryPolicy p) {
+  switch (p) {
+    case MemoryPolicy::Keep: return "keep";
+    case MemoryPolicy::Recompute: return "recompute";
+    case MemoryPolicy::Swap: return "swap";
+  }
+  return "?";
+}
+
+std::optional<MemoryPolicy> memory_policy_from_string(const std::string& s) {
+  if (s == "keep") return MemoryPolicy::Keep;
+  if (s == "recompute") return MemoryPolicy::Recompute;
+  if (s == "swap") return MemoryPolicy::Swap;
+  return std::nullopt;
+}
+
+int Plan::stage_of(int layer) const {
+  for (size_t s = 0; s < stages.size(); ++s)
+    if (layer >= stages[s].first_layer && layer <= stages[s].last_layer) return static_cast<int>(s);
+  return -1;
+}
+
+Plan uniform_partition(int layers, int stages) {
+  Plan p;
+  p.planner = "uniform";
+  p.policy.assign(layers, MemoryPolicy::Keep);
+  int first = 0;
+  for (int s = 0; s < stages; ++s) {
+    // Spread the remainder over the last stages: the first stages hold the
+    // most in-flight activations under 1F1B.
+    int n = layers / stages + (s >= stages - layers % stages ? 1 : 0);
+    p.stages.push_back({first, first + n - 1});
+    first += n;
+  }
+  return p;
+}
+
+void validate_plan(const Plan& plan, int layers) {
+  if (static_cast<int>(plan.policy.size()) != layers)
+    throw std::invalid_argument("plan has a policy for " + std::to_string(plan.policy.size()) +
+                                " layers, the model has " + std::to_string(layers));
+  int next = 0;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& r = plan.stages[s];
+    if (r.first_layer != next || r.last_layer < r.first_layer)
+      throw std::invalid_argument("plan stage " + std::to_string(s) + " holds layers [" +
+                                  std::to_string(r.first_layer) + ", " + std::to_string(r.last_layer) +
+                                  "], expected a non-empty range starting at " + std::to_string(next));
+    next = r.last_layer + 1;
+  }
+  if (next != layers)
+    throw std::invalid_argument("plan covers " + std::to_string(next) + " of " + std::to_string(layers) + " layers");
+}
+
+nlohmann::json to_json(const Plan& plan) {
+  nlohmann::json j;
+  j["planner"] = plan.planner;
+  j["feasible"] = plan.feasible;
+  if (!plan.reason.empty()) j["reason"] = plan.reason;
+  j["iteration_time_ms"] = plan.iteration_time_ms;
+  j["throughput_samples_per_s"] = plan.throughput_samples_per_s;
+  j["planning_time_ms"] = plan.planning_time_ms;
+  j["layers_moved"] = plan.layers_moved;
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& r = plan.stages[s];
+    nlohmann::json st{{"first_layer", r.first_layer}, {"last_layer", r.last_layer}};
+    nlohmann::json rec = nlohmann::json::array(), swp = nlohmann::json::array();
+    for (int l = r.first_layer; l <= r.last_layer; ++l) {
+      if (plan.policy[l] == MemoryPolicy::Recompute) rec.push_back(l);
+      if (plan.policy[l] == MemoryPolicy::Swap) swp.push_back(l);
+    }
+    st["recompute_layers"] = rec;
+    st["swap_layers"] = swp;
+    if (s < plan.predicted.size()) {
+      st["time_ms"] = plan.predicted[s].time_ms;
+      st["peak_memory_bytes"] = plan.predicted[s].peak_memory_bytes;
+      st["memory_budget_bytes"] = plan.predicted[s].memory_budget_bytes;
+    }
+    stages.push_back(st);
+  }
+  j["stages"] = stages;
+  return j;
+}
+
+Plan plan_from_json(const nlohmann::json& j) {
+  Plan p;
+  p.planner = j.value("planner", "unknown");
+  p.feasible = j.value("feasible", true);
+  p.reason = j.value("reason", "");
+  p.iteration_time_ms = j.value("iteration_time_ms", 0.0);
+  p.throughput_samples_per_s = j.value("throughput_samples_per_s", 0.0);
+  p.planning_time_ms = j.value("planning_time_ms", 0.0);
+  p.layers_moved = j.value("layers_moved", 0);
+  const auto& stages = j.at("stages");
+  int layers = 0;
+  for (const auto& st : stages) layers = std::max(layers, st.at("last_layer").get<int>() + 1);
+  p.policy.assign(layers, MemoryPolicy::Keep);
+  for (const auto& st : stages) {
+    p.stages.push_back({st.at("first_layer").get<int>(), st.at("last_layer").get<int>()});
+    for (const auto& l : st.value("recompute_layers", nlohmann::json::array())) p.policy.at(l.get<int>()) = MemoryPolicy::Recompute;
+    for (const auto& l : st.value("swap_layers", nlohmann::json::array())) p.policy.at(l.get<int>()) = MemoryPolicy::Swap;
+    StagePrediction pr;
+    pr.time_ms = st.value("time_ms", 0.0);
+    pr.peak_memory_bytes = st.value("peak_memory_bytes", std::uint64_t{0});
+    pr.memory_budget_bytes = st.value("memory_budget_bytes", std::uint64_t{0});
+    p.predicted.push_back(pr);
+  }
+  validate_plan(p, layers);
+  return p;
+}
+
+int layers_moved(const Plan& from, const Plan& to) {
+  int moved = 0;
+  int n = std::min(from.layer_count(), to.layer_count());
+  for (int l = 0; l < n; ++l)
+    if (from.stage_of(l) != to.stage_of(l)) ++moved;
+  return moved;
+}
+
+}  // namespace pw

@@ -1,0 +1,75 @@
+#include "core/plan/planner.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "core/plan/planner_registry.h"
+#include "core/schedule/schedule.h"
+#include "core/sim/simulator.h"
+
+namespace pw {
+
+std::vector<std::string> planner_names() {
+  std::vector<std::string> names;
+  for (const auto& e : planner_registry()) names.push_back(e.name);
+  return names;
+}
+
+std::unique_ptr<Planner> make_planner(const std::string& name) {
+  for (const auto& e : planner_registry())
+    if (e.name == name) return e.make();
+  std::string known;
+  for (const auto& n : planner_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown planner \"" + name + "\" (known: " + known + ")");
+}
+
+void evaluate_plan(const PlanRequest& req, Plan& plan) {
+  auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
+  SimInput in;
+  in.profile = req.profile;
+  in.plan = &plan;
+  in.schedule = sched.get();
+  in.device = req.device;
+  in.microbatch_size = req.microbatch_size;
+  SimResult r = simulate(in);
+  plan.iteration_time_ms = r.iteration_time_ms;
+  plan.throughput_samples_per_s = r.throughput_samples_per_s;
+  plan.predicted.clear();
+  // Per virtual stage: its own compute time; memory is per device.
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    StagePrediction p;
+    const auto& dev = r.stages[j % r.stages.size()];
+    p.peak_memory_bytes = dev.peak_memory_bytes;
+    p.memory_budget_bytes = dev.memory_budget_bytes;
+    p.time_ms = req.chunks == 1 ? dev.time_ms : 0;
+    plan.predicted.push_back(p);
+  }
+  if (req.chunks > 1) {
+    for (size_t j = 0; j < plan.stages.size(); ++j) {
+      double t = 0;
+      for (int l = plan.stages[j].first_layer; l <= plan.stages[j].last_layer; ++l) {
+        const auto& L = req.profile->layers[l];
+        t += L.fwd_ms + L.bwd_ms + (plan.policy[l] == MemoryPolicy::Recompute ? L.fwd_ms : 0);
+      }
+      plan.predicted[j].time_ms = t;
+    }
+  }
+  if (!r.feasible) {
+    plan.feasible = false;
+    if (plan.reason.empty()) plan.reason = r.reason;
+  }
+}
+
+Plan run_planner(const std::string& name, const PlanRequest& req) {
+  auto planner = make_planner(name);
+  auto t0 = std::chrono::steady_clock::now();
+  Plan plan = planner->plan(req);
+  auto t1 = std::chrono::steady_clock::now();
+  plan.planning_time_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  plan.planner = name;
+  if (req.current) plan.layers_moved = layers_moved(*req.current, plan);
+  if (!plan.stages.empty()) evaluate_plan(req, plan);
+  return plan;
+}
+
+}  // namespace pw

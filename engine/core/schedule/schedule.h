@@ -1,0 +1,47 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "core/schedule/action.h"
+#include "core/schedule/schedule_kind.h"
+
+namespace pw {
+
+// A static pipeline schedule: for every device, an ordered list of actions.
+// Actions are computed from (device, index) in O(1) rather than stored, so
+// a 1024-stage x 8192-microbatch iteration costs no memory.
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  virtual ScheduleKind kind() const = 0;
+  int devices() const { return devices_; }
+  int chunks() const { return chunks_; }
+  int microbatches() const { return microbatches_; }  // per iteration
+  // Microbatches the program spans: one iteration, or two for schedules
+  // without a flush so the steady state can be measured.
+  virtual int span_microbatches() const { return microbatches_; }
+  virtual bool flushes() const { return true; }
+
+  virtual std::int64_t length(int device) const = 0;
+  virtual Action action(int device, std::int64_t index) const = 0;
+
+  // Microbatches whose activations a device holds at most (per chunk).
+  virtual int in_flight(int device) const = 0;
+  // Weight versions a device keeps (1 = no stashing).
+  virtual int weight_versions(int device) const { return 1; }
+
+  // Virtual stage that runs `chunk` on `device`.
+  int virtual_stage(int device, int chunk) const { return chunk * devices_ + device; }
+  int virtual_stages() const { return devices_ * chunks_; }
+
+ protected:
+  Schedule(int devices, int microbatches, int chunks)
+      : devices_(devices), chunks_(chunks), microbatches_(microbatches) {}
+  int devices_, chunks_, microbatches_;
+};
+
+// Throws std::invalid_argument for impossible shapes (e.g. interleaved with
+// microbatches not a multiple of devices) and for CSP, which is dynamic.
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
+
+}  // namespace pw

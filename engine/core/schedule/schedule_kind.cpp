@@ -1,0 +1,34 @@
+#include "core/schedule/schedule_kind.h"
+
+namespace pw {
+namespace {
+struct Name {
+  ScheduleKind kind;
+  const char* name;
+};
+constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
+                           {ScheduleKind::OneFOneB, "1f1b"},
+                           {ScheduleKind::AsyncOneFOneB, "pipedream"},
+                           {ScheduleKind::Interleaved, "interleaved"},
+                           {ScheduleKind::CSP, "csp"}};
+}  // namespace
+
+std::string to_string(ScheduleKind k) {
+  for (const auto& n : kNames)
+    if (n.kind == k) return n.name;
+  return "?";
+}
+
+std::optional<ScheduleKind> schedule_kind_from_string(const std::string& s) {
+  for (const auto& n : kNames)
+    if (s == n.name) return n.kind;
+  return std::nullopt;
+}
+
+std::vector<std::string> schedule_kind_names() {
+  std::vector<std::string> v;
+  for (const auto& n : kNames) v.push_back(n.name);
+  return v;
+}
+
+}  // namespace pw

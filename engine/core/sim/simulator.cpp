@@ -1,0 +1,353 @@
+#include "core/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/cost/stage_cost.h"
+
+namespace pw {
+namespace {
+
+std::int64_t to_ns(double ms) { return std::llround(ms * 1e6); }
+constexpr std::int64_t kUnset = -1;
+
+struct VStage {  // one virtual stage's per-microbatch costs in ns
+  std::int64_t fwd, bwd, recompute, optimizer;
+  std::int64_t send_fwd;  // activation to the next virtual stage
+  std::int64_t send_bwd;  // gradient to the previous virtual stage
+  std::int64_t swap;      // one direction over the host link
+  std::int64_t kept, swap_bytes, recompute_peak, out_bytes, in_bytes;
+  std::int32_t first, last;
+};
+
+struct MemoryDelta {
+  std::int64_t t, delta;
+  bool operator>(const MemoryDelta& o) const { return t != o.t ? t > o.t : delta > o.delta; }
+};
+
+struct DeviceState {
+  std::int64_t cursor = 0, length = 0;
+  std::int64_t free = 0;            // compute stream
+  std::int64_t link_fwd_free = 0;   // to device + 1
+  std::int64_t link_bwd_free = 0;   // to device - 1
+  std::int64_t swap_out_free = 0, swap_in_free = 0;
+  std::int64_t swapin_done = kUnset;  // for the next backward
+  std::int64_t busy = 0;
+  std::int64_t last_end = 0;
+  std::int64_t memory = 0, peak = 0, static_bytes = 0;
+  std::priority_queue<MemoryDelta, std::vector<MemoryDelta>, std::greater<>> pending;
+  bool queued = false;
+};
+
+class Simulation {
+ public:
+  Simulation(const SimInput& in, EventSink* sink) : in_(in), sched_(*in.schedule), sink_(sink) {
+    p_ = sched_.devices();
+    V_ = sched_.virtual_stages();
+    M_ = sched_.span_microbatches();
+    if (static_cast<int>(in.plan->stages.size()) != V_)
+      throw std::invalid_argument("plan has " + std::to_string(in.plan->stages.size()) + " stages, the schedule needs " +
+                                  std::to_string(V_));
+    validate_plan(*in.plan, in.profile->size());
+    build_stages();
+    fwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
+    bwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
+    if (any_swap_) swap_out_done_.assign(static_cast<size_t>(V_) * M_, kUnset);
+    dev_.resize(p_);
+    for (int d = 0; d < p_; ++d) {
+      dev_[d].length = sched_.length(d);
+      std::int64_t st = 0;
+      for (int c = 0; c < sched_.chunks(); ++c) st += static_bytes_[sched_.virtual_stage(d, c)];
+      dev_[d].static_bytes = st;
+      add_memory(d, 0, st);
+    }
+  }
+
+  SimResult run() {
+    std::vector<int> work;
+    for (int d = p_ - 1; d >= 0; --d) {
+      work.push_back(d);
+      dev_[d].queued = true;
+    }
+    while (!work.empty()) {
+      int d = work.back();
+      work.pop_back();
+      dev_[d].queued = false;
+      if (!advance(d)) continue;
+      for (int n : {(d + 1) % p_, (d + p_ - 1) % p_}) {
+        if (!dev_[n].queued && dev_[n].cursor < dev_[n].length) {
+          dev_[n].queued = true;
+          work.push_back(n);
+        }
+      }
+    }
+    for (int d = 0; d < p_; ++d) {
+      if (dev_[d].cursor < dev_[d].length) {
+        Action a = sched_.action(d, dev_[d].cursor);
+        std::ostringstream os;
+        os << "schedule deadlock: device " << d << " waits forever at action " << dev_[d].cursor << " ("
+           << (a.kind == ActionKind::Forward ? "forward" : "backward") << " of microbatch " << a.microbatch
+           << ", chunk " << a.chunk << ")";
+        throw std::logic_error(os.str());
+      }
+      flush_memory(d, INT64_MAX);
+    }
+    return summarise();
+  }
+
+ private:
+  void build_stages() {
+    const auto& dev = in_.device;
+    vs_.resize(V_);
+    static_bytes_.resize(V_);
+    for (int j = 0; j < V_; ++j) {
+      const auto& r = in_.plan->stages[j];
+      StageCost c = stage_cost(*in_.profile, r, in_.plan->policy);
+      VStage& v = vs_[j];
+      v.first = r.first_layer;
+      v.last = r.last_layer;
+      v.fwd = to_ns(c.fwd_ms);
+      v.bwd = to_ns(c.bwd_ms);
+      v.recompute = to_ns(c.recompute_ms);
+      v.optimizer = to_ns(c.optimizer_ms);
+      bool cross_device = p_ > 1;
+      v.out_bytes = static_cast<std::int64_t>(c.output_bytes);
+      v.send_fwd = (j + 1 < V_ && cross_device) ? to_ns(transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      std::uint64_t in_bytes = j > 0 ? in_.profile->boundary_bytes(r.first_layer - 1) : 0;
+      v.in_bytes = static_cast<std::int64_t>(in_bytes);
+      v.send_bwd = (j > 0 && cross_device) ? to_ns(transfer_ms(in_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      v.swap = to_ns(transfer_ms(c.swap_bytes_per_mb, dev.host_link_gbps, 0));
+      v.kept = static_cast<std::int64_t>(c.kept_bytes_per_mb);
+      v.swap_bytes = static_cast<std::int64_t>(c.swap_bytes_per_mb);
+      v.recompute_peak = static_cast<std::int64_t>(c.recompute_peak_bytes);
+      any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
+      int d = j % p_;
+      int versions = sched_.weight_versions(d);
+      static_bytes_[j] = static_cast<std::int64_t>(c.static_bytes + (versions - 1) * c.param_bytes);
+    }
+  }
+
+  void emit(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e, std::int64_t bytes) {
+    ++events_;
+    if (!sink_) return;
+    Event ev;
+    ev.start_ns = s;
+    ev.end_ns = e;
+    ev.bytes = bytes;
+    ev.stage = d;
+    ev.microbatch = mb;
+    ev.chunk = static_cast<std::int16_t>(chunk);
+    ev.kind = k;
+    ev.first_layer = v.first;
+    ev.last_layer = v.last;
+    sink_->on_event(ev);
+  }
+
+  void add_memory(int d, std::int64_t t, std::int64_t delta) {
+    if (delta != 0) dev_[d].pending.push({t, delta});
+  }
+
+  // Applies every memory change up to time t, in time order.
+  void flush_memory(int d, std::int64_t t) {
+    auto& s = dev_[d];
+    while (!s.pending.empty() && s.pending.top().t <= t) {
+      auto m = s.pending.top();
+      s.pending.pop();
+      s.memory += m.delta;
+      s.peak = std::max(s.peak, s.memory);
+      if (sink_) sink_->on_memory(d, m.t, s.memory);
+    }
+  }
+
+  std::int64_t& fwd_arrival(int j, int mb) { return fwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
+  std::int64_t& bwd_arrival(int j, int mb) { return bwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
+
+  // Swap-in for the backward right after action `next_index`, issued when
+  // the action before it starts so the copy overlaps that compute.
+  void prefetch_swap_in(int d, std::int64_t next_index, std::int64_t issue_time) {
+    auto& s = dev_[d];
+    s.swapin_done = kUnset;
+    if (!any_swap_ || next_index >= s.length) return;
+    Action n = sched_.action(d, next_index);
+    if (n.kind != ActionKind::Backward) return;
+    int j = sched_.virtual_stage(d, n.chunk);
+    const VStage& v = vs_[j];
+    if (v.swap_bytes == 0) return;
+    std::int64_t out_done = swap_out_done_[static_cast<size_t>(j) * M_ + n.microbatch];
+    std::int64_t start = std::max({issue_time, out_done, s.swap_in_free});
+    std::int64_t end = start + v.swap;
+    s.swap_in_free = end;
+    s.swapin_done = end;
+    add_memory(d, start, v.swap_bytes);
+    emit(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end, v.swap_bytes);
+  }
+
+  // Runs device d's actions until one is blocked. Returns whether any ran.
+  bool advance(int d) {
+    auto& s = dev_[d];
+    bool progressed = false;
+    while (s.cursor < s.length) {
+      Action a = sched_.action(d, s.cursor);
+      if (a.kind == ActionKind::OptimizerStep) {
+        std::int64_t opt = 0;
+        if (sched_.flushes()) {
+          for (int c = 0; c < sched_.chunks(); ++c) opt += vs_[sched_.virtual_stage(d, c)].optimizer;
+        } else {
+          opt = vs_[d].optimizer;
+        }
+        std::int64_t start = s.free, end = start + opt;
+        if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[d], start, end, 0);
+        s.busy += opt;
+        s.free = end;
+        s.last_end = end;
+        if (a.microbatch >= 0 && d == 0) step_end_stage0_.push_back(end);
+        ++s.cursor;
+        progressed = true;
+        continue;
+      }
+      int j = sched_.virtual_stage(d, a.chunk);
+      const VStage& v = vs_[j];
+      int mb = a.microbatch;
+      if (a.kind == ActionKind::Forward) {
+        std::int64_t ready = 0;
+        if (j > 0) {
+          ready = fwd_arrival(j, mb);
+          if (ready == kUnset) break;
+        }
+        std::int64_t start = std::max(s.free, ready);
+        flush_memory(d, start);
+        prefetch_swap_in(d, s.cursor + 1, start);
+        std::int64_t end = start + v.fwd;
+        add_memory(d, start, v.kept + v.swap_bytes);
+        emit(d, EventKind::Forward, mb, a.chunk, v, start, end, 0);
+        if (v.swap_bytes > 0) {
+          std::int64_t so = std::max(end, s.swap_out_free), se = so + v.swap;
+          s.swap_out_free = se;
+          swap_out_done_[static_cast<size_t>(j) * M_ + mb] = se;
+          add_memory(d, se, -v.swap_bytes);
+          emit(d, EventKind::SwapOut, mb, a.chunk, v, so, se, v.swap_bytes);
+        }
+        if (j + 1 < V_) {
+          std::int64_t arrive = end;
+          if (v.send_fwd > 0) {
+            std::int64_t ts = std::max(end, s.link_fwd_free);
+            arrive = ts + v.send_fwd;
+            s.link_fwd_free = arrive;
+            emit(d, EventKind::Send, mb, a.chunk, v, ts, arrive, v.out_bytes);
+          }
+          fwd_arrival(j + 1, mb) = arrive;
+        }
+        s.busy += v.fwd;
+        s.free = end;
+      } else {
+        std::int64_t ready = 0;
+        if (j + 1 < V_) {
+          ready = bwd_arrival(j, mb);
+          if (ready == kUnset) break;
+        }
+        if (v.swap_bytes > 0 && s.swapin_done == kUnset) prefetch_swap_in(d, s.cursor, std::max(s.free, ready));
+        std::int64_t start = std::max({s.free, ready, v.swap_bytes > 0 ? s.swapin_done : 0});
+        flush_memory(d, start);
+        std::int64_t t = start;
+        if (v.recompute > 0) {
+          emit(d, EventKind::Recompute, mb, a.chunk, v, t, t + v.recompute, 0);
+          t += v.recompute;
+        }
+        std::int64_t end = t + v.bwd;
+        emit(d, EventKind::Backward, mb, a.chunk, v, t, end, 0);
+        add_memory(d, start, v.recompute_peak);
+        add_memory(d, end, -(v.recompute_peak + v.kept + v.swap_bytes));
+        if (j > 0) {
+          std::int64_t arrive = end;
+          if (v.send_bwd > 0) {
+            std::int64_t ts = std::max(end, s.link_bwd_free);
+            arrive = ts + v.send_bwd;
+            s.link_bwd_free = arrive;
+            emit(d, EventKind::Send, mb, a.chunk, v, ts, arrive, v.in_bytes);
+          }
+          bwd_arrival(j - 1, mb) = arrive;
+        }
+        s.busy += end - start;
+        s.free = end;
+        s.swapin_done = kUnset;
+        prefetch_swap_in(d, s.cursor + 1, end);
+      }
+      s.last_end = s.free;
+      ++s.cursor;
+      progressed = true;
+    }
+    return progressed;
+  }
+
+  SimResult summarise() {
+    SimResult r;
+    r.events = events_;
+    std::int64_t span = 0;
+    for (const auto& s : dev_) span = std::max(span, s.last_end);
+    double iter_ns = static_cast<double>(span);
+    double busy_scale = 1.0;
+    if (!sched_.flushes()) {
+      // Steady state: time between the ends of the two iterations at stage 0.
+      int m = sched_.microbatches();
+      if (static_cast<int>(step_end_stage0_.size()) >= 2 * m)
+        iter_ns = static_cast<double>(step_end_stage0_[2 * m - 1] - step_end_stage0_[m - 1]);
+      busy_scale = 0.5;
+    }
+    r.iteration_time_ms = iter_ns / 1e6;
+    double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size;
+    r.throughput_samples_per_s = iter_ns > 0 ? samples / (iter_ns / 1e9) : 0;
+    double total_busy = 0;
+    for (int d = 0; d < p_; ++d) {
+      const auto& s = dev_[d];
+      SimStage st;
+      st.busy_ms = s.busy * busy_scale / 1e6;
+      st.busy_fraction = iter_ns > 0 ? std::min(1.0, st.busy_ms * 1e6 / iter_ns) : 0;
+      st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
+      st.memory_budget_bytes = in_.device.memory_bytes;
+      for (int c = 0; c < sched_.chunks(); ++c) {
+        const VStage& v = vs_[sched_.virtual_stage(d, c)];
+        st.time_ms += (v.fwd + v.bwd + v.recompute) / 1e6;
+      }
+      total_busy += st.busy_ms * 1e6;
+      if (st.peak_memory_bytes > st.memory_budget_bytes && r.feasible) {
+        r.feasible = false;
+        r.oom_stage = d;
+        std::ostringstream os;
+        os.precision(3);
+        os << std::fixed << "out of memory: stage " << d << " needs " << st.peak_memory_bytes / 1073741824.0
+           << " GiB (" << st.peak_memory_bytes << " bytes) at peak, budget " << st.memory_budget_bytes / 1073741824.0
+           << " GiB (" << st.memory_budget_bytes << " bytes)";
+        r.reason = os.str();
+      }
+      r.stages.push_back(st);
+    }
+    r.bubble_fraction = iter_ns > 0 ? std::max(0.0, 1.0 - total_busy / (p_ * iter_ns)) : 0;
+    return r;
+  }
+
+  const SimInput& in_;
+  const Schedule& sched_;
+  EventSink* sink_;
+  int p_ = 0, V_ = 0, M_ = 0;
+  bool any_swap_ = false;
+  std::vector<VStage> vs_;
+  std::vector<std::int64_t> static_bytes_;
+  std::vector<std::int64_t> fwd_arrival_, bwd_arrival_, swap_out_done_;
+  std::vector<DeviceState> dev_;
+  std::vector<std::int64_t> step_end_stage0_;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const SimInput& in, EventSink* sink) {
+  if (!in.profile || !in.plan || !in.schedule) throw std::invalid_argument("simulate: missing profile, plan or schedule");
+  Simulation sim(in, sink);
+  return sim.run();
+}
+
+}  // namespace pw

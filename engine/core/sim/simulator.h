@@ -1,0 +1,52 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/events/event.h"
+#include "core/model/layer_profile.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/spec/device.h"
+
+namespace pw {
+
+struct SimInput {
+  const ModelProfile* profile = nullptr;
+  const Plan* plan = nullptr;          // stages.size() == schedule.virtual_stages()
+  const Schedule* schedule = nullptr;
+  DeviceSpec device;                   // every device alike
+  int microbatch_size = 1;
+};
+
+struct SimStage {
+  double busy_ms = 0;  // compute per iteration (forward, backward, recompute, optimizer)
+  double busy_fraction = 0;
+  std::uint64_t peak_memory_bytes = 0;
+  std::uint64_t memory_budget_bytes = 0;
+  double time_ms = 0;  // compute per microbatch (forward + backward + recompute)
+};
+
+struct SimResult {
+  bool feasible = true;
+  std::string reason;
+  int oom_stage = -1;
+  double iteration_time_ms = 0;
+  double throughput_samples_per_s = 0;
+  double bubble_fraction = 0;
+  std::uint64_t events = 0;  // event records produced (compute, transfers, swaps)
+  std::vector<SimStage> stages;
+};
+
+// Discrete-event execution of a schedule under the cost model. Each device
+// runs its actions in order; an action starts when the device is free and
+// its input (activation or gradient) has arrived over the link, which is
+// modelled as a FIFO per direction (latency + bytes / bandwidth) overlapping
+// compute. Swaps use the host link, one channel per direction: swap-out
+// follows a forward, swap-in is issued one action ahead of the backward that
+// needs it. Memory is tracked per device over time. Throws
+// std::invalid_argument for a plan that does not fit the schedule and
+// std::logic_error if the schedule deadlocks.
+SimResult simulate(const SimInput& in, EventSink* sink = nullptr);
+
+}  // namespace pw

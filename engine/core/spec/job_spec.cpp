@@ -1,0 +1,199 @@
+#include "core/spec/job_spec.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/spec/json_fields.h"
+#include "core/spec/spec_error.h"
+
+namespace pw {
+namespace {
+constexpr double GiB = 1024.0 * 1024 * 1024;
+
+const std::vector<std::string> kModelKinds = {"transformer", "bert", "gpt", "mlp", "cnn", "uniform"};
+const std::vector<std::string> kPlanners = {"uniform", "gpipe", "pipedream", "vpipe", "exact"};
+
+ModelSpec parse_model(JsonFields f) {
+  ModelSpec m;
+  m.kind = f.choice("kind", kModelKinds);
+  m.profile = f.str("profile", "");
+  m.precision = f.choice("precision", {"fp16", "fp32"}, "fp16");
+  if (m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer") {
+    if (m.kind == "transformer") {
+      m.encoder_layers = static_cast<int>(f.integer("encoder_layers", 0));
+      m.decoder_layers = static_cast<int>(f.integer("decoder_layers", 0));
+      if (m.encoder_layers + m.decoder_layers < 1)
+        throw SpecError(f.path_of("encoder_layers"), "encoder_layers + decoder_layers must be >= 1");
+      m.layers = m.encoder_layers + m.decoder_layers;
+    } else {
+      m.layers = static_cast<int>(f.integer("layers", 1));
+    }
+    m.hidden = static_cast<int>(f.integer("hidden", 1));
+    m.heads = static_cast<int>(f.integer("heads", 1, std::max(1, m.hidden / 64)));
+    if (m.hidden % m.heads != 0)
+      throw SpecError(f.path_of("heads"), "must divide hidden (" + std::to_string(m.hidden) + "), got " +
+                                              std::to_string(m.heads));
+    m.seq_len = static_cast<int>(f.integer("seq_len", 1));
+    m.vocab = static_cast<int>(f.integer("vocab", 1, m.kind == "gpt" ? 50257 : 30522));
+    m.ffn_mult = static_cast<int>(f.integer("ffn_mult", 1, 4));
+  } else if (m.kind == "mlp") {
+    m.input = static_cast<int>(f.integer("input", 1, 784));
+    for (long long w : f.int_list("widths", 1)) m.widths.push_back(static_cast<int>(w));
+    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+  } else if (m.kind == "cnn") {
+    m.image_size = static_cast<int>(f.integer("image_size", 4, 28));
+    m.in_channels = static_cast<int>(f.integer("in_channels", 1, 1));
+    for (long long w : f.int_list("channels", 1)) m.widths.push_back(static_cast<int>(w));
+    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+  } else {  // uniform
+    m.layers = static_cast<int>(f.integer("layers", 1));
+    m.fwd_ms = f.number("fwd_ms", 0);
+    m.bwd_ms = f.number("bwd_ms", 0);
+    m.activation_mb = f.number("activation_mb", 0);
+    m.param_mb = f.number("param_mb", 0, 0.0);
+    m.output_mb = f.number("output_mb", 0, 0.0);
+    m.optimizer_ms = f.number("optimizer_ms", 0, 0.0);
+  }
+  f.finish();
+  return m;
+}
+
+TrainingSpec parse_training(JsonFields f) {
+  TrainingSpec t;
+  t.optimizer = f.choice("optimizer", {"sgd", "momentum", "adam"}, "adam");
+  t.lr = f.number("lr", 0, 1e-3);
+  t.microbatch_size = static_cast<int>(f.integer("microbatch_size", 1, 1));
+  t.batch_size = static_cast<int>(f.integer("batch_size", 1, t.microbatch_size));
+  if (t.batch_size % t.microbatch_size != 0)
+    throw SpecError(f.path_of("batch_size"), "must be a multiple of microbatch_size (" +
+                                                 std::to_string(t.microbatch_size) + "), got " +
+                                                 std::to_string(t.batch_size));
+  t.iterations = static_cast<int>(f.integer("iterations", 1, 1));
+  t.seed = static_cast<std::uint64_t>(f.integer("seed", 0, 0));
+  f.finish();
+  return t;
+}
+
+ClusterSpec parse_cluster(JsonFields f) {
+  ClusterSpec c;
+  c.devices = static_cast<int>(f.integer("devices", 1, 1));
+  std::string preset = f.str("device", "custom");
+  if (preset != "custom") {
+    auto d = device_preset(preset);
+    if (!d) {
+      std::string names;
+      for (const auto& n : device_preset_names()) names += (names.empty() ? "" : ", ") + n;
+      throw SpecError(f.path_of("device"), "unknown device preset \"" + preset + "\" (known: " + names + ", custom)");
+    }
+    c.device = *d;
+  } else {
+    c.device.preset = "custom";
+  }
+  // Explicit fields refine a preset; a custom device needs them all.
+  bool custom = preset == "custom";
+  auto opt = [&](double v) { return custom ? std::optional<double>() : std::optional<double>(v); };
+  double mem_gb = f.number("memory_gb", 0.001, opt(c.device.memory_bytes / GiB));
+  c.device.memory_bytes = static_cast<std::uint64_t>(mem_gb * GiB);
+  c.device.tflops = f.number("tflops", 1e-6, opt(c.device.tflops));
+  c.device.host_link_gbps = f.number("host_link_gbps", 1e-6, custom ? 128.0 : c.device.host_link_gbps);
+  c.device.link_gbps = f.number("link_gbps", 1e-6, custom ? 100.0 : c.device.link_gbps);
+  c.device.link_latency_us = f.number("link_latency_us", 0, custom ? 10.0 : c.device.link_latency_us);
+  c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, custom ? 500.0 : c.device.mem_bandwidth_gbs);
+  f.finish();
+  return c;
+}
+
+PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
+  PipelineSpec p;
+  p.stages = static_cast<int>(f.integer("stages", 1, c.devices));
+  if (p.stages > c.devices)
+    throw SpecError(f.path_of("stages"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
+                                             std::to_string(p.stages));
+  int derived = t.batch_size / t.microbatch_size;
+  p.microbatches = static_cast<int>(f.integer("microbatches", 1, derived));
+  if (p.microbatches != derived)
+    throw SpecError(f.path_of("microbatches"),
+                    "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
+                        "), got " + std::to_string(p.microbatches));
+  auto kind = schedule_kind_from_string(f.choice("schedule", schedule_kind_names(), "1f1b"));
+  p.schedule = *kind;
+  p.planner = f.choice("planner", kPlanners, "uniform");
+  p.chunks = static_cast<int>(f.integer("chunks", 1, 1));
+  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
+    throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
+  if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
+    throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
+                                                   std::to_string(p.stages) + "), got " +
+                                                   std::to_string(p.microbatches));
+  f.finish();
+  return p;
+}
+}  // namespace
+
+JobSpec parse_job(const nlohmann::json& doc) {
+  JsonFields f(doc, "");
+  JobSpec job;
+  job.raw = doc;
+  job.name = f.str("name");
+  if (job.name.empty()) throw SpecError("name", "must not be empty");
+  job.model = parse_model(f.object("model"));
+  job.model.raw = doc.at("model");
+  job.search_space = f.raw("search_space");
+  job.data = f.raw("data");
+  job.training = parse_training(f.object("training", false));
+  job.cluster = parse_cluster(f.object("cluster", false));
+  job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
+  f.finish();
+  if (job.model.kind == "uniform" || job.model.layers > 0) {
+    int layers = job.model.kind == "uniform" ? job.model.layers : 0;
+    if (layers > 0 && job.pipeline.stages * job.pipeline.chunks > layers)
+      throw SpecError("pipeline.stages", "stages x chunks (" +
+                                             std::to_string(job.pipeline.stages * job.pipeline.chunks) +
+                                             ") must be <= model.layers (" + std::to_string(layers) + ")");
+  }
+  return job;
+}
+
+void apply_override(nlohmann::json& doc, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw SpecError("--set", "expected key.path=value, got \"" + assignment + "\"");
+  std::string key = assignment.substr(0, eq);
+  std::string text = assignment.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  nlohmann::json* node = &doc;
+  std::string walked;
+  size_t pos = 0;
+  while (true) {
+    size_t dot = key.find('.', pos);
+    std::string part = key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    if (part.empty()) throw SpecError("--set", "empty path component in \"" + key + "\"");
+    walked += (walked.empty() ? "" : ".") + part;
+    if (!node->is_object()) throw SpecError(walked, "cannot set a field inside a non-object");
+    if (dot == std::string::npos) {
+      (*node)[part] = value;
+      return;
+    }
+    node = &(*node)[part];
+    if (node->is_null()) *node = nlohmann::json::object();
+    pos = dot + 1;
+  }
+}
+
+JobSpec load_job(const std::string& file, const std::vector<std::string>& overrides) {
+  std::ifstream in(file);
+  if (!in) throw SpecError("$", "cannot open job file \"" + file + "\"");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw SpecError("$", "\"" + file + "\" is not valid JSON: " + e.what());
+  }
+  for (const auto& o : overrides) apply_override(doc, o);
+  return parse_job(doc);
+}
+
+}  // namespace pw

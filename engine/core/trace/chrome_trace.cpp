@@ -1,0 +1,84 @@
+#include "core/trace/chrome_trace.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace pw {
+namespace {
+// Track ids: 3 per stage (compute, copy engine, links).
+int track(int stage, EventKind k) {
+  int lane = (k == EventKind::SwapIn || k == EventKind::SwapOut) ? 1
+             : (k == EventKind::Send || k == EventKind::Recv) ? 2 : 0;
+  return stage * 3 + lane;
+}
+void write_us(std::ostream& out, std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ns / 1000.0);
+  out << buf;
+}
+}  // namespace
+
+ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name) : out_(out) {
+  out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  sep();
+  out_ << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":)" << nlohmann::json(process_name).dump() << "}}";
+  const char* lanes[3] = {"compute", "copy", "link"};
+  for (int s = 0; s < stages; ++s)
+    for (int l = 0; l < 3; ++l) {
+      sep();
+      out_ << R"({"ph":"M","pid":1,"tid":)" << s * 3 + l << R"(,"name":"thread_name","args":{"name":"stage )" << s
+           << " " << lanes[l] << "\"}}";
+      sep();
+      out_ << R"({"ph":"M","pid":1,"tid":)" << s * 3 + l << R"(,"name":"thread_sort_index","args":{"sort_index":)"
+           << s * 3 + l << "}}";
+    }
+}
+
+ChromeTraceWriter::~ChromeTraceWriter() { finish(); }
+
+void ChromeTraceWriter::sep() {
+  if (!first_) out_ << ",\n";
+  first_ = false;
+}
+
+void ChromeTraceWriter::on_event(const Event& e) {
+  sep();
+  out_ << R"({"ph":"X","pid":1,"tid":)" << track(e.stage, e.kind) << R"(,"name":")" << to_string(e.kind);
+  if (e.microbatch >= 0) out_ << " " << e.microbatch;
+  out_ << R"(","cat":")" << to_string(e.kind) << R"(","ts":)";
+  write_us(out_, e.start_ns);
+  out_ << ",\"dur\":";
+  write_us(out_, e.end_ns - e.start_ns);
+  out_ << R"(,"args":{"microbatch":)" << e.microbatch << ",\"chunk\":" << e.chunk << ",\"layers\":\""
+       << e.first_layer << "-" << e.last_layer << "\",\"bytes\":" << e.bytes << "}}";
+}
+
+void ChromeTraceWriter::on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) {
+  sep();
+  out_ << R"({"ph":"C","pid":1,"name":"memory stage )" << stage << R"(","ts":)";
+  write_us(out_, t_ns);
+  out_ << R"(,"args":{"MiB":)" << bytes / 1048576.0 << "}}";
+}
+
+void ChromeTraceWriter::flow(int id, int from_stage, std::int64_t from_ns, int to_stage, std::int64_t to_ns,
+                             const std::string& name) {
+  sep();
+  out_ << R"({"ph":"s","pid":1,"tid":)" << from_stage * 3 << R"(,"id":)" << id << R"(,"name":")" << name
+       << R"(","cat":"flow","ts":)";
+  write_us(out_, from_ns);
+  out_ << "}";
+  sep();
+  out_ << R"({"ph":"f","bp":"e","pid":1,"tid":)" << to_stage * 3 << R"(,"id":)" << id << R"(,"name":")" << name
+       << R"(","cat":"flow","ts":)";
+  write_us(out_, to_ns);
+  out_ << "}";
+}
+
+void ChromeTraceWriter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  out_ << "\n]}\n";
+  out_.flush();
+}
+
+}  // namespace pw

@@ -1,0 +1,32 @@
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/events/event.h"
+
+namespace pw {
+
+// Streams events as a Chrome / Perfetto trace (JSON array format): one
+// process, one track (thread) per stage, plus a track per stage's copy
+// engine for swaps and one for its outgoing transfers. Nothing is
+// buffered, so it works for runs of millions of events.
+class ChromeTraceWriter final : public EventSink {
+ public:
+  ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name);
+  ~ChromeTraceWriter() override;
+  void on_event(const Event& e) override;
+  void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) override;
+  // A marker spanning stages (migrations, subnet hand-offs): a flow arrow
+  // from one stage's track to another's.
+  void flow(int id, int from_stage, std::int64_t from_ns, int to_stage, std::int64_t to_ns, const std::string& name);
+  void finish();
+
+ private:
+  void sep();
+  std::ostream& out_;
+  bool first_ = true;
+  bool finished_ = false;
+};
+
+}  // namespace pw

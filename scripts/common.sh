@@ -1,0 +1,38 @@
+# Shared by scripts/demo, scripts/test, scripts/bench, scripts/package.
+# Installs the Debian 12 packages Pipewright builds against (only when
+# something is missing), then configures and builds with the release preset.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${PW_BUILD_DIR:-$ROOT/build}"
+
+PW_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libsqlite3-dev sqlite3
+  libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
+  libtorch-dev libgloo-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libgraphviz-dev libgl-dev
+  dataset-fashion-mnist fortunes
+  python3-torch python3-zmq python3-protobuf
+  xvfb xauth
+)
+
+pw_install_packages() {
+  local missing=()
+  for p in "${PW_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then return 0; fi
+  echo "==> installing ${#missing[@]} missing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+pw_build() {
+  echo "==> configuring ($BUILD_DIR)"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  echo "==> building"
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+}

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/spec/job_spec.h"
+#include "core/spec/spec_error.h"
+
+using namespace pw;
+
+namespace {
+nlohmann::json minimal() {
+  return nlohmann::json::parse(R"({
+    "name": "t",
+    "model": {"kind": "uniform", "layers": 8, "fwd_ms": 1, "bwd_ms": 2, "activation_mb": 1},
+    "training": {"batch_size": 16, "microbatch_size": 2},
+    "cluster": {"devices": 4, "device": "v100-32g"},
+    "pipeline": {"stages": 4}
+  })");
+}
+
+std::string error_of(nlohmann::json doc) {
+  try {
+    parse_job(doc);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(JobSpec, ParsesMinimalJobWithDefaults) {
+  JobSpec j = parse_job(minimal());
+  EXPECT_EQ(j.pipeline.microbatches, 8);
+  EXPECT_EQ(j.pipeline.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(j.pipeline.planner, "uniform");
+  EXPECT_EQ(j.cluster.device.memory_bytes, 32ull << 30);
+}
+
+TEST(JobSpec, ErrorsNameTheFieldPath) {
+  auto d = minimal();
+  d["pipeline"]["stages"] = 0;
+  EXPECT_EQ(error_of(d), "pipeline.stages: must be >= 1, got 0");
+  d = minimal();
+  d["training"]["batch_size"] = 15;
+  EXPECT_NE(error_of(d).find("training.batch_size: must be a multiple of microbatch_size"), std::string::npos);
+  d = minimal();
+  d["model"]["kind"] = "rnn";
+  EXPECT_NE(error_of(d).find("model.kind: must be one of"), std::string::npos);
+  d = minimal();
+  d["cluster"]["device"] = "tpu";
+  EXPECT_NE(error_of(d).find("cluster.device: unknown device preset"), std::string::npos);
+  d = minimal();
+  d["pipeline"]["stages"] = 5;
+  EXPECT_NE(error_of(d).find("pipeline.stages: must be <= cluster.devices"), std::string::npos);
+  d = minimal();
+  d["model"]["fwd_ms"] = "fast";
+  EXPECT_EQ(error_of(d), "model.fwd_ms: must be a number, got string");
+  d = minimal();
+  d.erase("name");
+  EXPECT_EQ(error_of(d), "name: is required");
+  d = minimal();
+  d["pipline"] = nlohmann::json::object();
+  EXPECT_EQ(error_of(d), "pipline: unknown field");
+}
+
+TEST(JobSpec, OverridesSetNestedFieldsWithJsonValues) {
+  auto d = minimal();
+  apply_override(d, "pipeline.schedule=gpipe");
+  apply_override(d, "training.batch_size=32");
+  apply_override(d, "cluster.memory_gb=1.5");
+  JobSpec j = parse_job(d);
+  EXPECT_EQ(j.pipeline.schedule, ScheduleKind::GPipe);
+  EXPECT_EQ(j.pipeline.microbatches, 16);
+  EXPECT_EQ(j.cluster.device.memory_bytes, static_cast<std::uint64_t>(1.5 * (1ull << 30)));
+  EXPECT_THROW(apply_override(d, "novalue"), SpecError);
+}
+
+TEST(JobSpec, ShippedJobsAllLoad) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PW_SOURCE_DIR) + "/resources/jobs")) {
+    if (e.path().extension() != ".json") continue;
+    EXPECT_NO_THROW(load_job(e.path().string())) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
