@@ -2,13 +2,27 @@
 
 namespace pw::cli {
 
+// Commands of optional layers register themselves here under their
+// layer's macro, so a core-only build still has a working CLI.
 const std::vector<Command>& commands() {
-  static const std::vector<Command> list = {
-      {"simulate", "JOB.json [--planner P] [--json] [--trace OUT.json] [--set a.b=v ...]",
-       "execute the job's schedule under the cost model and report throughput, bubble and memory", cmd_simulate},
-      {"plan", "JOB.json [--planner P] [--json] [--set a.b=v ...]",
-       "choose the layer partition and per-layer memory policy and print the plan", cmd_plan},
-  };
+  static const std::vector<Command> list = [] {
+    std::vector<Command> c = {
+        {"simulate", "JOB.json [--planner P] [--json] [--trace OUT.json] [--set a.b=v ...]",
+         "execute the job's schedule under the cost model and report throughput, bubble and memory", cmd_simulate},
+        {"plan", "JOB.json [--planner P] [--json] [--set a.b=v ...]",
+         "choose the layer partition and per-layer memory policy and print the plan", cmd_plan},
+    };
+#ifdef PW_HAVE_DB
+    for (auto& x : db_commands()) c.push_back(x);
+#endif
+#ifdef PW_HAVE_IPC
+    for (auto& x : ipc_commands()) c.push_back(x);
+#endif
+#ifdef PW_HAVE_RUNTIME
+    for (auto& x : runtime_commands()) c.push_back(x);
+#endif
+    return c;
+  }();
   return list;
 }
 

@@ -18,4 +18,9 @@ const std::vector<Command>& commands();
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
 
+// Each optional layer's commands, defined in engine/cli/<layer>/.
+std::vector<Command> db_commands();       // engine/cli/db/: replay, export, compare
+std::vector<Command> ipc_commands();      // engine/cli/ipc/: watch
+std::vector<Command> runtime_commands();  // engine/cli/runtime/: run, profile
+
 }  // namespace pw::cli
