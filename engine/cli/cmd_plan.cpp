@@ -8,9 +8,10 @@
 namespace pw::cli {
 
 int cmd_plan(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"planner"});
+  CliArgs args(argv, {"json"}, {"planner", "profile"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
+  if (auto profile = args.option("profile")) job.model.profile = *profile;
   ModelProfile profile = job_profile(job);
   PlanRequest req = plan_request(job, profile);
   Plan plan = run_planner(args.option("planner").value_or(job.pipeline.planner), req);

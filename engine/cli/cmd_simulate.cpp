@@ -68,9 +68,10 @@ void print_human(const PreparedJob& p, const SimResult& r) {
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"planner", "trace"});
+  CliArgs args(argv, {"json"}, {"planner", "trace", "profile"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
+  if (auto profile = args.option("profile")) job.model.profile = *profile;
   PreparedJob p = prepare_job(job, args.option("planner").value_or(""));
 
   std::unique_ptr<std::ofstream> trace_file;
