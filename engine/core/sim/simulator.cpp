@@ -220,7 +220,6 @@ class Simulation {
         }
         std::int64_t start = std::max(s.free, ready);
         flush_memory(d, start);
-        prefetch_swap_in(d, s.cursor + 1, start);
         std::int64_t end = start + v.fwd;
         add_memory(d, start, v.kept + v.swap_bytes);
         emit(d, EventKind::Forward, mb, a.chunk, v, start, end, 0);
@@ -231,6 +230,9 @@ class Simulation {
           add_memory(d, se, -v.swap_bytes);
           emit(d, EventKind::SwapOut, mb, a.chunk, v, so, se, v.swap_bytes);
         }
+        // After this forward's own swap-out is known: the next action may be
+        // this microbatch's backward.
+        prefetch_swap_in(d, s.cursor + 1, start);
         if (j + 1 < V_) {
           std::int64_t arrive = end;
           if (v.send_fwd > 0) {
