@@ -6,7 +6,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${PW_BUILD_DIR:-$ROOT/build}"
 
 PW_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git python3
+  build-essential cmake ninja-build pkg-config git python3 bc
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
