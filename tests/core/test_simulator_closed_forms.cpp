@@ -203,3 +203,20 @@ TEST(Simulator, RejectsPlanThatDoesNotMatchSchedule) {
   s.plan = uniform_partition(4, 2);
   EXPECT_THROW(s.run(), std::invalid_argument);
 }
+
+TEST(Simulator, SlowDeviceBecomesTheBottleneck) {
+  const int p = 4, m = 16;
+  Pipeline s = make(ScheduleKind::OneFOneB, p, m, 1, 1, 2);
+  SimInput in{&s.profile, &s.plan, s.schedule.get(), s.device, 1};
+  in.slowdown = {2, 2, 2, 2};  // everything twice as slow: the closed form with F+B = 6
+  EXPECT_NEAR(simulate(in).iteration_time_ms, (m + p - 1) * 6.0, 1e-6);
+  in.slowdown = {1, 1, 2, 1};
+  SimResult r = simulate(in);
+  // The slow stage runs m steps of 6 ms; fill and drain add less than a
+  // uniform pipeline of slow stages would.
+  EXPECT_GT(r.iteration_time_ms, m * 6.0);
+  EXPECT_LT(r.iteration_time_ms, (m + p - 1) * 6.0);
+  EXPECT_GT(r.stages[2].busy_fraction, 0.9);
+  in.slowdown = {1, 2};
+  EXPECT_THROW(simulate(in), std::invalid_argument);
+}

@@ -31,6 +31,7 @@ void evaluate_plan(const PlanRequest& req, Plan& plan) {
   in.schedule = sched.get();
   in.device = req.device;
   in.microbatch_size = req.microbatch_size;
+  in.slowdown = req.slowdown;
   SimResult r = simulate(in);
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.throughput_samples_per_s = r.throughput_samples_per_s;

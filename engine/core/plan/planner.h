@@ -22,6 +22,9 @@ struct PlanRequest {
   // Incremental replanning (live migration): the plan in force. Planners
   // that support it prefer plans that move few layers.
   const Plan* current = nullptr;
+  // Per device compute slowdown as measured online (see SimInput::slowdown);
+  // planners place fewer layers on slow devices. Empty = homogeneous.
+  std::vector<double> slowdown;
 };
 
 class Planner {

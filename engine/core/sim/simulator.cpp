@@ -53,6 +53,9 @@ class Simulation {
       throw std::invalid_argument("plan has " + std::to_string(in.plan->stages.size()) + " stages, the schedule needs " +
                                   std::to_string(V_));
     validate_plan(*in.plan, in.profile->size());
+    if (!in.slowdown.empty() && static_cast<int>(in.slowdown.size()) != p_)
+      throw std::invalid_argument("slowdown has " + std::to_string(in.slowdown.size()) + " entries, the schedule has " +
+                                  std::to_string(p_) + " devices");
     build_stages();
     fwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
     bwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
@@ -110,10 +113,11 @@ class Simulation {
       VStage& v = vs_[j];
       v.first = r.first_layer;
       v.last = r.last_layer;
-      v.fwd = to_ns(c.fwd_ms);
-      v.bwd = to_ns(c.bwd_ms);
-      v.recompute = to_ns(c.recompute_ms);
-      v.optimizer = to_ns(c.optimizer_ms);
+      double slow = in_.slowdown.empty() ? 1.0 : in_.slowdown.at(j % p_);
+      v.fwd = to_ns(c.fwd_ms * slow);
+      v.bwd = to_ns(c.bwd_ms * slow);
+      v.recompute = to_ns(c.recompute_ms * slow);
+      v.optimizer = to_ns(c.optimizer_ms * slow);
       bool cross_device = p_ > 1;
       v.out_bytes = static_cast<std::int64_t>(c.output_bytes);
       v.send_fwd = (j + 1 < V_ && cross_device) ? to_ns(transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us)) : 0;

@@ -17,6 +17,9 @@ struct SimInput {
   const Schedule* schedule = nullptr;
   DeviceSpec device;                   // every device alike
   int microbatch_size = 1;
+  // Per device compute slowdown (1 = nominal; 2 = takes twice as long):
+  // a straggler, thermal throttling, or a provoked imbalance. Empty = all 1.
+  std::vector<double> slowdown;
 };
 
 struct SimStage {
