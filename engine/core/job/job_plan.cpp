@@ -2,12 +2,30 @@
 
 #include "core/model/analytic_profile.h"
 #include "core/model/profile_io.h"
+#include "core/model/profile_retarget.h"
+#include "core/spec/spec_error.h"
 
 namespace pw {
 
 ModelProfile job_profile(const JobSpec& job) {
-  if (!job.model.profile.empty()) return load_profile_file(job.model.profile, job.training.microbatch_size);
-  return analytic_profile(job);
+  if (job.model.profile.empty() && job.model.kind == "torchscript")
+    throw SpecError("model.profile", "a TorchScript model has no analytic costs: measure them first with "
+                                     "`pipewright profile JOB -o profile.json` and set model.profile (or pass "
+                                     "--profile FILE); `pipewright run` profiles by itself");
+  if (job.model.profile.empty()) return analytic_profile(job);
+  ModelProfile p = load_profile_file(job.model.profile, job.training.microbatch_size);
+  // Measured elsewhere: re-target to the job's device (profile_retarget.h).
+  std::string measured = job.model.profile_device.empty() ? p.device : job.model.profile_device;
+  const DeviceSpec& to = job.cluster.device;
+  auto from = device_preset(measured);
+  if (measured.empty())
+    p.assumptions.push_back("device the profile was measured on is unknown (set model.profile_device): "
+                            "costs used as measured on " + to.preset);
+  else if (!from)
+    p.assumptions.push_back("profile device \"" + measured + "\" is not a preset: costs used as measured");
+  else if (from->tflops != to.tflops || from->mem_bandwidth_gbs != to.mem_bandwidth_gbs)
+    p = retarget_profile(p, *from, to);
+  return p;
 }
 
 PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile) {

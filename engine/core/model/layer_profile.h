@@ -30,6 +30,12 @@ struct ModelProfile {
   // chain: the cut carries layers[i].output_bytes. Branching graphs count
   // every tensor that crosses.
   std::vector<std::uint64_t> cut_bytes;
+  // Data-flow graph of an imported graph profile: producers of each layer
+  // (indices < its own). Empty means a chain. Exporters write it back.
+  std::vector<std::vector<int>> inputs;
+  // What loading assumed (profiled minibatch, device re-targeting); the
+  // CLI prints these.
+  std::vector<std::string> assumptions;
 
   int size() const { return static_cast<int>(layers.size()); }
   std::uint64_t boundary_bytes(int after_layer) const {

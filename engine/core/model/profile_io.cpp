@@ -4,6 +4,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/model/pipedream_graph.h"
+#include "core/model/profile_retarget.h"
+
 namespace pw {
 
 nlohmann::json profile_to_json(const ModelProfile& p) {
@@ -26,6 +29,7 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
                    {"source", p.source},
                    {"layers", layers}};
   if (!p.cut_bytes.empty()) j["cut_bytes"] = p.cut_bytes;
+  if (!p.inputs.empty()) j["inputs"] = p.inputs;
   return j;
 }
 
@@ -59,7 +63,46 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
     ++i;
   }
   if (j.contains("cut_bytes")) p.cut_bytes = j.at("cut_bytes").get<std::vector<std::uint64_t>>();
+  if (p.size() > 0 && !p.cut_bytes.empty() && p.cut_bytes.size() != static_cast<size_t>(p.size() - 1))
+    throw std::runtime_error("cut_bytes has " + std::to_string(p.cut_bytes.size()) + " entries, expected " +
+                             std::to_string(p.size() - 1) + " (layers - 1)");
+  if (j.contains("inputs")) {
+    p.inputs = j.at("inputs").get<std::vector<std::vector<int>>>();
+    if (p.inputs.size() != p.layers.size())
+      throw std::runtime_error("inputs has " + std::to_string(p.inputs.size()) + " entries, expected one per layer (" +
+                               std::to_string(p.size()) + ")");
+    for (int i = 0; i < p.size(); ++i)
+      for (int u : p.inputs[i])
+        if (u < 0 || u >= i)
+          throw std::runtime_error("inputs[" + std::to_string(i) + "]: producer " + std::to_string(u) +
+                                   " must be an earlier layer");
+  }
   return p;
+}
+
+ModelProfile profile_from_text(const std::string& text, const std::string& name, int microbatch_size) {
+  ModelProfile p;
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) throw std::runtime_error(name + ": not valid JSON (a Pipewright profile was expected)");
+    try {
+      p = profile_from_json(j);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(name + ": " + e.what());
+    }
+  } else if (looks_like_pipedream_graph(text)) {
+    p = pipedream_graph_to_profile(parse_pipedream_graph(text, name), "pipedream:" + name);
+    if (p.microbatch_size > 0)
+      p.assumptions.push_back(name + ": PipeDream profile taken at minibatch " + std::to_string(p.microbatch_size) +
+                              " (inferred from its input/hidden-state sizes)");
+  } else {
+    throw std::runtime_error(name + ": neither a Pipewright profile (JSON) nor a PipeDream graph.txt "
+                                    "(\"nodeID -- description -- forward_compute_time=...\" lines)");
+  }
+  if (microbatch_size > 0 && p.microbatch_size <= 0)
+    p.assumptions.push_back(name + ": profiled minibatch unknown; costs used as measured");
+  return rescale_microbatch(p, microbatch_size);
 }
 
 ModelProfile load_profile_file(const std::string& path, int microbatch_size) {
@@ -67,19 +110,19 @@ ModelProfile load_profile_file(const std::string& path, int microbatch_size) {
   if (!in) throw std::runtime_error("cannot open profile \"" + path + "\"");
   std::stringstream ss;
   ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw std::runtime_error(path + ": not a Pipewright profile JSON");
-  try {
-    return profile_from_json(j);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
+  return profile_from_text(ss.str(), path, microbatch_size);
 }
 
 void save_profile_file(const ModelProfile& p, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write profile \"" + path + "\"");
   out << profile_to_json(p).dump(1) << "\n";
+}
+
+void save_profile_pipedream(const ModelProfile& p, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write profile \"" + path + "\"");
+  out << pipedream_graph_text(p);
 }
 
 }  // namespace pw

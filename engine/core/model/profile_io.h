@@ -16,7 +16,15 @@ ModelProfile profile_from_json(const nlohmann::json& j);
 // `microbatch_size` rescales per-minibatch figures where the file was
 // measured at another size. Throws std::runtime_error naming the file and
 // line for malformed input.
+// The file's kind is told from its content ('{' starts JSON). A
+// microbatch_size <= 0 keeps the figures as measured. What was assumed
+// (profiled minibatch, scaling) is appended to `assumptions`.
 ModelProfile load_profile_file(const std::string& path, int microbatch_size);
+// Same, from text already read; `name` is used in error messages.
+ModelProfile profile_from_text(const std::string& text, const std::string& name, int microbatch_size);
 void save_profile_file(const ModelProfile& p, const std::string& path);
+// PipeDream's graph.txt (see core/model/pipedream_graph.h for what the
+// format keeps: no optimizer state, activation_size = output bytes).
+void save_profile_pipedream(const ModelProfile& p, const std::string& path);
 
 }  // namespace pw

@@ -1,5 +1,6 @@
 #include "core/spec/job_spec.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -10,13 +11,16 @@ namespace pw {
 namespace {
 constexpr double GiB = 1024.0 * 1024 * 1024;
 
-const std::vector<std::string> kModelKinds = {"transformer", "bert", "gpt", "mlp", "cnn", "uniform"};
+const std::vector<std::string> kModelKinds = {"transformer", "bert", "gpt", "mlp", "cnn", "uniform", "profile", "torchscript"};
 const std::vector<std::string> kPlanners = {"uniform", "gpipe", "pipedream", "vpipe", "exact"};
 
 ModelSpec parse_model(JsonFields f) {
   ModelSpec m;
   m.kind = f.choice("kind", kModelKinds);
   m.profile = f.str("profile", "");
+  m.profile_device = f.str("profile_device", "");
+  if (!m.profile_device.empty() && !device_preset(m.profile_device))
+    throw SpecError(f.path_of("profile_device"), "unknown device preset \"" + m.profile_device + "\"");
   m.precision = f.choice("precision", {"fp16", "fp32"}, "fp16");
   if (m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer") {
     if (m.kind == "transformer") {
@@ -44,6 +48,18 @@ ModelSpec parse_model(JsonFields f) {
     m.image_size = static_cast<int>(f.integer("image_size", 4, 28));
     m.in_channels = static_cast<int>(f.integer("in_channels", 1, 1));
     for (long long w : f.int_list("channels", 1)) m.widths.push_back(static_cast<int>(w));
+    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+  } else if (m.kind == "profile") {
+    // Everything comes from the measured profile file.
+    if (m.profile.empty()) throw SpecError(f.path_of("profile"), "model.kind \"profile\" needs a profile file");
+  } else if (m.kind == "torchscript") {
+    // The layers are the scripted module's children (engine/runtime/torchscript).
+    m.path = f.str("path");
+    if (m.path.empty()) throw SpecError(f.path_of("path"), "must name a TorchScript file saved by torch.jit.save");
+    JsonFields in = f.object("input");
+    m.input_shape = in.int_list("shape", 1);
+    m.input_dtype = in.choice("dtype", {"float32", "int64"}, "float32");
+    in.finish();
     m.classes = static_cast<int>(f.integer("classes", 1, 10));
   } else {  // uniform
     m.layers = static_cast<int>(f.integer("layers", 1));
@@ -193,7 +209,28 @@ JobSpec load_job(const std::string& file, const std::vector<std::string>& overri
     throw SpecError("$", "\"" + file + "\" is not valid JSON: " + e.what());
   }
   for (const auto& o : overrides) apply_override(doc, o);
-  return parse_job(doc);
+  JobSpec job = parse_job(doc);
+  // A profile named in the job file is relative to the job file.
+  std::filesystem::path prof(job.model.profile);
+  if (!job.model.profile.empty() && prof.is_relative())
+    job.model.profile = (std::filesystem::path(file).parent_path() / prof).lexically_normal().string();
+  // So are a TorchScript model and a data file; written back into the
+  // document too, because workers re-parse job.raw elsewhere.
+  auto resolve = [&](nlohmann::json& node, std::string& value) {
+    if (value.empty() || std::filesystem::path(value).is_absolute()) return;
+    value = std::filesystem::absolute(std::filesystem::path(file).parent_path() / value).lexically_normal().string();
+    node["path"] = value;
+  };
+  if (job.model.kind == "torchscript") {
+    resolve(job.raw["model"], job.model.path);
+    job.model.raw["path"] = job.model.path;
+  }
+  if (job.data.is_object() && job.data.contains("path") && job.data["path"].is_string()) {
+    std::string data_path = job.data["path"].get<std::string>();
+    resolve(job.data, data_path);
+    job.raw["data"] = job.data;
+  }
+  return job;
 }
 
 }  // namespace pw

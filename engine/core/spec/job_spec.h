@@ -11,7 +11,7 @@ namespace pw {
 
 // The model as the job describes it. Sizes a kind does not use stay 0.
 struct ModelSpec {
-  std::string kind;  // transformer | bert | gpt | mlp | cnn | uniform
+  std::string kind;  // transformer | bert | gpt | mlp | cnn | uniform | profile | torchscript
   // Transformer family (bert/gpt: `layers`; transformer: encoder + decoder).
   int layers = 0;
   int encoder_layers = 0;
@@ -33,6 +33,15 @@ struct ModelSpec {
   // A measured profile file (Pipewright JSON or PipeDream graph.txt); when
   // set it replaces the analytic costs.
   std::string profile;
+  // Device preset the profile was measured on, when the file does not say
+  // (PipeDream's graph.txt): costs are re-targeted to cluster.device.
+  std::string profile_device;
+  // torchscript: a scripted nn.Sequential (docs/torchscript.md). `path` is
+  // absolute after load_job; input_shape excludes the batch dimension;
+  // `classes` (above) is the width of the model's output.
+  std::string path;
+  std::vector<long long> input_shape;
+  std::string input_dtype = "float32";  // float32 | int64
   nlohmann::json raw;  // the object as written, for the engine's model builder
 };
 
