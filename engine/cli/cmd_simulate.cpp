@@ -7,6 +7,17 @@
 #include "cli/format.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
+#include "core/events/run_records.h"
+#include <functional>
+#ifdef PW_HAVE_DB
+#include "core/model/profile_io.h"
+#include "db/run_writer.h"
+#endif
+#ifdef PW_HAVE_IPC
+#include <filesystem>
+#include "cli/ipc/sim_telemetry.h"
+#include "ipc/endpoints.h"
+#endif
 
 namespace pw::cli {
 namespace {
@@ -41,6 +52,33 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
   return j;
 }
 
+// Tees the simulator's stream to every output (--trace, --db, --listen);
+// `gate` runs first (pause / stop / pace of --listen).
+struct Fanout final : EventSink {
+  std::vector<EventSink*> sinks;
+  std::function<void(std::int64_t)> gate;
+  std::int64_t last_end = 0;
+  void on_event(const Event& e) override {
+    if (gate) gate(e.start_ns);
+    last_end = std::max(last_end, e.end_ns);
+    for (auto* s : sinks) s->on_event(e);
+  }
+  void on_memory(std::int32_t stage, std::int64_t t, std::int64_t b) override {
+    for (auto* s : sinks) s->on_memory(stage, t, b);
+  }
+};
+
+double number_option(const CliArgs& a, const char* name) {
+  auto v = a.option(name);
+  if (!v) return 0;
+  try {
+    double d = std::stod(*v);
+    if (d >= 0) return d;
+  } catch (...) {
+  }
+  throw UsageError(std::string("--") + name + ": want a number >= 0, got \"" + *v + "\"");
+}
+
 void print_human(const PreparedJob& p, const SimResult& r) {
   const auto& job = p.job;
   std::cout << "job " << job.name << ": " << job.model.kind << ", " << p.profile.size() << " layers, "
@@ -68,7 +106,7 @@ void print_human(const PreparedJob& p, const SimResult& r) {
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"planner", "trace", "profile"});
+  CliArgs args(argv, {"json", "allow-remote"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
@@ -81,12 +119,90 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *path + "\"");
     trace = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
   }
-  SimResult r = simulate(p.sim_input(), trace.get());
+#ifndef PW_HAVE_DB
+  if (args.option("db")) throw UsageError("--db: this pipewright was built without SQLite");
+#endif
+#ifndef PW_HAVE_IPC
+  if (args.option("listen")) throw UsageError("--listen: this pipewright was built without ZeroMQ/protobuf");
+#endif
+  Fanout out;
+  if (trace) out.sinks.push_back(trace.get());
+  const std::string run_id = new_run_id();
+  std::function<void(RunStatus, const std::string&, const SimResult*)> end_run = [](RunStatus, const std::string&, const SimResult*) {};
+#ifdef PW_HAVE_DB
+  std::unique_ptr<db::RunWriter> rec;
+  if (auto path = args.option("db")) {
+    db::RunWriterOptions o;
+    o.overwrite = true;  // a simulation is reproducible: replace the file
+    rec = std::make_unique<db::RunWriter>(*path, db::RunInfo{run_id, job.name, "simulate", job.pipeline.stages}, o);
+    rec->job(job.raw);
+    rec->profile(profile_to_json(p.profile));
+    rec->plan(1, 0, "initial plan", to_json(p.plan));
+    out.sinks.push_back(rec.get());
+  }
+#endif
+#ifdef PW_HAVE_IPC
+  std::unique_ptr<SimTelemetry> tel;
+  std::string endpoints_file;
+  if (auto ep = args.option("listen")) {
+    tel = std::make_unique<SimTelemetry>(*ep, args.flag("allow-remote"), run_id, number_option(args, "pace"));
+    auto& pub = tel->publisher();
+    pub.set_run_info(job.name, job.pipeline.stages, "simulate", args.option("db").value_or(""));
+    pub.status(RunStatus::Running);
+    pub.plan(1, 0, "initial plan", to_json(p.plan));
+    out.sinks.push_back(&pub);
+    out.gate = [&](std::int64_t t) { tel->gate(t); };
+    std::cerr << "telemetry " << tel->telemetry_endpoint() << "  control " << tel->control_endpoint() << std::endl;
+#ifdef PW_HAVE_DB
+    if (rec) {
+      rec->endpoint("telemetry", tel->telemetry_endpoint());
+      rec->endpoint("control", tel->control_endpoint());
+      endpoints_file = std::filesystem::path(*args.option("db")).replace_extension(".endpoints.json").string();
+      ipc::write_endpoints_file(endpoints_file, run_id, tel->telemetry_endpoint(), tel->control_endpoint());
+    }
+#endif
+  }
+#endif
+  end_run = [&](RunStatus status, const std::string& reason, const SimResult* r) {
+    ThroughputSample tp{out.last_end, 1, r ? r->throughput_samples_per_s : 0, r ? r->iteration_time_ms : 0};
+#ifdef PW_HAVE_DB
+    if (rec) {
+      if (r) {
+        rec->throughput(tp);
+        rec->summary(result_json(p, *r));
+      }
+      rec->finish(status, reason);
+    }
+#endif
+#ifdef PW_HAVE_IPC
+    if (tel) {
+      if (r) tel->publisher().throughput(tp);
+      tel->finish(status, reason, number_option(args, "linger"));
+      if (!endpoints_file.empty()) std::filesystem::remove(endpoints_file);
+    }
+#endif
+  };
+  SimResult r;
+  try {
+    r = simulate(p.sim_input(), out.sinks.empty() && !out.gate ? nullptr : &out);
+  } catch (const std::exception& e) {
+#ifdef PW_HAVE_IPC
+    if (dynamic_cast<const SimStopped*>(&e)) {
+      end_run(RunStatus::Stopped, e.what(), nullptr);
+      std::cout << "simulation " << e.what() << "\n";
+      return 1;
+    }
+#endif
+    end_run(RunStatus::Failed, e.what(), nullptr);
+    throw;
+  }
   if (trace) trace->finish();
+  end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r);
 
   if (args.flag("json")) {
     auto j = result_json(p, r);
     if (auto path = args.option("trace")) j["trace"] = *path;
+    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = run_id;
     std::cout << j.dump(2) << "\n";
   } else {
     print_human(p, r);

@@ -1,0 +1,399 @@
+#include "db/run_writer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "db/schema.h"
+#include "db/sqlite_util.h"
+
+namespace pw::db {
+namespace {
+
+std::int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Everything queued between two commits, one vector per table.
+struct Batch {
+  std::vector<Event> events;
+  std::vector<MemorySample> memory;
+  std::vector<ThroughputSample> throughput;
+  std::vector<Migration> migrations;
+  std::vector<SubnetState> subnet_states;
+  std::vector<SubnetEdge> subnet_edges;
+  std::vector<LogRecord> logs;
+  std::vector<std::function<void(Connection&)>> ops;  // rare updates, applied in order after the rows
+  std::size_t size() const {
+    return events.size() + memory.size() + throughput.size() + migrations.size() + subnet_states.size() +
+           subnet_edges.size() + logs.size() + ops.size();
+  }
+  void clear() {
+    events.clear();
+    memory.clear();
+    throughput.clear();
+    migrations.clear();
+    subnet_states.clear();
+    subnet_edges.clear();
+    logs.clear();
+    ops.clear();
+  }
+};
+
+// The writer thread's prepared statements.
+struct Statements {
+  Statement event, memory, throughput, migration, subnet_state, subnet_edge, log, stage_stat;
+  explicit Statements(Connection& c)
+      : event(c, "INSERT INTO events(stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes) "
+                 "VALUES (?,?,?,?,?,?,?,?,?)"),
+        memory(c, "INSERT INTO memory(t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, "
+                  "prefetched, budget) VALUES (?,?,?,?,?,?,?,?,?,?)"),
+        throughput(c, "INSERT INTO throughput(t_ns, iteration, samples_per_s, iteration_ms) VALUES (?,?,?,?)"),
+        migration(c, "INSERT INTO migrations(start_ns, end_ns, layer, from_stage, to_stage, bytes, plan_version) "
+                     "VALUES (?,?,?,?,?,?,?)"),
+        subnet_state(c, "INSERT INTO subnet_states(t_ns, subnet, stage, phase) VALUES (?,?,?,?)"),
+        subnet_edge(c, "INSERT INTO subnet_edges(t_ns, resolved_ns, waiter, waited_for, stage, layer) VALUES (?,?,?,?,?,?)"),
+        log(c, "INSERT INTO logs(t_ns, level, source, message) VALUES (?,?,?,?)"),
+        stage_stat(c, "INSERT INTO stage_stats(stage, max_duration_ns) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
+                      "max_duration_ns = max(max_duration_ns, excluded.max_duration_ns)") {}
+};
+
+void remove_file_set(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+}
+
+}  // namespace
+
+struct RunWriter::Impl {
+  std::string path;
+  RunInfo info;
+  RunWriterOptions opt;
+  std::unique_ptr<Connection> conn;
+
+  mutable std::mutex mu;
+  std::condition_variable wake;   // writer: work to do
+  std::condition_variable space;  // producers: queue below max_queued
+  std::condition_variable done;   // flush(): a commit happened
+  Batch pending;
+  std::uint64_t queued_total = 0;     // records ever queued
+  std::uint64_t committed_total = 0;  // records ever committed
+  std::uint64_t flush_target = 0;
+  bool stopping = false, finished = false;
+  std::exception_ptr error;
+  Stats stats;
+  std::thread thread;
+
+  void check_usable() {  // with mu held
+    if (error) std::rethrow_exception(error);
+    if (finished || stopping) throw DbError(path + ": run already finished, record ignored");
+  }
+
+  template <class F>
+  void push(F&& add) {
+    std::unique_lock lk(mu);
+    check_usable();
+    if (pending.size() >= opt.max_queued) {
+      wake.notify_one();
+      space.wait(lk, [&] { return pending.size() < opt.max_queued || error; });
+      if (error) std::rethrow_exception(error);
+    }
+    add(pending);
+    ++queued_total;
+    if (pending.size() == opt.batch_records) wake.notify_one();
+  }
+
+  void write(Batch& b, Statements& st) {
+    Transaction t(*conn);
+    std::map<int, std::int64_t> max_dur;
+    for (const auto& e : b.events) {
+      st.event.bind(1, std::int64_t(e.stage))
+          .bind(2, std::int64_t(e.kind))
+          .bind(3, e.start_ns)
+          .bind(4, e.end_ns)
+          .bind(5, std::int64_t(e.microbatch))
+          .bind(6, std::int64_t(e.chunk))
+          .bind(7, std::int64_t(e.first_layer))
+          .bind(8, std::int64_t(e.last_layer))
+          .bind(9, e.bytes)
+          .run();
+      auto& m = max_dur[e.stage];
+      m = std::max(m, e.end_ns - e.start_ns);
+    }
+    for (auto [s, d] : max_dur) st.stage_stat.bind(1, std::int64_t(s)).bind(2, d).run();
+    for (const auto& m : b.memory)
+      st.memory.bind(1, m.t_ns)
+          .bind(2, std::int64_t(m.stage))
+          .bind(3, m.bytes)
+          .bind_opt(4, m.parameters)
+          .bind_opt(5, m.optimizer)
+          .bind_opt(6, m.stashed)
+          .bind_opt(7, m.activations)
+          .bind_opt(8, m.swapped_out)
+          .bind_opt(9, m.prefetched)
+          .bind_opt(10, m.budget)
+          .run();
+    for (const auto& x : b.throughput)
+      st.throughput.bind(1, x.t_ns).bind_opt(2, x.iteration).bind(3, x.samples_per_s).bind(4, x.iteration_ms).run();
+    for (const auto& m : b.migrations)
+      st.migration.bind(1, m.start_ns)
+          .bind(2, m.end_ns)
+          .bind(3, std::int64_t(m.layer))
+          .bind(4, std::int64_t(m.from_stage))
+          .bind(5, std::int64_t(m.to_stage))
+          .bind(6, m.bytes)
+          .bind_opt(7, m.plan_version)
+          .run();
+    for (const auto& s : b.subnet_states)
+      st.subnet_state.bind(1, s.t_ns)
+          .bind(2, std::int64_t(s.subnet))
+          .bind(3, std::int64_t(s.stage))
+          .bind(4, std::string_view(to_string(s.phase)))
+          .run();
+    for (const auto& e : b.subnet_edges)
+      st.subnet_edge.bind(1, e.t_ns)
+          .bind_opt(2, e.resolved_ns)
+          .bind(3, std::int64_t(e.waiter))
+          .bind(4, std::int64_t(e.waited_for))
+          .bind(5, std::int64_t(e.stage))
+          .bind(6, std::int64_t(e.layer))
+          .run();
+    for (const auto& l : b.logs)
+      st.log.bind(1, l.t_ns)
+          .bind(2, std::string_view(to_string(l.level)))
+          .bind(3, std::string_view(l.source))
+          .bind(4, std::string_view(l.message))
+          .run();
+    for (auto& op : b.ops) op(*conn);
+    t.commit();
+  }
+
+  void run_thread() {
+    Batch local;
+    std::unique_ptr<Statements> st;
+    try {
+      st = std::make_unique<Statements>(*conn);
+    } catch (...) {
+      std::lock_guard lk(mu);
+      error = std::current_exception();
+    }
+    std::unique_lock lk(mu);
+    for (;;) {
+      wake.wait_for(lk, opt.max_delay, [&] {
+        return stopping || pending.size() >= opt.batch_records || flush_target > committed_total;
+      });
+      if (error) {
+        done.notify_all();
+        space.notify_all();
+        if (stopping) break;
+        continue;
+      }
+      if (pending.size() == 0) {
+        if (stopping) break;
+        continue;
+      }
+      std::swap(local, pending);
+      std::uint64_t upto = queued_total;
+      lk.unlock();
+      space.notify_all();
+      std::size_t n = local.size(), nev = local.events.size();
+      std::exception_ptr err;
+      try {
+        write(local, *st);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      local.clear();
+      lk.lock();
+      if (err) {
+        error = err;
+      } else {
+        committed_total = upto;
+        stats.records += n;
+        stats.events += nev;
+        ++stats.transactions;
+      }
+      done.notify_all();
+    }
+    st.reset();
+  }
+
+};
+
+RunWriter::RunWriter(const std::string& path, RunInfo info, RunWriterOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  auto& I = *impl_;
+  I.path = path;
+  I.opt = options;
+  if (I.opt.batch_records == 0) I.opt.batch_records = 1;
+  if (I.opt.max_queued < I.opt.batch_records) I.opt.max_queued = I.opt.batch_records;
+  if (info.run_id.empty()) info.run_id = new_run_id();
+  if (info.started_unix_ns == 0) info.started_unix_ns = unix_ns();
+  I.info = info;
+  if (access(path.c_str(), F_OK) == 0) {
+    if (!options.overwrite) throw DbError(path + ": file exists (refusing to overwrite a recorded run)");
+    remove_file_set(path);
+  }
+  I.conn = std::make_unique<Connection>(path, Connection::Mode::Create);
+  auto& c = *I.conn;
+  c.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;");
+  create_schema(c);
+  Statement r(c, "INSERT INTO run(id, run_id, name, source, status, stages, started_unix_ns) VALUES (1,?,?,?,?,?,?)");
+  r.bind(1, std::string_view(info.run_id))
+      .bind(2, std::string_view(info.name))
+      .bind(3, std::string_view(info.source))
+      .bind(4, std::string_view(to_string(RunStatus::Running)))
+      .bind(5, std::int64_t(info.stages))
+      .bind(6, info.started_unix_ns)
+      .run();
+  I.thread = std::thread([this] { impl_->run_thread(); });
+}
+
+RunWriter::~RunWriter() {
+  bool open;
+  {
+    std::lock_guard lk(impl_->mu);
+    open = !impl_->finished && !impl_->stopping;
+  }
+  if (open) {
+    try {
+      finish(RunStatus::Failed, "the run ended without a final status");
+    } catch (...) {
+    }
+  }
+  {
+    std::lock_guard lk(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_one();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void RunWriter::on_event(const Event& e) {
+  impl_->push([&](Batch& b) { b.events.push_back(e); });
+}
+void RunWriter::on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) {
+  MemorySample m;
+  m.stage = stage;
+  m.t_ns = t_ns;
+  m.bytes = bytes;
+  memory(m);
+}
+void RunWriter::memory(const MemorySample& m) {
+  impl_->push([&](Batch& b) { b.memory.push_back(m); });
+}
+void RunWriter::throughput(const ThroughputSample& t) {
+  impl_->push([&](Batch& b) { b.throughput.push_back(t); });
+}
+void RunWriter::migration(const Migration& m) {
+  impl_->push([&](Batch& b) { b.migrations.push_back(m); });
+}
+void RunWriter::subnet_state(const SubnetState& s) {
+  impl_->push([&](Batch& b) { b.subnet_states.push_back(s); });
+}
+void RunWriter::subnet_edge(const SubnetEdge& e) {
+  impl_->push([&](Batch& b) { b.subnet_edges.push_back(e); });
+}
+void RunWriter::log(const LogRecord& l) {
+  impl_->push([&](Batch& b) { b.logs.push_back(l); });
+}
+void RunWriter::subnet(std::int32_t id, const nlohmann::json& choices) {
+  std::string js = choices.dump();
+  impl_->push([&](Batch& b) {
+    b.ops.push_back([id, js](Connection& c) {
+      Statement s(c, "INSERT OR REPLACE INTO subnets(id, choices_json) VALUES (?, ?)");
+      s.bind(1, std::int64_t(id)).bind(2, std::string_view(js)).run();
+    });
+  });
+}
+void RunWriter::plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan) {
+  std::string js = plan.dump();
+  impl_->push([&](Batch& b) {
+    b.ops.push_back([version, t_ns, reason, js](Connection& c) {
+      Statement s(c, "INSERT OR REPLACE INTO plans(version, t_ns, reason, plan_json) VALUES (?,?,?,?)");
+      s.bind(1, std::int64_t(version)).bind(2, t_ns).bind(3, std::string_view(reason)).bind(4, std::string_view(js)).run();
+    });
+  });
+}
+namespace {
+std::function<void(Connection&)> set_run_column(const char* column, std::string value) {
+  std::string sql = std::string("UPDATE run SET ") + column + " = ? WHERE id = 1";
+  return [sql, value](Connection& c) { Statement(c, sql).bind(1, std::string_view(value)).run(); };
+}
+}  // namespace
+void RunWriter::job(const nlohmann::json& j) {
+  impl_->push([&](Batch& b) { b.ops.push_back(set_run_column("job_json", j.dump())); });
+}
+void RunWriter::profile(const nlohmann::json& j) {
+  impl_->push([&](Batch& b) { b.ops.push_back(set_run_column("profile_json", j.dump())); });
+}
+void RunWriter::summary(const nlohmann::json& j) {
+  impl_->push([&](Batch& b) { b.ops.push_back(set_run_column("summary_json", j.dump())); });
+}
+void RunWriter::endpoint(const std::string& name, const std::string& endpoint) {
+  impl_->push([&](Batch& b) {
+    b.ops.push_back([name, endpoint](Connection& c) {
+      Statement(c, "INSERT OR REPLACE INTO endpoints(name, endpoint) VALUES (?, ?)")
+          .bind(1, std::string_view(name))
+          .bind(2, std::string_view(endpoint))
+          .run();
+    });
+  });
+}
+
+void RunWriter::flush() {
+  auto& I = *impl_;
+  std::unique_lock lk(I.mu);
+  if (I.error) std::rethrow_exception(I.error);
+  I.flush_target = std::max(I.flush_target, I.queued_total);
+  I.wake.notify_one();
+  I.done.wait(lk, [&] { return I.committed_total >= I.flush_target || I.error; });
+  if (I.error) std::rethrow_exception(I.error);
+}
+
+void RunWriter::finish(RunStatus status, const std::string& reason) {
+  auto& I = *impl_;
+  std::string st = to_string(status);
+  std::int64_t ended = unix_ns();
+  I.push([&](Batch& b) {
+    b.ops.push_back([st, reason, ended](Connection& c) {
+      Statement(c, "UPDATE run SET status = ?, reason = ?, ended_unix_ns = ? WHERE id = 1")
+          .bind(1, std::string_view(st))
+          .bind(2, std::string_view(reason))
+          .bind(3, ended)
+          .run();
+    });
+  });
+  flush();
+  {
+    std::lock_guard lk(I.mu);
+    I.stopping = true;
+  }
+  I.wake.notify_one();
+  if (I.thread.joinable()) I.thread.join();
+  {
+    std::lock_guard lk(I.mu);
+    I.finished = true;
+  }
+  // One self-contained file to share: fold the WAL in and leave WAL mode.
+  I.conn->exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+  I.conn.reset();
+}
+
+RunWriter::Stats RunWriter::stats() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->stats;
+}
+const std::string& RunWriter::run_id() const { return impl_->info.run_id; }
+const std::string& RunWriter::path() const { return impl_->path; }
+
+}  // namespace pw::db

@@ -1,0 +1,148 @@
+#include "db/schema.h"
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <fstream>
+
+#include "db/sqlite_util.h"
+
+namespace pw::db {
+namespace {
+
+// Times are integer ns on the run's clock; optional integers are NULL when
+// unknown. Tables are append-only while the run goes, so rowid order is
+// the order of arrival.
+constexpr const char* kSchemaSql = R"SQL(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE run(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  run_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  stages INTEGER NOT NULL,
+  started_unix_ns INTEGER NOT NULL,
+  ended_unix_ns INTEGER,
+  job_json TEXT,
+  profile_json TEXT,
+  summary_json TEXT);
+CREATE TABLE endpoints(name TEXT PRIMARY KEY, endpoint TEXT NOT NULL);
+CREATE TABLE plans(version INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, reason TEXT NOT NULL, plan_json TEXT NOT NULL);
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY,
+  stage INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  microbatch INTEGER NOT NULL,
+  chunk INTEGER NOT NULL,
+  first_layer INTEGER NOT NULL,
+  last_layer INTEGER NOT NULL,
+  bytes INTEGER NOT NULL);
+CREATE INDEX events_by_stage_time ON events(stage, start_ns);
+CREATE TABLE stage_stats(
+  stage INTEGER PRIMARY KEY,
+  max_duration_ns INTEGER NOT NULL);
+CREATE TABLE memory(
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  stage INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  parameters INTEGER, optimizer INTEGER, stashed INTEGER, activations INTEGER,
+  swapped_out INTEGER, prefetched INTEGER, budget INTEGER);
+CREATE INDEX memory_by_time ON memory(t_ns, stage);
+CREATE TABLE throughput(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, iteration INTEGER,
+  samples_per_s REAL NOT NULL, iteration_ms REAL NOT NULL);
+CREATE TABLE migrations(id INTEGER PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  layer INTEGER NOT NULL, from_stage INTEGER NOT NULL, to_stage INTEGER NOT NULL, bytes INTEGER NOT NULL,
+  plan_version INTEGER);
+CREATE TABLE subnets(id INTEGER PRIMARY KEY, choices_json TEXT NOT NULL);
+CREATE TABLE subnet_states(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, subnet INTEGER NOT NULL,
+  stage INTEGER NOT NULL, phase TEXT NOT NULL);
+CREATE INDEX subnet_states_by_time ON subnet_states(t_ns);
+CREATE TABLE subnet_edges(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, resolved_ns INTEGER,
+  waiter INTEGER NOT NULL, waited_for INTEGER NOT NULL, stage INTEGER NOT NULL, layer INTEGER NOT NULL);
+CREATE TABLE logs(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, level TEXT NOT NULL, source TEXT NOT NULL,
+  message TEXT NOT NULL);
+)SQL";
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+}
+
+}  // namespace
+
+void create_schema(Connection& c) {
+  Transaction t(c);
+  c.exec(kSchemaSql);
+  Statement m(c, "INSERT INTO meta(key, value) VALUES (?, ?)");
+  m.bind(1, std::string_view("format")).bind(2, std::string_view(kFormatName)).run();
+  m.bind(1, std::string_view("schema_major")).bind(2, std::string_view(std::to_string(kSchemaMajor))).run();
+  m.bind(1, std::string_view("schema_minor")).bind(2, std::string_view(std::to_string(kSchemaMinor))).run();
+  m.bind(1, std::string_view("writer")).bind(2, std::string_view("pipewright " PW_VERSION)).run();
+  t.commit();
+}
+
+void check_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) throw DbError(path + ": no such file");
+  if (!S_ISREG(st.st_mode)) throw DbError(path + ": not a regular file");
+  if (st.st_size == 0) throw DbError(path + ": empty file, not a Pipewright run database");
+  unsigned char h[100] = {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DbError(path + ": cannot open for reading");
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  auto got = in.gcount();
+  static const char kMagic[16] = "SQLite format 3";
+  if (got < 16 || std::string(reinterpret_cast<char*>(h), 16) != std::string(kMagic, 16))
+    throw DbError(path + ": not a Pipewright run database (not an SQLite file)");
+  if (got < 100) throw DbError(path + ": truncated (" + std::to_string(got) + " bytes, shorter than an SQLite header)");
+  std::uint32_t page = (std::uint32_t(h[16]) << 8) | h[17];
+  if (page == 1) page = 65536;
+  std::uint32_t pages = be32(h + 28);
+  // The header's page count is valid only when its change counters agree,
+  // and pages may still sit in the WAL after a crash; check only then.
+  struct stat wal {};
+  bool has_wal = stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  if (!has_wal && pages > 0 && be32(h + 24) == be32(h + 92)) {
+    auto want = static_cast<std::uint64_t>(pages) * page;
+    if (static_cast<std::uint64_t>(st.st_size) < want)
+      throw DbError(path + ": truncated (" + std::to_string(st.st_size) + " bytes, its header says " +
+                    std::to_string(want) + ")");
+  }
+}
+
+std::string check_schema(Connection& c) {
+  bool has_meta = false;
+  {
+    Statement s(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+    if (s.step()) has_meta = s.int64(0) > 0;
+    s.reset();
+  }
+  if (!has_meta) throw DbError(c.path() + ": an SQLite file but not a Pipewright run database (no meta table)");
+  std::string format, major = "?", minor = "0";
+  Statement s(c, "SELECT key, value FROM meta");
+  while (s.step()) {
+    auto k = s.text(0);
+    if (k == "format") format = s.text(1);
+    if (k == "schema_major") major = s.text(1);
+    if (k == "schema_minor") minor = s.text(1);
+  }
+  if (format != kFormatName)
+    throw DbError(c.path() + ": an SQLite file but not a Pipewright run database (format \"" + format + "\")");
+  int maj = 0;
+  try {
+    maj = std::stoi(major);
+  } catch (...) {
+    throw DbError(c.path() + ": meta.schema_major is \"" + major + "\", not a number");
+  }
+  if (maj > kSchemaMajor)
+    throw DbError(c.path() + ": written with run schema " + major + "." + minor + " by a newer Pipewright; this build reads schema " +
+                  std::to_string(kSchemaMajor) + ".x only: upgrade pipewright to read it");
+  if (maj < 1) throw DbError(c.path() + ": unknown run schema version " + major + "." + minor);
+  return major + "." + minor;
+}
+
+}  // namespace pw::db

@@ -1,0 +1,67 @@
+#include <iostream>
+
+#include "cli/cli_args.h"
+#include "cli/db/run_figures.h"
+#include "cli/format.h"
+#include "db/run_reader.h"
+
+namespace pw::cli {
+namespace {
+
+nlohmann::json ratio(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_number() || !b.is_number() || a.get<double>() == 0) return nullptr;
+  return b.get<double>() / a.get<double>();
+}
+
+}  // namespace
+
+int cmd_compare(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {"json"}, {});
+  args.expect_positional(2, "two run databases");
+  db::RunReader ra(args.positional()[0]), rb(args.positional()[1]);
+  auto a = run_figures(ra), b = run_figures(rb);
+  // (label, a, b) rows; ratios are B/A.
+  std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>> rows = {
+      {"throughput samples/s", a["throughput_samples_per_s"], b["throughput_samples_per_s"]},
+      {"iteration ms", a["iteration_time_ms"], b["iteration_time_ms"]},
+      {"bubble", a["bubble_fraction"], b["bubble_fraction"]},
+      {"span ms", a["span_ns"].get<double>() / 1e6, b["span_ns"].get<double>() / 1e6},
+      {"events", a["events"], b["events"]},
+      {"migrations", a["migrations"]["count"], b["migrations"]["count"]},
+  };
+  size_t n = std::max(a["stages"].size(), b["stages"].size());
+  auto stage_val = [](const nlohmann::json& f, size_t s, const char* k, double scale) -> nlohmann::json {
+    if (s >= f["stages"].size()) return nullptr;
+    return f["stages"][s][k].get<double>() * scale;
+  };
+  for (size_t s = 0; s < n; ++s) {
+    rows.emplace_back("stage " + std::to_string(s) + " busy ms", stage_val(a, s, "busy_ns", 1e-6), stage_val(b, s, "busy_ns", 1e-6));
+    rows.emplace_back("stage " + std::to_string(s) + " peak GiB", stage_val(a, s, "peak_memory_bytes", 1.0 / 1073741824),
+                      stage_val(b, s, "peak_memory_bytes", 1.0 / 1073741824));
+  }
+  if (args.flag("json")) {
+    nlohmann::json out{{"a", a}, {"b", b}};
+    nlohmann::json rj = nlohmann::json::array();
+    for (auto& [k, x, y] : rows) rj.push_back({{"figure", k}, {"a", x}, {"b", y}, {"ratio", ratio(x, y)}});
+    out["rows"] = rj;
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  auto show = [](const nlohmann::json& v) {
+    if (v.is_null()) return std::string("-");
+    double d = v.get<double>();
+    return d == static_cast<std::int64_t>(d) && std::abs(d) < 1e15 ? std::to_string(static_cast<std::int64_t>(d)) : fixed(d, 3);
+  };
+  std::cout << "A: " << a["file"].get<std::string>() << " (" << a["name"].get<std::string>() << ", "
+            << a["status"].get<std::string>() << ")\nB: " << b["file"].get<std::string>() << " ("
+            << b["name"].get<std::string>() << ", " << b["status"].get<std::string>() << ")\n\n";
+  std::cout << "  figure                          A               B       B/A\n";
+  for (auto& [k, x, y] : rows) {
+    auto r = ratio(x, y);
+    std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << pad(show(x), 16) << pad(show(y), 16)
+              << pad(r.is_null() ? "-" : fixed(r.get<double>(), 3), 10) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace pw::cli

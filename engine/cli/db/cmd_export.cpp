@@ -1,0 +1,125 @@
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_args.h"
+#include "core/trace/chrome_trace.h"
+#include "db/run_reader.h"
+
+namespace pw::cli {
+namespace {
+
+std::ofstream open_out(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write \"" + path + "\"");
+  return out;
+}
+
+std::string csv_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string opt(std::int64_t v) { return v < 0 ? "" : std::to_string(v); }
+
+// Streams the run into a Chrome/Perfetto trace; migrations and subnet
+// dependency edges become flow arrows between stage tracks.
+std::uint64_t export_chrome(const db::RunReader& r, const std::string& path) {
+  auto out = open_out(path);
+  int stages = r.run().stages;
+  for (const auto& s : r.stage_stats()) stages = std::max(stages, s.stage + 1);
+  ChromeTraceWriter w(out, stages, "pipewright " + r.run().source + " " + r.run().name + " (" + r.run().run_id + ")");
+  std::uint64_t n = 0;
+  r.for_each_event([&](const Event& e) {
+    w.on_event(e);
+    ++n;
+  });
+  r.for_each_memory([&](const MemorySample& m) { w.on_memory(m.stage, m.t_ns, m.bytes); });
+  int id = 1;
+  for (const auto& m : r.migrations())
+    w.flow(id++, m.from_stage, m.start_ns, m.to_stage, m.end_ns, "migrate layer " + std::to_string(m.layer));
+  for (const auto& e : r.subnet_edges())
+    w.flow(id++, e.stage, e.t_ns, e.stage, e.resolved_ns >= 0 ? e.resolved_ns : e.t_ns,
+           "subnet " + std::to_string(e.waiter) + " waits for " + std::to_string(e.waited_for) + " (layer " +
+               std::to_string(e.layer) + ")");
+  w.finish();
+  if (!out) throw std::runtime_error("writing \"" + path + "\" failed");
+  return n;
+}
+
+void export_csv(const db::RunReader& r, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  {
+    auto out = open_out(dir + "/events.csv");
+    out << "stage,kind,start_ns,end_ns,microbatch,chunk,first_layer,last_layer,bytes\n";
+    r.for_each_event([&](const Event& e) {
+      out << e.stage << ',' << to_string(e.kind) << ',' << e.start_ns << ',' << e.end_ns << ',' << e.microbatch << ','
+          << e.chunk << ',' << e.first_layer << ',' << e.last_layer << ',' << e.bytes << '\n';
+    });
+  }
+  {
+    auto out = open_out(dir + "/memory.csv");
+    out << "t_ns,stage,bytes,parameters,optimizer,stashed,activations,swapped_out,prefetched,budget\n";
+    r.for_each_memory([&](const MemorySample& m) {
+      out << m.t_ns << ',' << m.stage << ',' << m.bytes << ',' << opt(m.parameters) << ',' << opt(m.optimizer) << ','
+          << opt(m.stashed) << ',' << opt(m.activations) << ',' << opt(m.swapped_out) << ',' << opt(m.prefetched) << ','
+          << opt(m.budget) << '\n';
+    });
+  }
+  {
+    auto out = open_out(dir + "/throughput.csv");
+    out << "t_ns,iteration,samples_per_s,iteration_ms\n";
+    for (const auto& t : r.throughput()) out << t.t_ns << ',' << opt(t.iteration) << ',' << t.samples_per_s << ',' << t.iteration_ms << '\n';
+  }
+  {
+    auto out = open_out(dir + "/migrations.csv");
+    out << "start_ns,end_ns,layer,from_stage,to_stage,bytes,plan_version\n";
+    for (const auto& m : r.migrations())
+      out << m.start_ns << ',' << m.end_ns << ',' << m.layer << ',' << m.from_stage << ',' << m.to_stage << ',' << m.bytes
+          << ',' << opt(m.plan_version) << '\n';
+  }
+  {
+    auto out = open_out(dir + "/subnet_states.csv");
+    out << "t_ns,subnet,stage,phase\n";
+    for (const auto& s : r.subnet_states()) out << s.t_ns << ',' << s.subnet << ',' << s.stage << ',' << to_string(s.phase) << '\n';
+  }
+  {
+    auto out = open_out(dir + "/subnet_edges.csv");
+    out << "t_ns,resolved_ns,waiter,waited_for,stage,layer\n";
+    for (const auto& e : r.subnet_edges())
+      out << e.t_ns << ',' << opt(e.resolved_ns) << ',' << e.waiter << ',' << e.waited_for << ',' << e.stage << ',' << e.layer << '\n';
+  }
+  {
+    auto out = open_out(dir + "/logs.csv");
+    out << "t_ns,level,source,message\n";
+    for (const auto& l : r.logs()) out << l.t_ns << ',' << to_string(l.level) << ',' << csv_quote(l.source) << ',' << csv_quote(l.message) << '\n';
+  }
+  {
+    auto out = open_out(dir + "/plans.csv");
+    out << "version,t_ns,reason,plan_json\n";
+    for (const auto& p : r.plans()) out << p.version << ',' << p.t_ns << ',' << csv_quote(p.reason) << ',' << csv_quote(p.plan.dump()) << '\n';
+  }
+}
+
+}  // namespace
+
+int cmd_export(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {}, {"chrome-trace", "csv"});
+  args.expect_positional(1, "one run database");
+  auto trace = args.option("chrome-trace");
+  auto csv = args.option("csv");
+  if (!trace && !csv) throw UsageError("nothing to do: give --chrome-trace OUT.json and/or --csv DIR");
+  db::RunReader r(args.positional()[0]);
+  if (trace) {
+    auto n = export_chrome(r, *trace);
+    std::cout << "Chrome trace: " << *trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (csv) {
+    export_csv(r, *csv);
+    std::cout << "CSV tables: " << *csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
+  }
+  return 0;
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,107 @@
+#include "cli/db/run_figures.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "db/run_reader.h"
+
+namespace pw::cli {
+
+nlohmann::json run_figures(const db::RunReader& r) {
+  const auto& run = r.run();
+  nlohmann::json j;
+  j["file"] = r.path();
+  j["run_id"] = run.run_id;
+  j["name"] = run.name;
+  j["source"] = run.source;
+  j["status"] = to_string(run.status);
+  j["reason"] = run.reason;
+  j["schema"] = run.schema_version;
+  j["started_unix_ns"] = run.started_unix_ns;
+  j["ended_unix_ns"] = run.ended_unix_ns;
+
+  auto job = r.job();
+  if (job.is_object()) {
+    nlohmann::json jj;
+    for (const char* k : {"name"})
+      if (job.contains(k)) jj[k] = job[k];
+    if (job.contains("model") && job["model"].contains("kind")) jj["model"] = job["model"]["kind"];
+    if (job.contains("pipeline")) jj["pipeline"] = job["pipeline"];
+    if (job.contains("cluster")) jj["cluster"] = job["cluster"];
+    j["job"] = jj;
+  }
+  auto plans = r.plans();
+  j["plans"] = plans.size();
+  if (!plans.empty()) {
+    const auto& p = plans.back().plan;
+    j["planner"] = p.value("planner", "");
+    nlohmann::json ranges = nlohmann::json::array();
+    if (p.contains("stages"))
+      for (const auto& s : p["stages"]) ranges.push_back(s);
+    j["plan_stages"] = ranges;
+  }
+
+  auto tp = r.throughput();
+  j["throughput_samples"] = tp.size();
+  if (!tp.empty()) {
+    j["throughput_samples_per_s"] = tp.back().samples_per_s;
+    j["iteration_time_ms"] = tp.back().iteration_ms;
+  } else {
+    j["throughput_samples_per_s"] = nullptr;
+    j["iteration_time_ms"] = nullptr;
+  }
+
+  auto stats = r.stage_stats();
+  std::uint64_t events = 0;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+  std::int64_t busy = 0, dur = 0, bytes = 0;
+  std::array<std::uint64_t, kEventKindCount> kinds{};
+  for (const auto& s : stats) {
+    if (s.events == 0) continue;
+    events += s.events;
+    first = std::min(first, s.first_start_ns);
+    last = std::max(last, s.last_end_ns);
+    busy += s.busy_ns;
+    dur += s.duration_ns;
+    bytes += s.bytes;
+    for (int k = 0; k < kEventKindCount; ++k) kinds[k] += s.by_kind[k];
+  }
+  std::int64_t span = events ? last - first : 0;
+  j["events"] = events;
+  j["first_start_ns"] = events ? nlohmann::json(first) : nlohmann::json(nullptr);
+  j["last_end_ns"] = events ? nlohmann::json(last) : nlohmann::json(nullptr);
+  j["span_ns"] = span;
+  j["duration_sum_ns"] = dur;
+  j["busy_sum_ns"] = busy;
+  j["bytes"] = bytes;
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (int k = 0; k < kEventKindCount; ++k)
+    if (kinds[k]) by_kind[to_string(static_cast<EventKind>(k))] = kinds[k];
+  j["events_by_kind"] = by_kind;
+  int nstages = std::max<int>(run.stages, static_cast<int>(stats.size()));
+  // Bubble over the recorded span: the share of stage-time not computing.
+  j["bubble_fraction"] = span > 0 && nstages > 0 ? 1.0 - static_cast<double>(busy) / (static_cast<double>(span) * nstages) : 0.0;
+  nlohmann::json st = nlohmann::json::array();
+  for (const auto& s : stats)
+    st.push_back({{"stage", s.stage},
+                  {"events", s.events},
+                  {"busy_ns", s.busy_ns},
+                  {"busy_fraction", span > 0 ? static_cast<double>(s.busy_ns) / span : 0.0},
+                  {"first_start_ns", s.first_start_ns},
+                  {"last_end_ns", s.last_end_ns},
+                  {"bytes", s.bytes},
+                  {"peak_memory_bytes", s.peak_memory_bytes}});
+  j["stages"] = st;
+
+  auto mig = r.migrations();
+  std::int64_t mig_bytes = 0;
+  for (const auto& m : mig) mig_bytes += m.bytes;
+  j["migrations"] = {{"count", mig.size()}, {"bytes", mig_bytes}};
+  j["subnet_edges"] = r.subnet_edges().size();
+  j["logs"] = r.logs().size();
+  auto summary = r.summary();
+  if (!summary.is_null()) j["recorded_summary"] = summary;
+  return j;
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,220 @@
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_args.h"
+#include "cli/format.h"
+#include "ipc/control.h"
+#include "ipc/subscriber.h"
+
+namespace pw::cli {
+namespace {
+
+namespace pb = ipc::pb;
+using std::chrono::milliseconds;
+
+double seconds_option(const CliArgs& a, const char* name, double def) {
+  auto v = a.option(name);
+  if (!v) return def;
+  try {
+    double d = std::stod(*v);
+    if (d >= 0) return d;
+  } catch (...) {
+  }
+  throw UsageError(std::string("--") + name + ": want seconds >= 0, got \"" + *v + "\"");
+}
+
+// What the watcher knows about the run: the snapshot plus what followed.
+struct View {
+  pb::RunStatus status;
+  std::map<int, pb::StageState> stages;
+  double throughput = 0;
+  std::uint64_t events = 0, snapshot_events = 0, migrations = 0;
+  bool terminal() const {
+    auto s = status.state();
+    return s == pb::FINISHED || s == pb::FAILED || s == pb::STOPPED;
+  }
+  void apply(const pb::Snapshot& s) {
+    status = s.status();
+    for (const auto& st : s.stages()) stages[st.stage()] = st;
+    throughput = s.throughput().samples_per_s();
+    snapshot_events = s.events();
+    events = s.events();
+    migrations = s.migrations();
+  }
+  void apply(const pb::Envelope& e) {
+    switch (e.body_case()) {
+      case pb::Envelope::kStatus: status = e.status(); break;
+      case pb::Envelope::kEvents:
+        for (const auto& ev : e.events().events()) {
+          auto& st = stages[ev.stage()];
+          st.set_stage(ev.stage());
+          st.set_events(st.events() + 1);
+          auto k = static_cast<EventKind>(ev.kind());
+          if (k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep)
+            st.set_busy_ns(st.busy_ns() + ev.end_ns() - ev.start_ns());
+          st.set_last_end_ns(std::max(st.last_end_ns(), ev.end_ns()));
+          ++events;
+        }
+        break;
+      case pb::Envelope::kMemory:
+        for (const auto& m : e.memory().samples()) {
+          auto& st = stages[m.stage()];
+          st.set_memory_bytes(m.bytes());
+          st.set_peak_memory_bytes(std::max(st.peak_memory_bytes(), m.bytes()));
+        }
+        break;
+      case pb::Envelope::kThroughput: throughput = e.throughput().samples_per_s(); break;
+      case pb::Envelope::kMigrations: migrations += e.migrations().migrations_size(); break;
+      default: break;
+    }
+  }
+};
+
+void print_line(const View& v, const ipc::SubscriberStats& s) {
+  std::int64_t t = 0;
+  std::uint64_t peak = 0;
+  for (const auto& [k, st] : v.stages) {
+    t = std::max<std::int64_t>(t, st.last_end_ns());
+    peak = std::max<std::uint64_t>(peak, st.peak_memory_bytes());
+  }
+  std::cout << "[" << ipc::to_string(v.status.state()) << "] t=" << fixed(t / 1e6, 1) << " ms  events " << v.events
+            << "  throughput " << fixed(v.throughput, 1) << " samples/s  peak " << gib(peak) << "  gaps " << s.gaps
+            << std::endl;
+}
+
+nlohmann::json result(const View& v, const ipc::Subscriber& sub, bool snapshot) {
+  const auto& s = sub.stats();
+  nlohmann::json st = nlohmann::json::array();
+  for (const auto& [k, x] : v.stages)
+    st.push_back({{"stage", k}, {"events", x.events()}, {"busy_ns", x.busy_ns()}, {"peak_memory_bytes", x.peak_memory_bytes()}});
+  return {{"run_id", sub.run_id()},
+          {"status", ipc::to_string(v.status.state())},
+          {"reason", v.status.reason()},
+          {"job", v.status.job_name()},
+          {"snapshot", snapshot},
+          {"events", v.events},
+          {"snapshot_events", v.snapshot_events},
+          {"received_events", v.events - v.snapshot_events},
+          {"throughput_samples_per_s", v.throughput},
+          {"migrations", v.migrations},
+          {"gaps", s.gaps},
+          {"missed_messages", s.missed},
+          {"malformed", s.malformed},
+          {"unknown", s.unknown},
+          {"stages", st}};
+}
+
+}  // namespace
+
+int cmd_watch(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {"json"}, {"timeout", "interval"});
+  args.expect_positional(1, "one telemetry endpoint");
+  const std::string endpoint = args.positional()[0];
+  double timeout = seconds_option(args, "timeout", 10);
+  double interval = seconds_option(args, "interval", 1);
+  bool json = args.flag("json");
+
+  ipc::Subscriber sub(endpoint);
+  auto first = sub.wait_connected(milliseconds(static_cast<long>(timeout * 1000)));
+  if (!first) {
+    std::cerr << "error: no telemetry from " << endpoint << " within " << timeout << " s\n";
+    return 3;
+  }
+  View view;
+  bool have_snapshot = false;
+  std::uint32_t period_ms = 200;
+  if (first->envelope.has_heartbeat() && first->envelope.heartbeat().period_ms() > 0)
+    period_ms = first->envelope.heartbeat().period_ms();
+  if (!sub.control_endpoint().empty()) {
+    ipc::ControlClient ctl(sub.control_endpoint(), "pipewright-watch");
+    if (auto r = ctl.snapshot(milliseconds(2000)); r && r->code() == pb::OK) {
+      sub.apply_snapshot(first->envelope.run_id(), r->snapshot());
+      view.apply(r->snapshot());
+      have_snapshot = true;
+    }
+  }
+  if (!have_snapshot) view.apply(first->envelope);
+  if (!json) {
+    std::cout << "watching run " << sub.run_id() << " (" << view.status.job_name() << ") at " << endpoint
+              << (have_snapshot ? ", from a snapshot" : "") << std::endl;
+    print_line(view, sub.stats());
+  }
+  // The publisher is gone after three missed heartbeats.
+  auto silence = milliseconds(3 * period_ms + 500);
+  auto last_heard = std::chrono::steady_clock::now();
+  auto next_print = last_heard + milliseconds(static_cast<long>(interval * 1000));
+  int rc = 0;
+  while (!view.terminal()) {
+    auto m = sub.receive(milliseconds(50));
+    auto now = std::chrono::steady_clock::now();
+    if (m) {
+      last_heard = now;
+      view.apply(m->envelope);
+    } else if (now - last_heard > silence) {
+      std::cerr << "error: the publisher at " << endpoint << " went silent (no heartbeat for " << silence.count() << " ms)\n";
+      rc = 1;
+      break;
+    }
+    if (!json && now >= next_print) {
+      print_line(view, sub.stats());
+      next_print = now + milliseconds(static_cast<long>(interval * 1000));
+    }
+  }
+  if (rc == 0 && view.status.state() != pb::FINISHED) rc = 1;
+  if (json) {
+    std::cout << result(view, sub, have_snapshot).dump(2) << std::endl;
+  } else {
+    print_line(view, sub.stats());
+    std::cout << "run " << sub.run_id() << " " << ipc::to_string(view.status.state());
+    if (!view.status.reason().empty()) std::cout << " (" << view.status.reason() << ")";
+    const auto& s = sub.stats();
+    std::cout << ": " << view.events << " events, " << s.gaps << " gaps (" << s.missed << " messages missed), "
+              << s.malformed + s.unknown << " bad messages dropped" << std::endl;
+  }
+  return rc;
+}
+
+int cmd_control(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {}, {"timeout"});
+  if (args.positional().size() < 2) throw UsageError("want ENDPOINT and a command");
+  std::string endpoint = args.positional()[0];
+  const std::string& what = args.positional()[1];
+  auto timeout = milliseconds(static_cast<long>(seconds_option(args, "timeout", 5) * 1000));
+  // A telemetry endpoint leads to the control endpoint through its heartbeat.
+  {
+    ipc::Subscriber probe(endpoint, {{ipc::Topic::Heartbeat}});
+    if (probe.wait_connected(std::min(timeout, milliseconds(1500))) && !probe.control_endpoint().empty())
+      endpoint = probe.control_endpoint();
+  }
+  ipc::ControlClient c(endpoint, "pipewright-control");
+  std::optional<pb::ControlReply> r;
+  if (what == "pause") r = c.pause(timeout);
+  else if (what == "resume") r = c.resume(timeout);
+  else if (what == "stop") r = c.stop(timeout);
+  else if (what == "checkpoint") r = c.checkpoint(timeout);
+  else if (what == "status") r = c.query_status(timeout);
+  else if (what == "set") {
+    if (args.positional().size() != 3 || args.positional()[2].find('=') == std::string::npos)
+      throw UsageError("set wants KEY=VALUE");
+    const auto& kv = args.positional()[2];
+    r = c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), timeout);
+  } else {
+    throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, status, set)");
+  }
+  if (!r) {
+    std::cerr << "error: no reply from " << endpoint << " within " << timeout.count() << " ms\n";
+    return 1;
+  }
+  if (r->code() != pb::OK) {
+    std::cerr << "error: " << what << " refused: " << r->error() << "\n";
+    return 1;
+  }
+  std::cout << what << ": ok, run " << ipc::to_string(r->status().state());
+  if (!r->status().reason().empty()) std::cout << " (" << r->status().reason() << ")";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace pw::cli

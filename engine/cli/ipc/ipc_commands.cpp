@@ -1,0 +1,17 @@
+#include "cli/commands.h"
+
+namespace pw::cli {
+
+int cmd_watch(const std::vector<std::string>& args);
+int cmd_control(const std::vector<std::string>& args);
+
+std::vector<Command> ipc_commands() {
+  return {
+      {"watch", "ENDPOINT [--json] [--timeout S] [--interval S]",
+       "follow a live run's telemetry (tcp://127.0.0.1:PORT) and print its progress until it ends", cmd_watch},
+      {"control", "ENDPOINT pause|resume|stop|checkpoint|status|set KEY=VALUE [--timeout S]",
+       "send a control request to a live run (ENDPOINT: its telemetry or control address)", cmd_control},
+  };
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,73 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pw {
+
+// Records of a run besides its Events, shared by the recorder (pw_db), the
+// telemetry protocol (pw_ipc), the engine and the studio. Integer ns
+// timestamps on the run's own clock, like Event. A field that is -1 is
+// unknown (e.g. the simulator has no memory breakdown).
+
+// A fresh run id: 16 random hex digits.
+std::string new_run_id();
+
+enum class RunStatus : std::uint8_t { Running = 0, Finished = 1, Failed = 2, Stopped = 3 };
+const char* to_string(RunStatus s);
+std::optional<RunStatus> run_status_from_string(const std::string& s);
+
+struct MemorySample {
+  std::int64_t t_ns = 0;
+  std::int32_t stage = 0;
+  std::int64_t bytes = 0;  // resident total
+  std::int64_t parameters = -1, optimizer = -1, stashed = -1, activations = -1, swapped_out = -1,
+               prefetched = -1, budget = -1;
+};
+
+struct ThroughputSample {
+  std::int64_t t_ns = 0;
+  std::int64_t iteration = -1;
+  double samples_per_s = 0;
+  double iteration_ms = 0;
+};
+
+// One layer moving between stages on a replan (plan_version is the plan
+// it moves towards).
+struct Migration {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::int32_t layer = -1;
+  std::int32_t from_stage = -1, to_stage = -1;
+  std::int64_t bytes = 0;
+  std::int32_t plan_version = -1;
+};
+
+enum class SubnetPhase : std::uint8_t { Queued = 0, Forward = 1, Backward = 2, Blocked = 3, Done = 4 };
+const char* to_string(SubnetPhase p);
+std::optional<SubnetPhase> subnet_phase_from_string(const std::string& s);
+
+struct SubnetState {
+  std::int64_t t_ns = 0;
+  std::int32_t subnet = -1;
+  std::int32_t stage = -1;
+  SubnetPhase phase = SubnetPhase::Queued;
+};
+
+// `waiter` waits on `waited_for` at (stage, layer) from t_ns until
+// resolved_ns (-1 while unresolved): NASPipe's dependency edges.
+struct SubnetEdge {
+  std::int64_t t_ns = 0, resolved_ns = -1;
+  std::int32_t waiter = -1, waited_for = -1, stage = -1, layer = -1;
+};
+
+enum class LogLevel : std::uint8_t { Debug = 0, Info = 1, Warning = 2, Error = 3 };
+const char* to_string(LogLevel l);
+
+struct LogRecord {
+  std::int64_t t_ns = 0;
+  LogLevel level = LogLevel::Info;
+  std::string source;
+  std::string message;
+};
+
+}  // namespace pw

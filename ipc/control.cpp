@@ -1,0 +1,248 @@
+#include "ipc/control.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+#include <zmq.hpp>
+
+#include "ipc/publisher.h"
+
+namespace pw::ipc {
+
+pb::ControlReply error_reply(pb::ErrorCode code, const std::string& message) {
+  pb::ControlReply r;
+  r.set_code(code);
+  r.set_error(message);
+  return r;
+}
+
+struct ControlServer::Impl {
+  Handler handler;
+  const Publisher* publisher = nullptr;
+  ControlServerOptions opt;
+  zmq::socket_t sock{context(), zmq::socket_type::router};
+  std::string endpoint;
+  std::atomic<bool> stopping{false};
+  mutable std::mutex mu;
+  Stats stats;
+  std::map<std::string, std::chrono::steady_clock::time_point> seen;  // client name -> last heard
+  std::thread thread;
+
+  pb::ControlReply answer(const pb::ControlRequest& req) {
+    using R = pb::ControlRequest;
+    if (req.protocol_major() > kProtocolMajor)
+      return error_reply(pb::VERSION, "protocol " + std::to_string(req.protocol_major()) + " is newer than this server's " +
+                                          std::to_string(kProtocolMajor));
+    switch (req.command_case()) {
+      case R::kHeartbeat: {
+        std::lock_guard lk(mu);
+        ++stats.heartbeats;
+        pb::ControlReply r;
+        if (publisher) *r.mutable_status() = publisher->snapshot().status();
+        return r;
+      }
+      case R::kSnapshot:
+        if (publisher) {
+          pb::ControlReply r;
+          *r.mutable_snapshot() = publisher->snapshot();
+          *r.mutable_status() = r.snapshot().status();
+          return r;
+        }
+        break;
+      case R::kQueryStatus:
+        if (publisher && !handler) {
+          pb::ControlReply r;
+          *r.mutable_status() = publisher->snapshot().status();
+          return r;
+        }
+        break;
+      case R::COMMAND_NOT_SET: {
+        std::lock_guard lk(mu);
+        ++stats.unknown;
+        return error_reply(pb::UNSUPPORTED, "unknown or missing command (a newer client?)");
+      }
+      default: break;
+    }
+    if (!handler) return error_reply(pb::UNSUPPORTED, "this server takes no commands");
+    try {
+      return handler(req);
+    } catch (const std::exception& e) {
+      return error_reply(pb::INTERNAL, e.what());
+    }
+  }
+
+  void run_thread() {
+    while (!stopping.load()) {
+      zmq::pollitem_t item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(50));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> frames;
+      for (;;) {
+        zmq::message_t f;
+        if (!sock.recv(f, zmq::recv_flags::dontwait)) break;
+        bool more = f.more();
+        frames.push_back(std::move(f));
+        if (!more) break;
+      }
+      // [identity, request]; a REQ-style empty delimiter is tolerated.
+      if (frames.size() == 3 && frames[1].size() == 0) frames.erase(frames.begin() + 1);
+      pb::ControlRequest req;
+      if (frames.size() != 2 || !req.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
+        std::lock_guard lk(mu);
+        ++stats.malformed;
+        continue;
+      }
+      {
+        std::lock_guard lk(mu);
+        ++stats.requests;
+        seen[req.client().empty() ? frames[0].to_string() : req.client()] = std::chrono::steady_clock::now();
+      }
+      pb::ControlReply reply = answer(req);
+      reply.set_request_id(req.request_id());
+      reply.set_server_unix_ns(unix_ns());
+      if (reply.code() != pb::OK) {
+        std::lock_guard lk(mu);
+        ++stats.errors;
+      }
+      std::string bytes = reply.SerializeAsString();
+      sock.send(frames[0], zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+    }
+  }
+};
+
+ControlServer::ControlServer(Handler handler, const Publisher* publisher, ControlServerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  auto& I = *impl_;
+  I.handler = std::move(handler);
+  I.publisher = publisher;
+  I.opt = options;
+  I.sock.set(zmq::sockopt::linger, 0);
+  // An unroutable reply (client gone) is dropped, never blocks.
+  I.sock.set(zmq::sockopt::router_mandatory, 0);
+  I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote);
+  I.thread = std::thread([this] { impl_->run_thread(); });
+}
+
+ControlServer::~ControlServer() {
+  impl_->stopping = true;
+  impl_->thread.join();
+}
+
+const std::string& ControlServer::endpoint() const { return impl_->endpoint; }
+
+ControlServer::Stats ControlServer::stats() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->stats;
+}
+
+std::vector<std::string> ControlServer::clients() const {
+  std::lock_guard lk(impl_->mu);
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> v;
+  for (const auto& [name, t] : impl_->seen)
+    if (now - t <= impl_->opt.client_timeout) v.push_back(name);
+  return v;
+}
+
+struct ControlClient::Impl {
+  zmq::socket_t sock{context(), zmq::socket_type::dealer};
+};
+
+ControlClient::ControlClient(const std::string& endpoint, std::string name)
+    : impl_(std::make_unique<Impl>()), name_(std::move(name)) {
+  impl_->sock.set(zmq::sockopt::linger, 0);
+  try {
+    impl_->sock.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw std::runtime_error("cannot connect to " + endpoint + ": " + e.what());
+  }
+}
+
+ControlClient::~ControlClient() = default;
+
+void ControlClient::send_raw(const std::string& bytes) { impl_->sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait); }
+
+std::optional<pb::ControlReply> ControlClient::request(pb::ControlRequest req, std::chrono::milliseconds timeout) {
+  auto& s = impl_->sock;
+  req.set_protocol_major(kProtocolMajor);
+  req.set_request_id(next_id_++);
+  req.set_client(name_);
+  std::string bytes = req.SerializeAsString();
+  // DEALER queues while disconnected; a dead server shows as a timeout.
+  if (!s.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
+    ++stats_.timeouts;
+    return std::nullopt;
+  }
+  ++stats_.sent;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, left);
+    if (!(item.revents & ZMQ_POLLIN)) break;
+    zmq::message_t f;
+    if (!s.recv(f, zmq::recv_flags::dontwait)) continue;
+    bool extra = f.more();
+    while (s.get(zmq::sockopt::rcvmore)) {
+      zmq::message_t rest;
+      if (!s.recv(rest, zmq::recv_flags::dontwait)) break;
+    }
+    pb::ControlReply reply;
+    if (extra || !reply.ParseFromArray(f.data(), static_cast<int>(f.size()))) {
+      ++stats_.malformed;
+      continue;
+    }
+    if (reply.request_id() != req.request_id()) {
+      ++stats_.stale;
+      continue;
+    }
+    ++stats_.replies;
+    return reply;
+  }
+  ++stats_.timeouts;
+  return std::nullopt;
+}
+
+namespace {
+template <class Setter>
+pb::ControlRequest make(Setter set) {
+  pb::ControlRequest r;
+  set(r);
+  return r;
+}
+}  // namespace
+
+std::optional<pb::ControlReply> ControlClient::pause(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_pause(); }), t);
+}
+std::optional<pb::ControlReply> ControlClient::resume(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_resume(); }), t);
+}
+std::optional<pb::ControlReply> ControlClient::stop(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_stop(); }), t);
+}
+std::optional<pb::ControlReply> ControlClient::checkpoint(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_checkpoint(); }), t);
+}
+std::optional<pb::ControlReply> ControlClient::set(const std::string& key, const std::string& value,
+                                                   std::chrono::milliseconds t) {
+  return request(make([&](auto& r) {
+                   r.mutable_set()->set_key(key);
+                   r.mutable_set()->set_value(value);
+                 }),
+                 t);
+}
+std::optional<pb::ControlReply> ControlClient::query_status(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_query_status(); }), t);
+}
+std::optional<pb::ControlReply> ControlClient::snapshot(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_snapshot(); }), t);
+}
+bool ControlClient::heartbeat(std::chrono::milliseconds t) {
+  auto r = request(make([](auto& r) { r.mutable_heartbeat(); }), t);
+  return r.has_value();
+}
+
+}  // namespace pw::ipc

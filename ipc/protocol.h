@@ -1,0 +1,54 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/events/event.h"
+#include "core/events/run_records.h"
+#include "ipc/pipewright.pb.h"
+
+namespace zmq {
+class context_t;
+}
+
+namespace pw::ipc {
+
+namespace pb = ::pipewright::v1;
+
+// The protocol version this build speaks (ipc/pipewright.proto).
+constexpr std::uint32_t kProtocolMajor = 1;
+constexpr std::uint32_t kProtocolMinor = 0;
+
+// Telemetry topics: the first frame of every PUB message.
+enum class Topic : std::uint8_t { Status, Events, Memory, Throughput, Migrations, Subnets, Logs, Plan, Heartbeat };
+constexpr int kTopicCount = 9;
+const char* to_string(Topic t);
+std::optional<Topic> topic_from_string(std::string_view s);
+// The Envelope body case each topic carries.
+pb::Envelope::BodyCase body_of(Topic t);
+
+// One ZeroMQ context for the process (its I/O thread serves every socket).
+zmq::context_t& context();
+
+std::int64_t unix_ns();
+
+// pw records <-> protocol messages.
+void to_pb(const Event& e, pb::Event* out);
+Event from_pb(const pb::Event& e);
+void to_pb(const MemorySample& m, pb::MemorySample* out);
+MemorySample from_pb(const pb::MemorySample& m);
+void to_pb(const ThroughputSample& t, pb::Throughput* out);
+ThroughputSample from_pb(const pb::Throughput& t);
+void to_pb(const Migration& m, pb::Migration* out);
+Migration from_pb(const pb::Migration& m);
+void to_pb(const SubnetState& s, pb::SubnetState* out);
+SubnetState from_pb(const pb::SubnetState& s);
+void to_pb(const SubnetEdge& e, pb::SubnetEdge* out);
+SubnetEdge from_pb(const pb::SubnetEdge& e);
+void to_pb(const LogRecord& l, pb::LogLine* out);
+LogRecord from_pb(const pb::LogLine& l);
+pb::RunState to_pb(RunStatus s);
+const char* to_string(pb::RunState s);
+
+}  // namespace pw::ipc

@@ -1,0 +1,78 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/events/event.h"
+#include "core/events/run_records.h"
+#include "ipc/endpoints.h"
+#include "ipc/protocol.h"
+
+namespace pw::ipc {
+
+struct PublisherOptions {
+  std::string endpoint = kDefaultBind;
+  bool allow_remote = false;  // bind a non-loopback address
+  // Messages queued per subscriber before ZeroMQ drops for that one: a
+  // slow subscriber loses messages (and counts the gap), the run never
+  // waits for it.
+  int send_hwm = 10000;
+  std::size_t max_batch = 1024;  // events (or samples) per message
+  std::chrono::milliseconds heartbeat{200};
+  std::string control_endpoint;  // advertised in heartbeats
+};
+
+// Telemetry publisher (ZeroMQ PUB) for one run. Every method may be called
+// from any thread and only queues; a sender thread batches what is queued
+// into Envelopes (per-topic sequence numbers), sends them without ever
+// blocking, and sends a heartbeat every `heartbeat`. Records queued while
+// the sender is busy go out together, so batches grow under load and
+// latency stays low when idle.
+class Publisher final : public EventSink {
+ public:
+  // Binds before returning (throws std::invalid_argument / runtime_error).
+  explicit Publisher(std::string run_id, PublisherOptions options = {});
+  ~Publisher() override;  // sends what is queued, then closes
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  const std::string& endpoint() const;  // as bound, port resolved
+  const std::string& run_id() const;
+
+  // What the run is; carried in every status message and snapshot.
+  void set_run_info(const std::string& job_name, int stages, const std::string& source, const std::string& db_path = "");
+  void set_control_endpoint(const std::string& endpoint);
+
+  void on_event(const Event& e) override;
+  void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) override;
+  void memory(const MemorySample& m);
+  void throughput(const ThroughputSample& t);
+  void migration(const Migration& m);
+  void subnet_state(const SubnetState& s);
+  void subnet_edge(const SubnetEdge& e);
+  void log(const LogRecord& l);
+  void plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan);
+  void status(RunStatus s, const std::string& reason = "");
+  void paused(bool paused);  // status PAUSED / RUNNING
+
+  // Blocks until everything queued so far has been handed to ZeroMQ.
+  void flush();
+
+  // The run as published so far and the last seq of every topic it
+  // includes (for late joiners; see ipc/pipewright.proto). Thread-safe.
+  pb::Snapshot snapshot() const;
+
+  struct Stats {
+    std::uint64_t messages = 0, events = 0, bytes = 0;
+    std::uint64_t would_block = 0;  // sends ZeroMQ refused (HWM on every pipe)
+  };
+  Stats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pw::ipc
