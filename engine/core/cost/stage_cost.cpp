@@ -34,9 +34,12 @@ double transfer_ms(std::uint64_t bytes, double gbps, double latency_us) {
 
 std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions) {
   std::uint64_t stash = static_cast<std::uint64_t>(std::max(0, weight_versions - 1)) * c.param_bytes;
-  std::uint64_t swap = c.swap_bytes_per_mb ? 2 * c.swap_bytes_per_mb : 0;
-  return c.static_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + swap +
-         c.recompute_peak_bytes;
+  // During a forward: its own swap buffer, the previous forward's still
+  // being swapped out, and the next backward's being swapped in (3 buffers);
+  // during a backward: two buffers plus the rematerialised activation.
+  std::uint64_t S = c.swap_bytes_per_mb;
+  std::uint64_t transient = S ? 2 * S + std::max(S, c.recompute_peak_bytes) : c.recompute_peak_bytes;
+  return c.static_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
 }
 
 }  // namespace pw

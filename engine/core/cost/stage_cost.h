@@ -33,9 +33,12 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
 double transfer_ms(std::uint64_t bytes, double gbps, double latency_us);
 
 // Upper bound on a stage's resident bytes: the stage's static memory, extra
-// stashed weight versions, `in_flight` microbatches of kept activations, one
-// microbatch being swapped out plus one swapped back in, and the largest
-// rematerialised activation. The simulator's measured peak never exceeds it.
+// stashed weight versions, `in_flight` microbatches of kept activations, and
+// the transient buffers: while a forward runs, its swap buffer, the previous
+// forward's (still going out) and the next backward's (coming in); while a
+// backward runs, two swap buffers and the largest rematerialised activation.
+// The simulator's measured peak never exceeds it as long as a stage's swap
+// per microbatch takes no longer than its forward (the host link keeps up).
 std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions);
 
 }  // namespace pw
