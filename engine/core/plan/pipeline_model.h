@@ -1,0 +1,90 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/cost/stage_cost.h"
+#include "core/plan/planner.h"
+
+namespace pw {
+
+// The best memory policy the solver found for one stage holding one layer
+// range, with the figures the partition search needs.
+struct RangeChoice {
+  bool fits = false;          // peak_memory_bound within budget, swap traffic hidden
+  double compute_ms = 0;      // forward + backward + recompute (+ exposed swap) per microbatch
+  double period_ms = 0;       // steady-state time per microbatch: compute (+ optimizer when
+                              // the schedule steps per microbatch) or a link transfer, if slower
+  double recompute_ms = 0;
+  std::uint64_t swap_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+};
+
+// The planners' view of a PlanRequest: per-layer prefix sums, what the
+// schedule keeps in flight at each stage, and the per-range memory policy
+// solver. It evaluates memory through the cost model's peak_memory_bound,
+// the same bound the simulator never exceeds, so a range that "fits" here
+// does not run out of memory in simulation.
+//
+// The plan space every planner but pipedream/gpipe/uniform searches: each
+// stage's bound fits the device budget and its swap traffic per microbatch
+// (one direction over the host link) takes no longer than its forward
+// compute, so the host link keeps up with the pipeline.
+class PipelineModel {
+ public:
+  explicit PipelineModel(const PlanRequest& req);
+
+  int layers() const { return layers_; }
+  int stages() const { return stages_; }  // virtual stages (devices x chunks)
+  int microbatches() const { return m_; }
+  ScheduleKind schedule() const { return kind_; }
+  int in_flight(int stage) const { return in_flight_[stage]; }
+  int weight_versions(int stage) const { return versions_[stage]; }
+  std::uint64_t budget(int stage) const { return budget_[stage]; }
+  // Compute slowdown of the device running `stage` (1 = nominal).
+  double slowdown(int stage) const { return slow_[stage]; }
+
+  // Nominal compute of layers [a, b]; a stage's own is these x slowdown.
+  double fwd_ms(int a, int b) const { return fwd_[b + 1] - fwd_[a]; }
+  double bwd_ms(int a, int b) const { return bwd_[b + 1] - bwd_[a]; }
+  double optimizer_ms(int a, int b) const { return opt_[b + 1] - opt_[a]; }
+  // Activation to the next stage / gradient to the previous one.
+  double send_out_ms(int b) const;
+  double send_in_ms(int a) const;
+  double swap_ms(std::uint64_t bytes) const;
+
+  // Solves the memory policy of layers [a, b] held by `stage`: the
+  // cheapest policy (least recompute and exposed swap time) whose bound
+  // fits. Writes the per-layer policy to out[0 .. b-a] when out is given.
+  RangeChoice solve(int stage, int a, int b, MemoryPolicy* out = nullptr) const;
+
+  // The same figures for a given policy (plan.policy indexed by layer).
+  RangeChoice evaluate(int stage, int a, int b, const std::vector<MemoryPolicy>& policy) const;
+
+  // Iteration time predicted from per-stage choices without simulating:
+  // fill and drain (sum of stage times and hops) plus (m - 1) bottleneck
+  // periods for flushing schedules, m periods for PipeDream's.
+  double estimate_ms(const std::vector<StageRange>& ranges, const std::vector<RangeChoice>& choices) const;
+
+  // Simulated iteration time of a plan (the figure plans are judged by).
+  double simulate_ms(const Plan& plan) const;
+
+  const PlanRequest& request() const { return req_; }
+
+ private:
+  std::uint64_t swap_budget_bytes(double fwd_ms) const;
+  RangeChoice finish(int stage, int a, int b, double rec_ms, std::uint64_t kept, std::uint64_t swap,
+                     std::uint64_t rec_peak) const;
+
+  PlanRequest req_;
+  int layers_ = 0, stages_ = 0, m_ = 1;
+  ScheduleKind kind_;
+  bool swap_exposed_ = false;   // GPipe: swap-ins are issued behind the previous backward
+  bool step_per_mb_ = false;    // PipeDream: optimizer step after every backward
+  std::vector<int> in_flight_, versions_;
+  std::vector<double> slow_;
+  std::vector<std::uint64_t> budget_;
+  std::vector<double> fwd_, bwd_, opt_;
+  std::vector<std::uint64_t> param_, static_;
+};
+
+}  // namespace pw

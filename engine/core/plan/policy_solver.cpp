@@ -1,0 +1,242 @@
+#include "core/plan/policy_solver.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace pw {
+namespace {
+
+class State {
+ public:
+  State(const PolicyProblem& p, const std::vector<PolicyItem>& items)
+      : p_(p), items_(items), pol_(items.size(), MemoryPolicy::Keep) {
+    for (const auto& it : items_) kept_ += it.act;
+  }
+
+  MemoryPolicy at(size_t i) const { return pol_[i]; }
+  const std::vector<MemoryPolicy>& policy() const { return pol_; }
+
+  void set(size_t i, MemoryPolicy to) {
+    const PolicyItem& it = items_[i];
+    MemoryPolicy from = pol_[i];
+    if (from == to) return;
+    if (from == MemoryPolicy::Keep) kept_ -= it.act;
+    if (from == MemoryPolicy::Swap) swap_ -= it.act;
+    if (from == MemoryPolicy::Recompute) {
+      kept_ -= it.in;
+      rec_ -= it.fwd_ms;
+    }
+    pol_[i] = to;
+    if (to == MemoryPolicy::Keep) kept_ += it.act;
+    if (to == MemoryPolicy::Swap) swap_ += it.act;
+    if (to == MemoryPolicy::Recompute) {
+      kept_ += it.in;
+      rec_ += it.fwd_ms;
+      peak_act_ = std::max(peak_act_, it.act);
+    }
+    if (from == MemoryPolicy::Recompute && it.act >= peak_act_) {
+      peak_act_ = 0;
+      for (size_t j = 0; j < pol_.size(); ++j)
+        if (pol_[j] == MemoryPolicy::Recompute) peak_act_ = std::max(peak_act_, items_[j].act);
+    }
+  }
+
+  std::uint64_t bound() const {
+    StageCost c = p_.base;
+    c.kept_bytes_per_mb = kept_;
+    c.swap_bytes_per_mb = swap_;
+    c.recompute_peak_bytes = peak_act_;
+    return peak_memory_bound(c, p_.in_flight, p_.weight_versions);
+  }
+  bool swap_ok() const { return swap_ <= p_.swap_cap; }
+  bool fits() const { return swap_ok() && bound() <= p_.budget; }
+  // Recompute and exposed swap time; a hidden swap still costs a little,
+  // so that among equal plans the one moving fewer bytes wins.
+  double cost() const {
+    return rec_ + static_cast<double>(swap_) * (p_.swap_ms_per_byte > 0 ? p_.swap_ms_per_byte : 1e-15);
+  }
+
+  // Tries a change; keeps it if the result fits and costs less.
+  bool try_set(size_t i, MemoryPolicy to) {
+    MemoryPolicy from = pol_[i];
+    double before = cost();
+    set(i, to);
+    if (fits() && cost() < before - 1e-15) return true;
+    set(i, from);
+    return false;
+  }
+
+  PolicySolution solution() const {
+    PolicySolution s;
+    s.fits = fits();
+    s.cost_ms = p_.swap_ms_per_byte * static_cast<double>(swap_) + rec_;
+    s.recompute_ms = rec_;
+    s.kept = kept_;
+    s.swap = swap_;
+    s.recompute_peak = peak_act_;
+    s.peak = bound();
+    return s;
+  }
+
+ private:
+  const PolicyProblem& p_;
+  const std::vector<PolicyItem>& items_;
+  std::vector<MemoryPolicy> pol_;
+  std::uint64_t kept_ = 0, swap_ = 0, peak_act_ = 0;
+  double rec_ = 0;
+};
+
+// Local improvement until no move helps: drop or convert recomputes,
+// drop swaps, and exchange a recompute for a cheaper one.
+void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vector<size_t>& by_act_desc,
+             const std::vector<size_t>& by_eff_desc,
+             const std::vector<PolicyItem>& items, bool can_swap) {
+  for (int round = 0; round < 64; ++round) {
+    bool changed = false;
+    for (size_t i : by_cost_desc) {
+      if (s.at(i) == MemoryPolicy::Recompute) {
+        if (s.try_set(i, MemoryPolicy::Keep) || (can_swap && s.try_set(i, MemoryPolicy::Swap))) changed = true;
+      } else if (s.at(i) == MemoryPolicy::Swap) {
+        if (s.try_set(i, MemoryPolicy::Keep)) changed = true;
+      }
+    }
+    // Exchanges: two layers trade policies (a recompute moves to a cheaper
+    // layer, a swap to a smaller one).
+    for (size_t x = 0; x < by_cost_desc.size(); ++x) {
+      for (size_t y = x + 1; y < by_cost_desc.size(); ++y) {
+        size_t i = by_cost_desc[x], j = by_cost_desc[y];
+        MemoryPolicy pi = s.at(i), pj = s.at(j);
+        if (pi == pj) continue;
+        double before = s.cost();
+        s.set(i, pj);
+        s.set(j, pi);
+        if (s.fits() && s.cost() < before - 1e-15) {
+          changed = true;
+          continue;
+        }
+        s.set(i, pi);
+        s.set(j, pj);
+      }
+    }
+    // Undo a recompute and refill with the most efficient recomputes of
+    // cheaper layers: one dear recompute for several cheap ones.
+    for (size_t i : by_cost_desc) {
+      if (s.at(i) != MemoryPolicy::Recompute) continue;
+      std::vector<MemoryPolicy> saved = s.policy();
+      double before = s.cost();
+      s.set(i, MemoryPolicy::Keep);
+      for (size_t j : by_eff_desc) {
+        if (s.fits()) break;
+        if (j != i && s.at(j) == MemoryPolicy::Keep && items[j].fwd_ms < items[i].fwd_ms && items[j].act > items[j].in)
+          s.set(j, MemoryPolicy::Recompute);
+      }
+      if (s.fits() && s.cost() < before - 1e-15) {
+        changed = true;
+        continue;
+      }
+      for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
+    }
+    // Undo a recompute and make room by swapping kept layers instead
+    // (largest first): worth it once a recompute peak dominates the swap
+    // buffers, so swapped bytes no longer add to the peak.
+    if (can_swap) {
+      for (size_t i : by_cost_desc) {
+        if (s.at(i) != MemoryPolicy::Recompute) continue;
+        std::vector<MemoryPolicy> saved = s.policy();
+        double before = s.cost();
+        s.set(i, MemoryPolicy::Keep);
+        for (size_t j : by_act_desc) {
+          if (s.fits()) break;
+          if (s.at(j) != MemoryPolicy::Keep) continue;
+          std::uint64_t b = s.bound();
+          s.set(j, MemoryPolicy::Swap);
+          if (!s.swap_ok() || s.bound() >= b) s.set(j, MemoryPolicy::Keep);
+        }
+        if (s.fits() && s.cost() < before - 1e-15) {
+          changed = true;
+          continue;
+        }
+        for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+}  // namespace
+
+PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyItem>& items,
+                            std::vector<MemoryPolicy>& out) {
+  const size_t k = items.size();
+  State keep(prob, items);
+  if (keep.fits() || k == 0) {
+    out.assign(k, MemoryPolicy::Keep);
+    return keep.solution();
+  }
+  // Bytes a recompute saves per ms it costs.
+  std::vector<double> eff(k);
+  for (size_t i = 0; i < k; ++i) {
+    double saved = static_cast<double>(prob.in_flight) * (static_cast<double>(items[i].act) - static_cast<double>(items[i].in));
+    eff[i] = items[i].fwd_ms > 0 ? saved / items[i].fwd_ms : std::numeric_limits<double>::max();
+  }
+  std::vector<size_t> by_eff(k), by_cost(k), by_act(k);
+  std::iota(by_eff.begin(), by_eff.end(), 0);
+  std::iota(by_cost.begin(), by_cost.end(), 0);
+  std::iota(by_act.begin(), by_act.end(), 0);
+  std::sort(by_act.begin(), by_act.end(), [&](size_t x, size_t y) { return items[x].act > items[y].act; });
+  std::sort(by_eff.begin(), by_eff.end(), [&](size_t x, size_t y) { return eff[x] > eff[y]; });
+  std::sort(by_cost.begin(), by_cost.end(), [&](size_t x, size_t y) { return items[x].fwd_ms > items[y].fwd_ms; });
+  const bool can_swap = prob.swap_cap > 0;
+
+  PolicySolution best;
+  std::vector<MemoryPolicy> best_pol;
+  PolicySolution least;  // least memory, for when nothing fits
+  std::vector<MemoryPolicy> least_pol;
+  for (int start = 0; start < (can_swap ? 2 : 1); ++start) {
+    State s(prob, items);
+    if (start == 1) {
+      // Swap what is dearest to recompute, while that lowers the bound.
+      for (auto it = by_eff.rbegin(); it != by_eff.rend() && !s.fits(); ++it) {
+        std::uint64_t before = s.bound();
+        s.set(*it, MemoryPolicy::Swap);
+        if (!s.swap_ok() || s.bound() >= before) s.set(*it, MemoryPolicy::Keep);
+      }
+    }
+    for (size_t i : by_eff) {
+      if (s.fits()) break;
+      if (s.at(i) != MemoryPolicy::Recompute && items[i].act > items[i].in) s.set(i, MemoryPolicy::Recompute);
+    }
+    if (!s.fits() && can_swap) {
+      for (auto it = by_eff.rbegin(); it != by_eff.rend() && !s.fits(); ++it) {
+        if (s.at(*it) != MemoryPolicy::Keep) continue;
+        std::uint64_t before = s.bound();
+        s.set(*it, MemoryPolicy::Swap);
+        if (!s.swap_ok() || s.bound() >= before) s.set(*it, MemoryPolicy::Keep);
+      }
+    }
+    if (!s.fits()) {
+      PolicySolution x = s.solution();
+      if (least_pol.empty() || x.peak < least.peak) {
+        least = x;
+        least_pol = s.policy();
+      }
+      continue;
+    }
+    improve(s, by_cost, by_act, by_eff, items, can_swap);
+    PolicySolution x = s.solution();
+    if (best_pol.empty() || x.cost_ms < best.cost_ms - 1e-12 ||
+        (x.cost_ms <= best.cost_ms + 1e-12 && x.swap < best.swap)) {
+      best = x;
+      best_pol = s.policy();
+    }
+  }
+  if (best_pol.empty()) {
+    out = least_pol;
+    return least;
+  }
+  out = best_pol;
+  return best;
+}
+
+}  // namespace pw

@@ -1,0 +1,213 @@
+#include "core/plan/vpipe_planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/plan/pipedream_planner.h"
+
+namespace pw {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Layouts one boundary layer away: stage s gives its last layer to s + 1
+// or takes the first layer of s + 1.
+std::vector<Layout> neighbours(const Layout& ends) {
+  std::vector<Layout> out;
+  for (size_t s = 0; s + 1 < ends.size(); ++s) {
+    int prev = s == 0 ? -1 : ends[s - 1];
+    for (int d : {-1, 1}) {
+      int e = ends[s] + d;
+      if (e <= prev || e >= ends[s + 1]) continue;
+      Layout n = ends;
+      n[s] = e;
+      out.push_back(std::move(n));
+    }
+  }
+  return out;
+}
+
+// Layouts where the boundaries of stages s..t (t - s < span) all move one
+// layer the same way: a layer passes along a run of stages, which single
+// moves reach only through a worse layout.
+std::vector<Layout> shifts(const Layout& ends, int span) {
+  std::vector<Layout> out;
+  const int V = static_cast<int>(ends.size());
+  for (int s = 0; s + 1 < V; ++s) {
+    for (int t = s; t + 1 < V && t - s < span; ++t) {
+      for (int d : {-1, 1}) {
+        int lo = ends[s] + d, hi = ends[t] + d;
+        if (lo <= (s == 0 ? -1 : ends[s - 1]) || hi >= ends[t + 1]) continue;
+        Layout n = ends;
+        for (int j = s; j <= t; ++j) n[j] += d;
+        out.push_back(std::move(n));
+      }
+    }
+  }
+  return out;
+}
+
+// Bytes over budget summed over stages: how far a layout is from fitting.
+double overflow(PartitionSearch& search, const Layout& ends) {
+  double over = 0;
+  auto c = search.choices(ends);
+  for (size_t s = 0; s < c.size(); ++s) {
+    double b = static_cast<double>(search.model().budget(static_cast<int>(s)));
+    if (!c[s].fits) over += std::max(1.0, static_cast<double>(c[s].peak_bytes) - b);
+  }
+  return over;
+}
+
+class Search {
+ public:
+  explicit Search(const PlanRequest& req) : model_(req), search_(model_) {
+    const std::int64_t actions = 2LL * model_.stages() * model_.microbatches() + 1;
+    // Simulations are worth ~300k schedule actions of planning time.
+    sims_left_ = static_cast<int>(std::clamp<std::int64_t>(300000 / actions, 4, 400));
+  }
+
+  Plan global() {
+    std::vector<Layout> cands;
+    double T = search_.min_bottleneck_ms();
+    if (T < 1e299)
+      for (double f : {1.0, 1.01, 1.03, 1.1}) {
+        Layout l = search_.min_fill_layout(T * f);
+        if (!l.empty()) cands.push_back(l);
+      }
+    const int L = model_.layers(), V = model_.stages();
+    cands.push_back(to_layout(uniform_partition(L, V).stages));
+    cands.push_back(to_layout(
+        pipedream_partition(*model_.request().profile, V, model_.request().stages > 1 ? model_.request().device.link_gbps : 0)));
+    std::set<Layout> seen;
+    std::vector<std::pair<double, Layout>> scored;
+    for (auto& c : cands)
+      if (seen.insert(c).second) scored.push_back({search_.estimate_ms(c), c});
+    std::sort(scored.begin(), scored.end());
+    if (scored.front().first >= 1e299) return least_overflow(scored);
+    // Simulate the three best estimates, climb from the best simulated.
+    Layout best;
+    double best_ms = kInf;
+    for (size_t i = 0; i < scored.size() && i < 3 && scored[i].first < 1e299; ++i) {
+      double t = simulate(scored[i].second);
+      if (t < best_ms) {
+        best_ms = t;
+        best = scored[i].second;
+      }
+    }
+    climb(best, best_ms);
+    return plan_from_layout(model_, best);
+  }
+
+  Plan incremental(const Plan& current) {
+    Layout ends = to_layout(current.stages);
+    double est = search_.estimate_ms(ends);
+    for (int round = 0; round < 4 * model_.layers(); ++round) {
+      Layout next;
+      double next_est = kInf, next_over = kInf;
+      double over = est < 1e299 ? 0 : overflow(search_, ends);
+      for (auto& n : neighbours(ends)) {
+        double e = search_.estimate_ms(n);
+        if (est < 1e299) {
+          if (e < next_est) {
+            next_est = e;
+            next = n;
+          }
+        } else {
+          // Not fitting yet: move towards fitting first.
+          double o = e < 1e299 ? 0 : overflow(search_, n);
+          if (o < next_over || (o == next_over && e < next_est)) {
+            next_over = o;
+            next_est = e;
+            next = n;
+          }
+        }
+      }
+      if (next.empty()) break;
+      bool better = est < 1e299 ? next_est < est * (1 - 1e-3) : next_over < over;
+      if (!better) break;
+      ends = next;
+      est = next_est;
+    }
+    if (est >= 1e299) return global();
+    return plan_from_layout(model_, ends);
+  }
+
+ private:
+  double simulate(const Layout& ends) {
+    --sims_left_;
+    return model_.simulate_ms(plan_from_layout(model_, ends));
+  }
+
+  // Hill climbing on simulated time over moves of one layer along a run
+  // of boundaries; each round simulates the moves with the best estimates.
+  void climb(Layout& best, double& best_ms) {
+    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    while (sims_left_ > 0) {
+      std::vector<std::pair<double, Layout>> moves;
+      for (auto& n : shifts(best, span)) {
+        double e = search_.estimate_ms(n);
+        if (e < 1e299) moves.push_back({e, std::move(n)});
+      }
+      std::sort(moves.begin(), moves.end());
+      if (moves.size() > 16) moves.resize(16);
+      Layout step;
+      double step_ms = best_ms * (1 - 1e-9);
+      for (auto& [e, n] : moves) {
+        if (sims_left_ <= 0) break;
+        double t = simulate(n);
+        if (t < step_ms) {
+          step_ms = t;
+          step = n;
+        }
+      }
+      if (step.empty()) break;
+      best = step;
+      best_ms = step_ms;
+    }
+  }
+
+  // Nothing fits the bound: return the candidate closest to fitting.
+  Plan least_overflow(const std::vector<std::pair<double, Layout>>& scored) {
+    const Layout* best = &scored.front().second;
+    double o = kInf;
+    for (const auto& [e, l] : scored) {
+      double x = overflow(search_, l);
+      if (x < o) {
+        o = x;
+        best = &l;
+      }
+    }
+    // The simulator judges it and names the stage that runs out of memory.
+    return plan_from_layout(model_, *best);
+  }
+
+  PipelineModel model_;
+  PartitionSearch search_;
+  int sims_left_ = 0;
+};
+
+}  // namespace
+
+Plan plan_from_layout(const PipelineModel& model, const Layout& ends) {
+  Plan p;
+  p.stages = to_ranges(ends);
+  p.policy.assign(model.layers(), MemoryPolicy::Keep);
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    model.solve(static_cast<int>(s), p.stages[s].first_layer, p.stages[s].last_layer, &p.policy[p.stages[s].first_layer]);
+  return p;
+}
+
+Plan VPipePlanner::plan(const PlanRequest& req) const {
+  Search s(req);
+  const Plan* cur = req.current;
+  if (cur && cur->layer_count() == req.profile->size() &&
+      static_cast<int>(cur->stages.size()) == req.stages * req.chunks) {
+    validate_plan(*cur, req.profile->size());
+    return s.incremental(*cur);
+  }
+  return s.global();
+}
+
+}  // namespace pw
