@@ -385,7 +385,13 @@ void RunWriter::finish(RunStatus status, const std::string& reason) {
     I.finished = true;
   }
   // One self-contained file to share: fold the WAL in and leave WAL mode.
-  I.conn->exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+  // Best effort: with a live reader attached (the studio) the file stays
+  // in WAL mode, equally valid, and SQLite folds the WAL in later.
+  I.conn->set_busy_timeout(0);
+  try {
+    I.conn->exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+  } catch (const DbError&) {
+  }
   I.conn.reset();
 }
 

@@ -20,6 +20,8 @@ Connection::Connection(const std::string& path, Mode mode) : path_(path) {
   sqlite3_busy_timeout(db_, 5000);
 }
 
+void Connection::set_busy_timeout(int ms) { sqlite3_busy_timeout(db_, ms); }
+
 Connection::~Connection() { sqlite3_close_v2(db_); }
 
 void Connection::check(int rc, const char* what) const {

@@ -24,6 +24,7 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   void exec(const std::string& sql);
+  void set_busy_timeout(int ms);
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
   // Throws DbError "<path>: <what>: <sqlite message>" when rc is an error.

@@ -103,7 +103,13 @@ std::optional<Subscriber::Message> Subscriber::receive(std::chrono::milliseconds
 }
 
 std::optional<Subscriber::Message> Subscriber::wait_connected(std::chrono::milliseconds timeout) {
-  return receive(timeout);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    auto m = receive(left);
+    if (!m || m->topic == Topic::Heartbeat) return m;
+  }
 }
 
 void Subscriber::apply_snapshot(const std::string& run_id, const pb::Snapshot& snapshot) {

@@ -49,9 +49,11 @@ class Subscriber {
   // it; public for tests and fuzzing). Updates the counters.
   std::optional<Message> decode(std::string_view topic, std::string_view payload);
 
-  // Waits for the first message of any kind (a heartbeat comes at least
-  // every heartbeat period): from then on the subscription is live, and a
-  // snapshot requested now leaves no gap. Returns that message.
+  // Waits for the next heartbeat (one comes at least every heartbeat
+  // period), skipping other messages (a snapshot taken next includes
+  // them). From then on every subscription is live, so a snapshot
+  // requested now leaves no gap. Returns the heartbeat (it names the
+  // control endpoint).
   std::optional<Message> wait_connected(std::chrono::milliseconds timeout);
 
   // Continues from a snapshot of run `run_id`: later messages that it

@@ -27,6 +27,9 @@ nlohmann::json run_figures(const db::RunReader& r) {
       if (job.contains(k)) jj[k] = job[k];
     if (job.contains("model") && job["model"].contains("kind")) jj["model"] = job["model"]["kind"];
     if (job.contains("pipeline")) jj["pipeline"] = job["pipeline"];
+    // Derived figures (microbatches from the batch size) as the producer saw them.
+    auto sum = r.summary();
+    if (sum.is_object() && sum.contains("microbatches")) jj["pipeline"]["microbatches"] = sum["microbatches"];
     if (job.contains("cluster")) jj["cluster"] = job["cluster"];
     j["job"] = jj;
   }

@@ -56,6 +56,9 @@ pb::ControlReply SimTelemetry::handle(const pb::ControlRequest& req) {
     default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
   }
   *reply.mutable_status() = pub_->snapshot().status();
+  // The status message itself may still be queued for sending.
+  std::lock_guard lk(mu_);
+  if (paused_) reply.mutable_status()->set_state(pb::PAUSED);
   return reply;
 }
 

@@ -1,0 +1,257 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/job/job_plan.h"
+#include "core/model/profile_io.h"
+#include "db/run_reader.h"
+#include "db/run_writer.h"
+#include "db/sqlite_util.h"
+#include "db_test_util.h"
+
+namespace pw {
+namespace {
+
+using test::Capture;
+using test::TempDir;
+
+struct Recorded {
+  Capture cap;
+  SimResult result;
+  PreparedJob job;
+};
+
+// Simulates a job while recording it: what the simulator emitted is in
+// `cap`, the database at `path`.
+Recorded record(const std::string& job_file, const std::string& path) {
+  Recorded r{{}, {}, prepare_job(load_job(std::string(PW_SOURCE_DIR) + "/resources/jobs/" + job_file))};
+  db::RunWriterOptions o;
+  o.batch_records = 64;  // many transactions even for a small run
+  db::RunWriter w(path, {"", r.job.job.name, "simulate", r.job.job.pipeline.stages}, o);
+  w.job(r.job.job.raw);
+  w.profile(profile_to_json(r.job.profile));
+  w.plan(1, 0, "initial plan", to_json(r.job.plan));
+  r.cap.next = &w;
+  r.result = simulate(r.job.sim_input(), &r.cap);
+  w.finish(RunStatus::Finished);
+  EXPECT_EQ(w.stats().events, r.cap.events.size());
+  return r;
+}
+
+TEST(RunDb, SimulatedRunRoundTrips) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  auto rec = record("gpt32-8gpu.json", path);
+  ASSERT_GT(rec.cap.events.size(), 100u);
+  ASSERT_EQ(rec.cap.events.size(), rec.result.events);
+
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().status, RunStatus::Finished);
+  EXPECT_EQ(r.run().name, rec.job.job.name);
+  EXPECT_EQ(r.run().stages, rec.job.job.pipeline.stages);
+  EXPECT_EQ(r.run().schema_version, "1.0");
+  EXPECT_GE(r.run().ended_unix_ns, r.run().started_unix_ns);
+  EXPECT_EQ(r.job(), rec.job.job.raw);
+  EXPECT_EQ(r.profile(), profile_to_json(rec.job.profile));
+  ASSERT_EQ(r.plans().size(), 1u);
+  EXPECT_EQ(r.plans()[0].plan, to_json(rec.job.plan));
+
+  // Every event, in order, field by field.
+  ASSERT_EQ(r.event_count(), static_cast<std::int64_t>(rec.cap.events.size()));
+  size_t i = 0;
+  r.for_each_event([&](const Event& e) {
+    ASSERT_LT(i, rec.cap.events.size());
+    EXPECT_TRUE(test::same(e, rec.cap.events[i])) << "event " << i;
+    ++i;
+  });
+  EXPECT_EQ(i, rec.cap.events.size());
+  size_t m = 0;
+  r.for_each_memory([&](const MemorySample& s) {
+    ASSERT_LT(m, rec.cap.memory.size());
+    EXPECT_EQ(s.t_ns, rec.cap.memory[m].t_ns);
+    EXPECT_EQ(s.stage, rec.cap.memory[m].stage);
+    EXPECT_EQ(s.bytes, rec.cap.memory[m].bytes);
+    EXPECT_EQ(s.budget, -1);
+    ++m;
+  });
+  EXPECT_EQ(m, rec.cap.memory.size());
+
+  // Aggregates against sums computed here from the emitted stream.
+  struct Agg {
+    std::uint64_t n = 0;
+    std::int64_t first = INT64_MAX, last = INT64_MIN, busy = 0, dur = 0, bytes = 0, peak = 0;
+  };
+  std::map<int, Agg> want;
+  for (const auto& e : rec.cap.events) {
+    auto& a = want[e.stage];
+    ++a.n;
+    a.first = std::min(a.first, e.start_ns);
+    a.last = std::max(a.last, e.end_ns);
+    a.dur += e.end_ns - e.start_ns;
+    a.bytes += e.bytes;
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
+        e.kind == EventKind::OptimizerStep)
+      a.busy += e.end_ns - e.start_ns;
+  }
+  for (const auto& s : rec.cap.memory) want[s.stage].peak = std::max(want[s.stage].peak, s.bytes);
+  auto stats = r.stage_stats();
+  ASSERT_EQ(stats.size(), want.size());
+  for (const auto& s : stats) {
+    const auto& a = want[s.stage];
+    EXPECT_EQ(s.events, a.n) << "stage " << s.stage;
+    EXPECT_EQ(s.first_start_ns, a.first);
+    EXPECT_EQ(s.last_end_ns, a.last);
+    EXPECT_EQ(s.busy_ns, a.busy);
+    EXPECT_EQ(s.duration_ns, a.dur);
+    EXPECT_EQ(s.bytes, a.bytes);
+    EXPECT_EQ(s.peak_memory_bytes, a.peak);
+    EXPECT_EQ(static_cast<std::uint64_t>(s.peak_memory_bytes), rec.result.stages[s.stage].peak_memory_bytes);
+  }
+}
+
+TEST(RunDb, RangeQueriesMatchBruteForce) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  auto rec = record("bert24-4gpu.json", path);
+  db::RunReader r(path);
+  std::int64_t span = 0;
+  for (const auto& e : rec.cap.events) span = std::max(span, e.end_ns);
+  for (int stage = 0; stage < rec.job.job.pipeline.stages; ++stage)
+    for (auto [f0, f1] : {std::pair{0.0, 1.0}, {0.2, 0.25}, {0.5, 0.9}, {0.99, 1.5}}) {
+      std::int64_t t0 = static_cast<std::int64_t>(span * f0), t1 = static_cast<std::int64_t>(span * f1);
+      std::vector<Event> want;
+      for (const auto& e : rec.cap.events)
+        if (e.stage == stage && e.start_ns < t1 && e.end_ns > t0) want.push_back(e);
+      std::stable_sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.start_ns < b.start_ns; });
+      auto got = r.events(stage, t0, t1);
+      ASSERT_EQ(got.size(), want.size()) << "stage " << stage << " [" << t0 << ", " << t1 << ")";
+      // Ties in start time may come in either order: compare as multisets by start.
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].start_ns, want[i].start_ns);
+      size_t mem_want = 0;
+      for (const auto& s : rec.cap.memory) mem_want += s.t_ns >= t0 && s.t_ns < t1;
+      auto mem = r.memory(t0, t1);
+      EXPECT_EQ(mem.size(), mem_want);
+      EXPECT_TRUE(std::is_sorted(mem.begin(), mem.end(), [](auto& a, auto& b) { return a.t_ns < b.t_ns; }));
+    }
+  // The planner uses the index for both range queries.
+  db::Connection c(path, db::Connection::Mode::ReadOnly);
+  auto plan_of = [&](const std::string& q) {
+    db::Statement s(c, "EXPLAIN QUERY PLAN " + q);
+    std::string all;
+    while (s.step()) all += s.text(3) + "\n";
+    return all;
+  };
+  EXPECT_NE(plan_of("SELECT * FROM events WHERE stage = 1 AND start_ns >= 5 AND start_ns < 9").find("events_by_stage_time"),
+            std::string::npos);
+  EXPECT_NE(plan_of("SELECT * FROM memory WHERE t_ns >= 5 AND t_ns < 9 ORDER BY t_ns").find("memory_by_time"),
+            std::string::npos);
+}
+
+TEST(RunDb, EveryRecordKindRoundTrips) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  {
+    db::RunWriter w(path, {"abc123", "job", "run", 2});
+    MemorySample m;
+    m.t_ns = 5;
+    m.stage = 1;
+    m.bytes = 100;
+    m.parameters = 10;
+    m.activations = 90;
+    m.budget = 1000;
+    w.memory(m);
+    w.throughput({7, 3, 123.5, 45.25});
+    w.migration({10, 20, 4, 0, 1, 4096, 2});
+    w.subnet(3, nlohmann::json{{"choices", {1, 0, 2}}});
+    w.subnet_state({11, 3, 1, SubnetPhase::Blocked});
+    w.subnet_edge({12, 15, 3, 2, 1, 7});
+    w.log({13, LogLevel::Warning, "worker 1", "a \"quoted\" message"});
+    w.plan(2, 9, "replan", nlohmann::json{{"planner", "vpipe"}});
+    w.endpoint("telemetry", "tcp://127.0.0.1:5555");
+    w.summary({{"x", 1}});
+    w.finish(RunStatus::Stopped, "stopped by user");
+  }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().run_id, "abc123");
+  EXPECT_EQ(r.run().source, "run");
+  EXPECT_EQ(r.run().status, RunStatus::Stopped);
+  EXPECT_EQ(r.run().reason, "stopped by user");
+  auto mem = r.memory(0, 100);
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].parameters, 10);
+  EXPECT_EQ(mem[0].optimizer, -1);
+  EXPECT_EQ(mem[0].activations, 90);
+  EXPECT_EQ(mem[0].budget, 1000);
+  ASSERT_EQ(r.throughput().size(), 1u);
+  EXPECT_EQ(r.throughput()[0].iteration, 3);
+  EXPECT_DOUBLE_EQ(r.throughput()[0].samples_per_s, 123.5);
+  ASSERT_EQ(r.migrations().size(), 1u);
+  EXPECT_EQ(r.migrations()[0].bytes, 4096);
+  EXPECT_EQ(r.migrations()[0].plan_version, 2);
+  EXPECT_EQ(r.subnets().at(3)["choices"][2], 2);
+  ASSERT_EQ(r.subnet_states().size(), 1u);
+  EXPECT_EQ(r.subnet_states()[0].phase, SubnetPhase::Blocked);
+  ASSERT_EQ(r.subnet_edges().size(), 1u);
+  EXPECT_EQ(r.subnet_edges()[0].resolved_ns, 15);
+  EXPECT_EQ(r.subnet_edges()[0].layer, 7);
+  ASSERT_EQ(r.logs().size(), 1u);
+  EXPECT_EQ(r.logs()[0].level, LogLevel::Warning);
+  EXPECT_EQ(r.logs()[0].message, "a \"quoted\" message");
+  EXPECT_EQ(r.plans().at(0).version, 2);
+  EXPECT_EQ(r.endpoints().at("telemetry"), "tcp://127.0.0.1:5555");
+  EXPECT_EQ(r.summary()["x"], 1);
+}
+
+TEST(RunDb, LiveReaderSeesCommittedBatches) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  db::RunWriter w(path, {"", "live", "run", 4});
+  for (int i = 0; i < 1000; ++i) w.on_event(test::synthetic_event(i));
+  w.flush();
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().status, RunStatus::Running);
+  std::int64_t after = 0;
+  EXPECT_EQ(r.events_after(after, 600).size(), 600u);
+  EXPECT_EQ(r.events_after(after, 600).size(), 400u);
+  for (int i = 1000; i < 1500; ++i) w.on_event(test::synthetic_event(i));
+  w.flush();
+  auto more = r.events_after(after, 10000);
+  ASSERT_EQ(more.size(), 500u);
+  EXPECT_TRUE(test::same(more[0], test::synthetic_event(1000)));
+  w.finish(RunStatus::Finished);
+  r.refresh();
+  EXPECT_EQ(r.run().status, RunStatus::Finished);
+}
+
+TEST(RunDb, WriterWithoutFinishMarksFailed) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  { db::RunWriter w(path, {"", "x", "run", 1}); w.on_event(test::synthetic_event(0)); }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().status, RunStatus::Failed);
+  EXPECT_NE(r.run().reason.find("without a final status"), std::string::npos);
+  EXPECT_EQ(r.event_count(), 1);
+}
+
+TEST(RunDb, WriterRefusesToOverwriteUnlessAsked) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  { db::RunWriter(path, {"", "x", "run", 1}).finish(RunStatus::Finished); }
+  EXPECT_THROW(db::RunWriter(path, {"", "x", "run", 1}), db::DbError);
+  db::RunWriterOptions o;
+  o.overwrite = true;
+  { db::RunWriter(path, {"new", "x", "run", 1}, o).finish(RunStatus::Finished); }
+  EXPECT_EQ(db::RunReader(path).run().run_id, "new");
+  EXPECT_THROW(db::RunWriter(d.file("no/such/dir/x.sqlite"), {"", "x", "run", 1}), db::DbError);
+}
+
+TEST(RunDb, RecordsAfterFinishThrow) {
+  TempDir d;
+  db::RunWriter w(d.file("run.sqlite"), {"", "x", "run", 1});
+  w.finish(RunStatus::Finished);
+  EXPECT_THROW(w.on_event(test::synthetic_event(0)), db::DbError);
+}
+
+}  // namespace
+}  // namespace pw
