@@ -1,6 +1,7 @@
 #include "core/job/job_plan.h"
 
 #include "core/model/analytic_profile.h"
+#include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
 #include "core/model/profile_retarget.h"
 #include "core/spec/spec_error.h"
@@ -25,7 +26,9 @@ ModelProfile job_profile(const JobSpec& job) {
     p.assumptions.push_back("profile device \"" + measured + "\" is not a preset: costs used as measured");
   else if (from->tflops != to.tflops || from->mem_bandwidth_gbs != to.mem_bandwidth_gbs)
     p = retarget_profile(p, *from, to);
-  return p;
+  // A branching graph is laid out for this job's stage count, so that
+  // contiguous stages can cut it wherever PipeDream's optimizer could.
+  return order_for_stages(p, job.pipeline.stages * job.pipeline.chunks);
 }
 
 PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile) {
