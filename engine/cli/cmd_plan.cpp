@@ -13,6 +13,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
   ModelProfile profile = job_profile(job);
+  // What loading a measured profile assumed (scaling, device), on stderr.
+  for (const auto& a : profile.assumptions) std::cerr << "note: " << a << "\n";
   PlanRequest req = plan_request(job, profile);
   Plan plan = run_planner(args.option("planner").value_or(job.pipeline.planner), req);
   if (args.flag("json")) {

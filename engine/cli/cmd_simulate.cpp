@@ -111,6 +111,8 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
   PreparedJob p = prepare_job(job, args.option("planner").value_or(""));
+  // What loading a measured profile assumed (scaling, device), on stderr.
+  for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
 
   std::unique_ptr<std::ofstream> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
