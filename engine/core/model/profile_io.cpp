@@ -95,7 +95,7 @@ ModelProfile profile_from_text(const std::string& text, const std::string& name,
     p = pipedream_graph_to_profile(parse_pipedream_graph(text, name), "pipedream:" + name);
     if (p.microbatch_size > 0)
       p.assumptions.push_back(name + ": PipeDream profile taken at minibatch " + std::to_string(p.microbatch_size) +
-                              " (inferred from its input/hidden-state sizes)");
+                              " (as the file's data tells)");
   } else {
     throw std::runtime_error(name + ": neither a Pipewright profile (JSON) nor a PipeDream graph.txt "
                                     "(\"nodeID -- description -- forward_compute_time=...\" lines)");
