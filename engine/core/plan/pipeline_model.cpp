@@ -25,6 +25,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
                                 std::to_string(req.stages) + " (one per device)");
   auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
   swap_exposed_ = req.schedule == ScheduleKind::GPipe;
+  swap_drain_ = req.schedule == ScheduleKind::OneFOneB || req.schedule == ScheduleKind::Interleaved;
   step_per_mb_ = !sched->flushes();
   for (int j = 0; j < stages_; ++j) {
     int d = j % req.stages;
@@ -87,6 +88,7 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   r.recompute_ms = rec_ms * slow;
   r.swap_bytes = swap;
   r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? sw : 0);
+  r.drain_ms = swap_drain_ ? (std::min(in_flight_[stage], m_) - 1) * sw : 0;
   double work = r.compute_ms + (step_per_mb_ ? optimizer_ms(a, b) * slow : 0);
   r.period_ms = std::max({work, send_out_ms(b), send_in_ms(a)});
   return r;
@@ -118,7 +120,12 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];
   prob.swap_cap = swap_budget_bytes(fwd_ms(a, b) * slow_[stage]);
-  prob.swap_ms_per_byte = swap_exposed_ && req_.device.host_link_gbps > 0 ? swap_ms(1) : 0;
+  // What a swapped byte costs per microbatch: all of its transfer where
+  // the schedule cannot hide it, the drain's share under 1F1B.
+  const double per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
+  prob.swap_ms_per_byte = swap_exposed_ ? per_byte
+                          : swap_drain_ ? per_byte * (std::min(in_flight_[stage], m_) - 1) / m_
+                                        : 0;
   thread_local std::vector<PolicyItem> items;
   thread_local std::vector<MemoryPolicy> pol;
   items.clear();
@@ -162,7 +169,7 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
   // which then steps (a lower bound).
   double fill = opt0;
   for (size_t s = 0; s < V; ++s) {
-    fill += choices[s].compute_ms;
+    fill += choices[s].compute_ms + choices[s].drain_ms;
     if (s + 1 < V) fill += send_out_ms(ranges[s].last_layer) + send_in_ms(ranges[s + 1].first_layer);
   }
   double pre = 0, chain = 0, best = 0;
@@ -172,7 +179,7 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
     double opt = optimizer_ms(ranges[s].first_layer, ranges[s].last_layer) * slow_[s];
     double in = s > 0 ? send_in_ms(ranges[s].first_layer) : 0;
     double after = s == 0 ? opt0 : std::max(opt, chain + in + opt0);
-    best = std::max(best, pre + m_ * c.period_ms + after);
+    best = std::max(best, pre + m_ * c.period_ms + c.drain_ms + after);
     pre += f + (s + 1 < V ? send_out_ms(ranges[s].last_layer) : 0);
     chain += in + (c.compute_ms - f);
   }

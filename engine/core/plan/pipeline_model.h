@@ -15,6 +15,9 @@ struct RangeChoice {
   double period_ms = 0;       // steady-state time per microbatch: compute (+ optimizer when
                               // the schedule steps per microbatch) or a link transfer, if slower
   double recompute_ms = 0;
+  // Once per iteration under 1F1B: the drain's backwards wait for their
+  // swap-ins, issued only when the previous backward ends.
+  double drain_ms = 0;
   std::uint64_t swap_bytes = 0;
   std::uint64_t peak_bytes = 0;
 };
@@ -79,6 +82,7 @@ class PipelineModel {
   int layers_ = 0, stages_ = 0, m_ = 1;
   ScheduleKind kind_;
   bool swap_exposed_ = false;   // GPipe: swap-ins are issued behind the previous backward
+  bool swap_drain_ = false;     // 1F1B with flush: the drain waits for swap-ins
   bool step_per_mb_ = false;    // PipeDream: optimizer step after every backward
   std::vector<int> in_flight_, versions_;
   std::vector<double> slow_;

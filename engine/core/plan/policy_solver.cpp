@@ -119,46 +119,42 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
         s.set(j, pj);
       }
     }
-    // Undo a recompute and refill with the most efficient recomputes of
-    // cheaper layers: one dear recompute for several cheap ones.
+    // Undo a recompute and make room again with cheaper means: swapping
+    // kept layers (largest first, where that lowers the bound; swapped
+    // bytes stop adding to the peak once a recompute peak dominates the
+    // swap buffers) and recomputing cheaper layers (most efficient first),
+    // in either order. One dear recompute for several cheap changes.
     for (size_t i : by_cost_desc) {
       if (s.at(i) != MemoryPolicy::Recompute) continue;
       std::vector<MemoryPolicy> saved = s.policy();
-      double before = s.cost();
-      s.set(i, MemoryPolicy::Keep);
-      for (size_t j : by_eff_desc) {
-        if (s.fits()) break;
-        if (j != i && s.at(j) == MemoryPolicy::Keep && items[j].fwd_ms < items[i].fwd_ms && items[j].act > items[j].in)
-          s.set(j, MemoryPolicy::Recompute);
-      }
-      if (s.fits() && s.cost() < before - 1e-15) {
-        changed = true;
-        continue;
-      }
-      for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
-    }
-    // Undo a recompute and make room by swapping kept layers instead
-    // (largest first): worth it once a recompute peak dominates the swap
-    // buffers, so swapped bytes no longer add to the peak.
-    if (can_swap) {
-      for (size_t i : by_cost_desc) {
-        if (s.at(i) != MemoryPolicy::Recompute) continue;
-        std::vector<MemoryPolicy> saved = s.policy();
-        double before = s.cost();
+      const double before = s.cost();
+      bool done = false;
+      for (int order = 0; order < (can_swap ? 2 : 1) && !done; ++order) {
         s.set(i, MemoryPolicy::Keep);
-        for (size_t j : by_act_desc) {
-          if (s.fits()) break;
-          if (s.at(j) != MemoryPolicy::Keep) continue;
-          std::uint64_t b = s.bound();
-          s.set(j, MemoryPolicy::Swap);
-          if (!s.swap_ok() || s.bound() >= b) s.set(j, MemoryPolicy::Keep);
+        for (int pass = 0; pass < 2; ++pass) {
+          bool swapping = can_swap && (pass == order);
+          if (swapping) {
+            for (size_t j : by_act_desc) {
+              if (s.fits()) break;
+              if (s.at(j) != MemoryPolicy::Keep) continue;
+              std::uint64_t b = s.bound();
+              s.set(j, MemoryPolicy::Swap);
+              if (!s.swap_ok() || s.bound() >= b) s.set(j, MemoryPolicy::Keep);
+            }
+          } else {
+            for (size_t j : by_eff_desc) {
+              if (s.fits()) break;
+              if (j != i && s.at(j) == MemoryPolicy::Keep && items[j].fwd_ms < items[i].fwd_ms &&
+                  items[j].act > items[j].in)
+                s.set(j, MemoryPolicy::Recompute);
+            }
+          }
         }
-        if (s.fits() && s.cost() < before - 1e-15) {
-          changed = true;
-          continue;
-        }
-        for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
+        done = s.fits() && s.cost() < before - 1e-15;
+        if (!done)
+          for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
       }
+      changed = changed || done;
     }
     if (!changed) break;
   }
@@ -229,6 +225,39 @@ PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyI
         (x.cost_ms <= best.cost_ms + 1e-12 && x.swap < best.swap)) {
       best = x;
       best_pol = s.policy();
+    }
+  }
+  if (best_pol.empty()) {
+    // Recomputing everything raises the recompute peak to the largest
+    // activation, which can cost more than it saves. Cap that peak: for
+    // each cap (ascending), recompute exactly the layers under it, swap
+    // others where that lowers the bound; the first that fits is improved.
+    std::vector<std::uint64_t> caps;
+    for (const auto& it : items) caps.push_back(it.act);
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    for (std::uint64_t cap : caps) {
+      State s(prob, items);
+      for (size_t i = 0; i < k; ++i)
+        if (items[i].act <= cap && items[i].act > items[i].in) s.set(i, MemoryPolicy::Recompute);
+      for (size_t i : by_act) {
+        if (s.fits() || !can_swap) break;
+        if (s.at(i) != MemoryPolicy::Keep) continue;
+        std::uint64_t before = s.bound();
+        s.set(i, MemoryPolicy::Swap);
+        if (!s.swap_ok() || s.bound() >= before) s.set(i, MemoryPolicy::Keep);
+      }
+      if (!s.fits()) {
+        if (s.bound() < least.peak) {
+          least = s.solution();
+          least_pol = s.policy();
+        }
+        continue;
+      }
+      improve(s, by_cost, by_act, by_eff, items, can_swap);
+      best = s.solution();
+      best_pol = s.policy();
+      break;
     }
   }
   if (best_pol.empty()) {

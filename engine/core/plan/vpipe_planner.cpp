@@ -86,7 +86,12 @@ class Search {
       if (seen.insert(c).second) scored.push_back({search_.estimate_ms(c), c});
     std::sort(scored.begin(), scored.end());
     if (scored.front().first >= 1e299) return least_overflow(scored);
-    // Simulate the three best estimates, climb from the best simulated.
+    // Climb each candidate on the estimate (cheap), then simulate the three
+    // best results and climb on simulated time from the best.
+    for (auto& [e, l] : scored)
+      if (e < 1e299) e = climb_estimate(l, e);
+    std::sort(scored.begin(), scored.end());
+    scored.erase(std::unique(scored.begin(), scored.end()), scored.end());
     Layout best;
     double best_ms = kInf;
     for (size_t i = 0; i < scored.size() && i < 3 && scored[i].first < 1e299; ++i) {
@@ -138,6 +143,26 @@ class Search {
   double simulate(const Layout& ends) {
     --sims_left_;
     return model_.simulate_ms(plan_from_layout(model_, ends));
+  }
+
+  // Hill climbing on the estimate over the same moves as climb().
+  double climb_estimate(Layout& l, double est) {
+    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    for (int round = 0; round < 4 * model_.layers(); ++round) {
+      Layout step;
+      double step_est = est * (1 - 1e-9);
+      for (auto& n : shifts(l, span)) {
+        double e = search_.estimate_ms(n);
+        if (e < step_est) {
+          step_est = e;
+          step = std::move(n);
+        }
+      }
+      if (step.empty()) break;
+      l = std::move(step);
+      est = step_est;
+    }
+    return est;
   }
 
   // Hill climbing on simulated time over moves of one layer along a run
