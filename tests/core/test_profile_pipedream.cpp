@@ -163,6 +163,10 @@ TEST(PipeDreamGraph, MalformedFilesNameLineAndReason) {
             std::string::npos);
   EXPECT_NE(error_of(with_line(7, "\tnode2 node3")).find("g.txt:7: expected an edge"), std::string::npos);
   EXPECT_NE(error_of(good + "\tnode5 -- node3\n").find("the edges form a cycle through node"), std::string::npos);
+  EXPECT_NE(error_of("node1 -- Input -- forward_compute_time=0, backward_compute_time=0, activation_size=1, "
+                     "parameter_size=0\n")
+                .find("no layers besides Input nodes"),
+            std::string::npos);
   EXPECT_NE(error_of("hello world\n").find("neither a Pipewright profile"), std::string::npos);
   EXPECT_NE(error_of("{\"format\": \"pipewright-profile\", \"version\": 1, \"layers\": [{\"fwd_ms\": 1}]}")
                 .find("g.txt: layers[0]"),

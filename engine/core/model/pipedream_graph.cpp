@@ -331,6 +331,7 @@ ModelProfile pipedream_graph_to_profile(const PipeDreamGraph& g, const std::stri
       if (keep[v] && --indeg[v] == 0) ready.push(key(v));
   }
 
+  if (order.empty()) throw std::runtime_error(source + ": no layers besides Input nodes");
   ModelProfile p;
   p.source = source;
   p.microbatch_size = pipedream_profiled_minibatch(g);
