@@ -1,0 +1,332 @@
+#include "runtime/coordinator.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/data.h"
+#include "runtime/protocol.h"
+#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+
+namespace pw::rt {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_signal(int) { g_interrupted = 1; }
+
+std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+pid_t spawn_worker(const std::string& binary, int port, int rank, int world) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    // Die with the coordinator, even if it is SIGKILLed.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(4);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    execl(binary.c_str(), binary.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+std::vector<Event> read_events(const std::string& file) {
+  std::vector<Event> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    Event e;
+    e.kind = event_kind_from_string(j.value("kind", "idle")).value_or(EventKind::Idle);
+    e.stage = j.value("stage", 0);
+    e.microbatch = j.value("mb", -1);
+    e.chunk = j.value("chunk", 0);
+    e.start_ns = j.value("start_ns", 0LL);
+    e.end_ns = j.value("end_ns", 0LL);
+    e.bytes = j.value("bytes", 0LL);
+    e.first_layer = j.value("first_layer", -1);
+    e.last_layer = j.value("last_layer", -1);
+    out.push_back(e);
+  }
+  return out;
+}
+
+class Coordinator {
+ public:
+  Coordinator(const RunOptions& o, RunObserver* obs) : opt_(o), obs_(obs) {}
+
+  RunResult run() {
+    DataSpec data = parse_data_spec(opt_.job);  // bad data fields fail here, before any process starts
+    ensure_torchscript_profile(opt_.job, opt_.run_dir);  // torchscript hook: measured, no analytic costs
+    PreparedJob prepared = prepare_job(opt_.job, opt_.planner);
+    if (opt_.plan) {
+      validate_plan(*opt_.plan, prepared.profile.size());
+      if (static_cast<int>(opt_.plan->stages.size()) != prepared.schedule->virtual_stages())
+        throw std::invalid_argument("the given plan has " + std::to_string(opt_.plan->stages.size()) +
+                                    " stages, the job " + std::to_string(prepared.schedule->virtual_stages()));
+      prepared.plan = *opt_.plan;
+    }
+    result_.plan = prepared.plan;
+    const JobSpec& job = prepared.job;
+    world_ = job.pipeline.stages;
+    int threads = opt_.threads_per_worker;
+    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_);
+
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(opt_.port);
+    so.isServer = true;
+    so.waitWorkers = false;
+    so.timeout = std::chrono::seconds(60);
+    store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+    int port = store_->getPort();
+
+    nlohmann::json cfg{{"job", job.raw},
+                       {"plan", to_json(prepared.plan)},
+                       {"threads", threads},
+                       {"iterations", job.training.iterations},
+                       {"run_dir", opt_.run_dir},
+                       {"checkpoint_every", opt_.checkpoint_every},
+                       {"eval", opt_.eval || data.eval}};
+    start_it_ = 0;
+    if (!opt_.resume_dir.empty()) {
+      std::ifstream in(opt_.resume_dir + "/checkpoint/meta.json");
+      if (!in) throw std::runtime_error(opt_.resume_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
+      auto meta = nlohmann::json::parse(in);
+      start_it_ = meta.at("iteration").get<std::int64_t>();
+      cfg["start_iteration"] = start_it_;
+      cfg["resume_file"] = opt_.resume_dir + "/checkpoint";
+    }
+    if (!opt_.run_dir.empty()) {
+      std::filesystem::create_directories(opt_.run_dir);
+      std::ofstream(opt_.run_dir + "/job.json") << job.raw.dump(2) << "\n";
+      std::ofstream(opt_.run_dir + "/plan.json") << to_json(prepared.plan).dump(2) << "\n";
+    }
+    store_->set(keys::kConfig, to_bytes(cfg.dump()));
+    result_.start_iteration = start_it_;
+    if (obs_) obs_->on_start(prepared, static_cast<int>(start_it_));
+
+    struct sigaction sa {}, old_int{}, old_term{};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    g_interrupted = 0;
+
+    if (!opt_.attach) {
+      std::string bin = opt_.worker_binary.empty() ? default_worker_binary() : opt_.worker_binary;
+      if (access(bin.c_str(), X_OK) != 0) throw std::runtime_error("worker executable not found: " + bin);
+      for (int r = 0; r < world_; ++r) pids_.push_back(spawn_worker(bin, port, r, world_));
+    }
+    try {
+      follow(job);
+    } catch (const std::exception& e) {
+      fail(1, std::string("coordinator: ") + e.what());
+    }
+    shutdown();
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    if (result_.exit_code == 0) collect(job);
+    if (obs_) obs_->on_finish(result_);
+    return result_;
+  }
+
+ private:
+  void fail(int code, const std::string& why) {
+    if (result_.exit_code == 0) {
+      result_.exit_code = code;
+      result_.error = why;
+    }
+  }
+
+  std::string worker_error(int rank) {
+    try {
+      if (store_->check({keys::error(rank)})) return from_bytes(store_->get(keys::error(rank)));
+    } catch (...) {
+    }
+    return "";
+  }
+
+  // Polls worker liveness, heartbeats and progress until every worker has
+  // reported its result or something fails.
+  void follow(const JobSpec& job) {
+    std::int64_t iterations = job.training.iterations;
+    std::int64_t next = start_it_;
+    std::vector<std::int64_t> beats(world_, -1);
+    std::vector<double> beat_at(world_, now_s());
+    double first_t = -1, last_t = -1;
+    std::int64_t first_it = -1;
+    double started = now_s();
+    std::int64_t next_ckpt = opt_.checkpoint_every > 0 ? (start_it_ / opt_.checkpoint_every + 1) * opt_.checkpoint_every : -1;
+    while (true) {
+      if (g_interrupted) return fail(130, "interrupted");
+      // A worker process that ended: fine only after it reported a result.
+      for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+        if (pids_[r] <= 0) continue;
+        int status = 0;
+        if (waitpid(pids_[r], &status, WNOHANG) == pids_[r]) {
+          pids_[r] = 0;
+          bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+          if (!ok || !store_->check({keys::result(r)})) {
+            std::string err = worker_error(r);
+            std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                  : "exited with status " + std::to_string(WEXITSTATUS(status));
+            return fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));
+          }
+        }
+      }
+      for (int r = 0; r < world_; ++r) {
+        std::int64_t b = store_->add(keys::heartbeat(r), 0);
+        double t = now_s();
+        if (b != beats[r]) {
+          beats[r] = b;
+          beat_at[r] = t;
+        } else if (b > 0 && t - beat_at[r] > opt_.heartbeat_timeout_s) {
+          if (!store_->check({keys::result(r)}))
+            return fail(1, "stage " + std::to_string(r) + " worker stopped responding (no heartbeat for " +
+                               std::to_string(opt_.heartbeat_timeout_s) + " s)");
+        } else if (b <= 0 && t - started > 120) {
+          return fail(1, "stage " + std::to_string(r) + " worker never connected");
+        }
+        std::string err = worker_error(r);
+        if (!err.empty()) return fail(1, "stage " + std::to_string(r) + ": " + err);
+      }
+      while (next < iterations && store_->check({keys::loss(next)})) {
+        auto j = nlohmann::json::parse(from_bytes(store_->get(keys::loss(next))));
+        double loss = j.at("loss").get<double>();
+        double t = j.at("t_ns").get<double>() * 1e-9;
+        result_.losses.push_back(loss);
+        if (first_t < 0) {
+          first_t = t;
+          first_it = next;
+        }
+        last_t = t;
+        double sps = 0, eta = 0;
+        if (next > first_it) {
+          double per_it = (last_t - first_t) / static_cast<double>(next - first_it);
+          sps = job.training.batch_size / per_it;
+          eta = per_it * static_cast<double>(iterations - next - 1);
+          result_.samples_per_s = sps;
+          result_.iteration_ms = per_it * 1e3;
+        }
+        if (obs_) obs_->on_iteration(next, loss, sps, eta);
+        ++next;
+      }
+      while (next_ckpt > 0 && next_ckpt <= iterations &&
+             store_->add(keys::checkpoint(next_ckpt), 0) >= world_) {
+        std::ofstream(opt_.run_dir + "/checkpoint/meta.json") << nlohmann::json{{"iteration", next_ckpt}}.dump() << "\n";
+        next_ckpt += opt_.checkpoint_every;
+      }
+      bool all = true;
+      for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::result(r)});
+      if (all) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  void shutdown() {
+    if (result_.exit_code != 0) {
+      try {
+        store_->set(keys::kAbort, to_bytes("1"));
+      } catch (...) {
+      }
+      for (pid_t p : pids_)
+        if (p > 0) kill(p, SIGTERM);
+    }
+    double deadline = now_s() + (result_.exit_code != 0 ? 1.0 : 30.0);
+    for (pid_t& p : pids_) {
+      while (p > 0) {
+        int status;
+        pid_t w = waitpid(p, &status, WNOHANG);
+        if (w == p || w < 0) {
+          if (w == p && result_.exit_code == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            fail(1, "a worker exited with an error after reporting");
+          p = 0;
+        } else if (now_s() > deadline) {
+          kill(p, SIGKILL);
+          waitpid(p, &status, 0);
+          p = 0;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    }
+  }
+
+  void collect(const JobSpec& job) {
+    for (int r = 0; r < world_; ++r) {
+      auto j = nlohmann::json::parse(from_bytes(store_->get(keys::result(r))));
+      if (j.contains("accuracy")) result_.accuracy = j["accuracy"].get<double>();
+      result_.stages.push_back(j);
+    }
+    if (opt_.run_dir.empty()) return;
+    if (job.model.kind == "torchscript") {  // torchscript hook: trained weights back as TorchScript
+      try {
+        export_trained_torchscript(job, result_.plan, world_, opt_.run_dir + "/weights", opt_.run_dir + "/model.pt");
+      } catch (const std::exception& e) {
+        fail(1, std::string("saving the trained TorchScript model: ") + e.what());
+      }
+    }
+    if (obs_) {
+      std::vector<Event> all;
+      for (int r = 0; r < world_; ++r) {
+        auto ev = read_events(opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl");
+        all.insert(all.end(), ev.begin(), ev.end());
+      }
+      obs_->on_events(all);
+    }
+    nlohmann::json out{{"job", job.name},
+                       {"losses", result_.losses},
+                       {"start_iteration", result_.start_iteration},
+                       {"samples_per_s", result_.samples_per_s},
+                       {"iteration_ms", result_.iteration_ms},
+                       {"stages", result_.stages}};
+    if (result_.accuracy >= 0) out["accuracy"] = result_.accuracy;
+    std::ofstream(opt_.run_dir + "/result.json") << out.dump(2) << "\n";
+  }
+
+  RunOptions opt_;
+  RunObserver* obs_;
+  RunResult result_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  std::vector<pid_t> pids_;
+  int world_ = 1;
+  std::int64_t start_it_ = 0;
+};
+}  // namespace
+
+std::string default_worker_binary() {
+  if (const char* w = std::getenv("PW_WORKER"); w && *w) return w;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "pipewright-worker";
+  // The CLI lives in engine/cli and the worker in engine/runtime in a build
+  // tree; installed, both are in bin/.
+  for (auto cand : {self.parent_path() / "pipewright-worker", self.parent_path().parent_path() / "runtime" / "pipewright-worker",
+                    self.parent_path().parent_path() / "engine" / "runtime" / "pipewright-worker"})
+    if (std::filesystem::exists(cand)) return cand.string();
+  return "pipewright-worker";
+}
+
+RunResult run_job(const RunOptions& options, RunObserver* observer) {
+  Coordinator c(options, observer);
+  return c.run();
+}
+
+}  // namespace pw::rt

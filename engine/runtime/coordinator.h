@@ -1,0 +1,60 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/events/event.h"
+#include "core/job/job_plan.h"
+#include "core/spec/job_spec.h"
+
+namespace pw::rt {
+
+struct RunOptions {
+  JobSpec job;
+  std::string planner;          // empty: the job's pipeline.planner
+  std::optional<Plan> plan;     // run this plan instead of planning (validated against the model)
+  std::string run_dir;          // weights, checkpoints, events, result.json ("" = none)
+  std::string worker_binary;    // empty: pipewright-worker next to this executable, or $PW_WORKER
+  int threads_per_worker = 0;   // 0: cores / stages (at least 1)
+  bool attach = false;          // wait for launcher-started workers instead of forking them
+  int port = 0;                 // store port (0: any free one; attach needs a fixed one)
+  int checkpoint_every = 0;     // iterations; needs run_dir
+  std::string resume_dir;       // a previous run_dir with a checkpoint
+  bool eval = false;            // test accuracy after training (also data.eval)
+  double heartbeat_timeout_s = 2.0;
+};
+
+struct RunResult {
+  int exit_code = 0;  // 0 ok, 1 a worker failed, 130 interrupted
+  std::string error;  // the first failure, with the stage named
+  std::vector<double> losses;  // per iteration (from the first one run)
+  double samples_per_s = 0;    // steady state, after the first iteration
+  double iteration_ms = 0;     // mean, after the first iteration
+  double accuracy = -1;        // when evaluated
+  std::int64_t start_iteration = 0;
+  std::vector<nlohmann::json> stages;  // each worker's report
+  Plan plan;
+};
+
+// What the coordinator tells the outside world (terminal progress,
+// recording, telemetry). All calls come from the coordinator's thread.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  virtual void on_start(const PreparedJob& job, int start_iteration) {}
+  virtual void on_iteration(std::int64_t iteration, double loss, double samples_per_s, double eta_s) {}
+  virtual void on_events(const std::vector<Event>& events) {}
+  virtual void on_finish(const RunResult& result) {}
+};
+
+// Plans the job, starts (or attaches) one worker per stage, rendezvous over
+// a TCPStore on 127.0.0.1, follows progress, and shuts everything down:
+// a worker that dies or stops sending heartbeats for heartbeat_timeout_s,
+// or SIGINT/SIGTERM, stops the others and makes the run fail.
+RunResult run_job(const RunOptions& options, RunObserver* observer = nullptr);
+
+// The executable `pipewright-worker` next to the running program.
+std::string default_worker_binary();
+
+}  // namespace pw::rt

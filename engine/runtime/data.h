@@ -1,0 +1,64 @@
+#pragma once
+#include <ATen/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/spec/job_spec.h"
+
+namespace pw::rt {
+
+// The job's `data` object (see docs/engine.md), validated with JSON paths.
+struct DataSpec {
+  std::string kind = "synthetic";  // synthetic | fashion-mnist | text
+  std::string dir;                 // default per kind (Fashion-MNIST / fortunes directory)
+  int64_t train_samples = 0;       // 0: the whole training set
+  int64_t test_samples = 0;        // 0: the whole test set
+  int64_t synthetic_samples = 1024;
+  bool eval = false;               // test accuracy after training
+};
+DataSpec parse_data_spec(const JobSpec& job);
+
+struct Batch {
+  at::Tensor input;
+  at::Tensor target;  // int64 class labels
+};
+
+// A labelled dataset held in memory.
+struct Dataset {
+  at::Tensor inputs;  // [N, ...] float
+  at::Tensor labels;  // [N] int64 classes, or [N, seq] int64 tokens (-100: not scored)
+  int64_t size() const { return inputs.size(0); }
+};
+
+// Reads one IDX file pair (images, labels), gzip-compressed. Throws
+// std::runtime_error naming the file for unreadable or malformed input.
+Dataset read_idx_pair(const std::string& images_gz, const std::string& labels_gz, int64_t limit);
+
+// Byte-level text windows from every plain file in `dir` (sorted names; the
+// fortunes package's .dat/.u8 companions are skipped). gpt: next-byte
+// targets; bert: 15% of positions masked (byte 255 as the mask id) and
+// scored. The last 5% of windows are the test split.
+Dataset read_text_windows(const std::string& dir, int seq_len, bool masked, bool test, uint64_t seed);
+
+// Deterministic training stream: sample positions run through a seeded
+// permutation per epoch, so microbatch (iteration, k) is the same in every
+// process that asks for it.
+class TrainData {
+ public:
+  explicit TrainData(const JobSpec& job);
+  Batch microbatch(int64_t iteration, int index);
+  const Dataset& train() const { return train_; }
+  // The held-out set (fashion-mnist test split; synthetic: a fresh draw).
+  Dataset test() const;
+
+ private:
+  const at::Tensor& permutation(int64_t epoch);
+  DataSpec spec_;
+  JobSpec job_;
+  Dataset train_;
+  std::map<int64_t, at::Tensor> perms_;
+};
+
+}  // namespace pw::rt

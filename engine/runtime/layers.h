@@ -1,0 +1,28 @@
+#pragma once
+#include <torch/nn/modules/container/sequential.h>
+
+#include <vector>
+
+#include "core/spec/job_spec.h"
+
+namespace pw::rt {
+
+// One torch module per pipeline layer, in the same order and with the same
+// boundaries as analytic_profile() so a plan's layer indices apply. All
+// layers are built from one seed in model order, so every worker (and a
+// single-process reference loop) gets identical initial weights.
+// Throws SpecError for model kinds or sizes the engine cannot build.
+std::vector<torch::nn::Sequential> build_layers(const JobSpec& job);
+
+// Shape of one microbatch's input to the model (batch dimension first).
+std::vector<int64_t> model_input_shape(const JobSpec& job);
+
+// True when the model's input is token ids (int64) rather than features.
+bool model_takes_tokens(const JobSpec& job);
+
+// Input shape of every layer plus the model's output shape (size layers+1),
+// found by running a zero microbatch through the layers without autograd.
+std::vector<std::vector<int64_t>> layer_boundary_shapes(std::vector<torch::nn::Sequential>& layers,
+                                                        const std::vector<int64_t>& input_shape, bool tokens);
+
+}  // namespace pw::rt

@@ -1,0 +1,103 @@
+#include "runtime/profiler.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "core/model/analytic_profile.h"
+#include "runtime/layers.h"
+#include "runtime/memory.h"
+#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+
+namespace pw::rt {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) {
+  int threads = options.threads > 0
+                    ? options.threads
+                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / job.pipeline.stages);
+  at::set_num_threads(threads);
+  TensorBytes::install();
+  auto layers = build_layers(job);
+  auto shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
+  const int reps = std::max(1, options.repeats);
+  const auto& opt = job.training.optimizer;
+  // Same layer names as the analytic profile (and the same count).
+  const auto names = job.model.kind == "torchscript" ? torchscript_layer_names(job)  // torchscript hook
+                                                     : analytic_profile(job).layers;
+  if (names.size() != layers.size())
+    throw std::logic_error("engine layers do not match the analytic profile's");
+
+  ModelProfile p;
+  p.microbatch_size = job.training.microbatch_size;
+  p.device = job.cluster.device.preset;
+  p.source = "measured";
+  for (size_t l = 0; l < layers.size(); ++l) {
+    auto& layer = layers[l];
+    LayerProfile lp;
+    lp.name = names[l].name;
+    lp.type = names[l].type;
+    std::vector<at::Tensor> params = layer->parameters();
+    std::unique_ptr<torch::optim::Optimizer> o;
+    if (opt == "adam")
+      o = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-9));
+    else
+      o = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(1e-9).momentum(opt == "momentum" ? 0.9 : 0));
+    auto x = l == 0 && model_takes_tokens(job) ? at::randint(job.model.vocab, shapes[l], at::kLong)
+                                               : at::randn(shapes[l]);
+    if (l > 0) x.requires_grad_(true);
+    std::vector<double> f, b, s;
+    std::int64_t held = 0;
+    for (int r = 0; r < reps + 2; ++r) {
+      std::int64_t before = TensorBytes::live();
+      auto t0 = std::chrono::steady_clock::now();
+      auto y = layer->forward(x);
+      double fm = ms_since(t0);
+      held = TensorBytes::live() - before;
+      auto g = at::ones_like(y);
+      t0 = std::chrono::steady_clock::now();
+      torch::autograd::backward({y}, {g});
+      double bm = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      o->step();
+      double sm = ms_since(t0);
+      o->zero_grad();
+      if (x.grad().defined()) x.grad().zero_();
+      if (r >= 2) {
+        f.push_back(fm);
+        b.push_back(bm);
+        s.push_back(sm);
+      }
+    }
+    std::int64_t pb = 0;
+    for (auto& t : params) pb += t.nbytes();
+    lp.fwd_ms = median(f);
+    lp.bwd_ms = median(b);
+    lp.optimizer_ms = median(s);
+    lp.input_bytes = x.nbytes();
+    lp.output_bytes = at::empty(shapes[l + 1]).nbytes();
+    lp.activation_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)) + lp.input_bytes;
+    lp.param_bytes = pb;
+    lp.optimizer_bytes = opt == "adam" ? 2 * pb : opt == "momentum" ? pb : 0;
+    p.layers.push_back(lp);
+  }
+  return p;
+}
+
+}  // namespace pw::rt

@@ -1,0 +1,535 @@
+#include "runtime/stage.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "runtime/data.h"
+#include "runtime/layers.h"
+
+namespace pw::rt {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Cross entropy over classes, or over tokens for [b, s, vocab] logits
+// (labels -100 are ignored, as for masked LM).
+at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& target) {
+  if (logits.dim() == 3)
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+  return torch::nn::functional::cross_entropy(logits, target);
+}
+
+enum Dir : int { kActivation = 0, kGradient = 1 };
+
+// What a layer keeps between its forward and backward for one microbatch.
+struct LayerState {
+  at::Tensor in;    // the layer's input (a leaf when gradients flow upstream)
+  at::Tensor out;   // Keep: the output with its autograd graph
+  at::Tensor host;  // Swap: the input, moved to the host pool
+  bool swapped = false;
+};
+
+// Weight stashing (PipeDream): the weight version a microbatch's forward
+// used, kept for its backward while the live weights move on.
+struct Stash {
+  std::vector<torch::nn::Sequential> layers;  // indexed from the virtual stage's first layer
+  std::int64_t bytes = 0;
+};
+
+struct MicrobatchState {
+  std::vector<LayerState> layers;  // indexed from the virtual stage's first layer
+  at::Tensor out_grad;             // last virtual stage: dLoss/dOutput
+  std::shared_ptr<Stash> stash;    // async schedules on stages with > 1 weight version
+};
+
+struct Comm {
+  std::vector<at::Tensor> buf;
+  c10::intrusive_ptr<c10d::Work> work;
+};
+
+}  // namespace
+
+struct StageExecutor::Impl {
+  JobSpec job;
+  Plan plan;
+  const Schedule* sched;  // the job's schedule, or the async program being run
+  std::unique_ptr<Schedule> program;
+  int device, devices, vstages, microbatches;
+  PG pg;
+  TrainData& data;
+  EventSink* sink;
+  std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
+  std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<at::Tensor> params;
+  StageMemory memory;
+  std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
+  std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
+  std::vector<Comm> sends;
+  std::int64_t iteration = 0;
+  std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
+  bool async = false;
+  bool stepped = false;
+  std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
+
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es)
+      : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
+        microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
+        memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes)) {
+    async = !s.flushes();
+    if (static_cast<int>(plan.stages.size()) != vstages)
+      throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
+                                  std::to_string(vstages));
+    memory.set_baseline(TensorBytes::live());
+    layers = build_layers(job);
+    if (static_cast<int>(layers.size()) != plan.layer_count())
+      throw std::invalid_argument("plan covers " + std::to_string(plan.layer_count()) + " layers, model has " +
+                                  std::to_string(layers.size()));
+    shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
+    for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+      if (plan.stage_of(l) % devices != device) {
+        layers[l] = nullptr;
+        continue;
+      }
+      for (auto& t : layers[l]->parameters()) params.push_back(t);
+    }
+    const auto& t = job.training;
+    if (t.optimizer == "adam")
+      optimizer = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(t.lr));
+    else
+      optimizer = std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(t.lr).momentum(t.optimizer == "momentum" ? 0.9 : 0.0));
+    update_static();
+    TensorBytes::reset_peak();
+    memory.check("model construction");
+  }
+
+  void update_static() {
+    std::int64_t p = 0, g = 0;
+    for (auto& t : params) {
+      p += t.nbytes();
+      if (t.grad().defined()) g += t.grad().nbytes();
+    }
+    const auto& o = job.training.optimizer;
+    std::int64_t opt = !stepped ? 0 : o == "adam" ? 2 * p : o == "momentum" ? p : 0;
+    std::set<Stash*> stashes;
+    std::int64_t stashed = 0;
+    for (auto& [k, st] : state)
+      if (st.stash && stashes.insert(st.stash.get()).second) stashed += st.stash->bytes;
+    memory.set_static(p, g, opt, stashed);
+  }
+
+  void emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes = 0) {
+    if (!sink) return;
+    Event e;
+    e.start_ns = t0;
+    e.end_ns = now_ns();
+    e.kind = k;
+    e.stage = device;
+    e.microbatch = mb;
+    e.chunk = static_cast<std::int16_t>(chunk);
+    e.bytes = bytes;
+    if (chunk >= 0 && k != EventKind::OptimizerStep) {
+      const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
+      e.first_layer = r.first_layer;
+      e.last_layer = r.last_layer;
+    }
+    sink->on_event(e);
+  }
+
+  int peer_of(int vstage) const { return vstage % devices; }
+  // Microbatch number across iterations (async programs number them so).
+  std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
+  int tag(Dir dir, int mb, int vstage) const {
+    // Unique within a window of microbatches; gloo matches equal tags in order.
+    return static_cast<int>(((global_mb(mb) % 65536) * vstages + vstage) * 2 + dir);
+  }
+  Batch batch_of(int mb) {
+    if (!async) return data.microbatch(iteration, mb);
+    return data.microbatch(first_iteration + mb / microbatches, mb % microbatches);
+  }
+  torch::nn::Sequential& layer_of(MicrobatchState& st, int l, int first) {
+    return st.stash ? st.stash->layers[l - first] : layers[l];
+  }
+  // The weights a forward uses: live ones, or (async, > 1 version) a stash
+  // shared by every microbatch that starts before the next update.
+  std::shared_ptr<Stash> stash_for(int chunk) {
+    if (!async || sched->weight_versions(device) <= 1) return nullptr;
+    auto& cur = current_stash[chunk];
+    if (cur) return cur;
+    cur = std::make_shared<Stash>();
+    const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
+    for (int l = r.first_layer; l <= r.last_layer; ++l) {
+      auto c = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(layers[l]->clone());
+      cur->layers.push_back(torch::nn::Sequential(c));
+      for (auto& t : c->parameters()) cur->bytes += t.nbytes();
+    }
+    return cur;
+  }
+
+  // Receives: activation into virtual stage v, or the gradient of v's output.
+  void post_recv(Dir dir, int mb, int chunk) {
+    auto key = std::make_tuple(static_cast<int>(dir), mb, chunk);
+    if (recvs.count(key)) return;
+    int v = sched->virtual_stage(device, chunk);
+    const auto& r = plan.stages[v];
+    Comm c;
+    c.buf.push_back(at::empty(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1]));
+    int peer = peer_of(dir == kActivation ? v - 1 : v + 1);
+    c.work = pg->recv(c.buf, peer, tag(dir, mb, v));
+    recvs.emplace(key, std::move(c));
+  }
+  at::Tensor take_recv(Dir dir, int mb, int chunk) {
+    post_recv(dir, mb, chunk);
+    auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
+    std::int64_t t0 = now_ns();
+    it->second.work->wait();
+    at::Tensor t = it->second.buf[0];
+    recvs.erase(it);
+    emit(EventKind::Recv, t0, mb, chunk, t.nbytes());
+    return t;
+  }
+  void send(Dir dir, int mb, int chunk, const at::Tensor& t) {
+    int v = sched->virtual_stage(device, chunk);
+    int to = dir == kActivation ? v + 1 : v - 1;
+    std::int64_t t0 = now_ns();
+    Comm c;
+    c.buf.push_back(t.contiguous());
+    // The receiver's tag names the virtual stage that receives (activation)
+    // or whose output the gradient belongs to.
+    c.work = pg->send(c.buf, peer_of(to), tag(dir, mb, dir == kActivation ? to : to));
+    sends.push_back(std::move(c));
+    emit(EventKind::Send, t0, mb, chunk, t.nbytes());
+    // Drop finished sends so their buffers stop counting.
+    std::erase_if(sends, [](Comm& s) { return s.work->isCompleted(); });
+  }
+  void wait_sends() {
+    for (auto& s : sends) s.work->wait();
+    sends.clear();
+  }
+
+  // Posts the receives the next actions will need, so a peer's send never waits on us.
+  void prefetch(std::int64_t from, std::int64_t limit_mb = -1) {
+    std::int64_t n = sched->length(device);
+    for (std::int64_t i = from; i < std::min(n, from + 2); ++i) {
+      Action a = sched->action(device, i);
+      if (limit_mb >= 0 && a.microbatch >= limit_mb) continue;
+      int v = sched->virtual_stage(device, a.chunk);
+      if (a.kind == ActionKind::Forward && v > 0) post_recv(kActivation, a.microbatch, a.chunk);
+      if (a.kind == ActionKind::Backward && v < vstages - 1) post_recv(kGradient, a.microbatch, a.chunk);
+    }
+  }
+
+  double forward(int mb, int chunk) {
+    int v = sched->virtual_stage(device, chunk);
+    const auto& r = plan.stages[v];
+    Batch batch;
+    at::Tensor x;
+    if (v == 0 || v == vstages - 1) batch = batch_of(mb);
+    if (v == 0)
+      x = batch.input;
+    else
+      x = take_recv(kActivation, mb, chunk);
+    std::int64_t t0 = now_ns();
+    MicrobatchState& st = state[{mb, chunk}];
+    st.layers.resize(r.size());
+    st.stash = stash_for(chunk);
+    for (int l = r.first_layer; l <= r.last_layer; ++l) {
+      LayerState& ls = st.layers[l - r.first_layer];
+      bool grad_in = !(v == 0 && l == r.first_layer);
+      at::Tensor in = grad_in ? x.detach().requires_grad_(true) : x;
+      MemoryPolicy pol = plan.policy[l];
+      at::Tensor out;
+      if (pol == MemoryPolicy::Keep) {
+        out = layer_of(st, l, r.first_layer)->forward(in);
+        ls.in = in;
+        ls.out = out;
+      } else {
+        torch::NoGradGuard ng;
+        out = layer_of(st, l, r.first_layer)->forward(in);
+        if (pol == MemoryPolicy::Recompute) {
+          ls.in = in;
+        } else {
+          std::int64_t s0 = now_ns();
+          // The host pool lives outside the device account (see memory.h).
+          // The host pool is malloc'd memory, outside the counting allocator
+          // (on a GPU build this is where pinned memory and a copy stream go).
+          void* buf = std::malloc(std::max<size_t>(1, in.nbytes()));
+          if (!buf) throw std::bad_alloc();
+          ls.host = at::from_blob(buf, in.sizes(), [](void* p) { std::free(p); },
+                                  at::TensorOptions().dtype(in.dtype()));
+          ls.host.copy_(in);
+          ls.swapped = true;
+          memory.add_host(ls.host.nbytes());
+          emit(EventKind::SwapOut, s0, mb, chunk, ls.host.nbytes());
+        }
+      }
+      x = out;
+    }
+    double loss = NAN;
+    if (v == vstages - 1) {
+      at::Tensor logits = x.detach().requires_grad_(true);
+      // Flush schedules accumulate the batch's gradient over microbatches;
+      // PipeDream updates after every microbatch.
+      at::Tensor l = classification_loss(logits, batch.target) / (async ? 1 : microbatches);
+      l.backward();
+      st.out_grad = logits.grad();
+      loss = l.item<double>();
+    }
+    emit(EventKind::Forward, t0, mb, chunk);
+    if (v < vstages - 1) send(kActivation, mb, chunk, x.detach());
+    memory.check("forward");
+    return loss;
+  }
+
+  void backward(int mb, int chunk) {
+    int v = sched->virtual_stage(device, chunk);
+    const auto& r = plan.stages[v];
+    auto it = state.find({mb, chunk});
+    if (it == state.end())
+      throw std::logic_error("backward of microbatch " + std::to_string(mb) + " before its forward");
+    MicrobatchState& st = it->second;
+    at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
+    std::int64_t t0 = now_ns();
+    for (int l = r.last_layer; l >= r.first_layer; --l) {
+      LayerState& ls = st.layers[l - r.first_layer];
+      bool grad_in = !(v == 0 && l == r.first_layer);
+      at::Tensor out;
+      if (ls.swapped) {
+        std::int64_t s0 = now_ns();
+        ls.in = ls.host.clone();
+        if (grad_in) ls.in.requires_grad_(true);
+        memory.add_host(-static_cast<std::int64_t>(ls.host.nbytes()));
+        ls.host = at::Tensor();
+        emit(EventKind::SwapIn, s0, mb, chunk, ls.in.nbytes());
+      }
+      if (ls.out.defined()) {
+        out = ls.out;
+      } else {
+        std::int64_t s0 = now_ns();
+        out = layer_of(st, l, r.first_layer)->forward(ls.in);
+        emit(EventKind::Recompute, s0, mb, chunk);
+      }
+      torch::autograd::backward({out}, {g});
+      ls.out = at::Tensor();
+      if (grad_in) g = ls.in.grad();
+      ls.in = at::Tensor();
+    }
+    if (st.stash) {
+      // The stashed version's gradients belong to the live weights' update.
+      torch::NoGradGuard ng;
+      std::vector<at::Tensor> from;
+      for (auto& m : st.stash->layers)
+        for (auto& t : m->parameters()) from.push_back(t);
+      std::vector<at::Tensor> to;
+      for (int l = r.first_layer; l <= r.last_layer; ++l)
+        for (auto& t : layers[l]->parameters()) to.push_back(t);
+      for (size_t i = 0; i < to.size(); ++i) {
+        if (!from[i].grad().defined()) continue;
+        if (to[i].grad().defined())
+          to[i].mutable_grad().add_(from[i].grad());
+        else
+          to[i].mutable_grad() = from[i].grad().clone();
+        from[i].mutable_grad() = at::Tensor();
+      }
+    }
+    state.erase(it);
+    if (v > 0) send(kGradient, mb, chunk, g);
+    emit(EventKind::Backward, t0, mb, chunk);
+    update_static();
+    memory.check("backward");
+  }
+
+  void step() {
+    std::int64_t t0 = now_ns();
+    wait_sends();
+    optimizer->step();
+    optimizer->zero_grad();
+    stepped = true;
+    current_stash.clear();  // the next forward stashes the new version
+    update_static();
+    emit(EventKind::OptimizerStep, t0, -1, -1);
+    memory.check("optimizer step");
+  }
+
+  double run_iteration(std::int64_t it) {
+    iteration = it;
+    double loss = 0;
+    bool last = false;
+    std::int64_t n = sched->length(device);
+    for (std::int64_t i = 0; i < n; ++i) {
+      prefetch(i);
+      Action a = sched->action(device, i);
+      switch (a.kind) {
+        case ActionKind::Forward: {
+          double l = forward(a.microbatch, a.chunk);
+          if (!std::isnan(l)) {
+            loss += l;
+            last = true;
+          }
+          break;
+        }
+        case ActionKind::Backward:
+          backward(a.microbatch, a.chunk);
+          break;
+        case ActionKind::OptimizerStep:
+          step();
+          break;
+      }
+    }
+    wait_sends();
+    return last ? loss : NAN;
+  }
+
+  // PipeDream: one program without flushes over all remaining iterations'
+  // microbatches; every backward is followed by this stage's update.
+  void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss) {
+    first_iteration = first;
+    std::int64_t total = (iterations - first) * microbatches;
+    if (total <= 0) return;
+    // The schedule spans 2 x its microbatches; actions past `total` are skipped alike on every stage.
+    program = make_schedule(ScheduleKind::AsyncOneFOneB, devices, static_cast<int>((total + 1) / 2), 1);
+    sched = program.get();
+    std::map<std::int64_t, std::pair<double, int>> losses;
+    std::int64_t n = sched->length(device);
+    for (std::int64_t i = 0; i < n; ++i) {
+      Action a = sched->action(device, i);
+      if (a.microbatch >= total) continue;
+      prefetch(i, total);
+      switch (a.kind) {
+        case ActionKind::Forward: {
+          double l = forward(a.microbatch, a.chunk);
+          if (!std::isnan(l)) {
+            std::int64_t it = first + a.microbatch / microbatches;
+            auto& acc = losses[it];
+            acc.first += l / microbatches;
+            if (++acc.second == microbatches) {
+              on_loss(it, acc.first);
+              losses.erase(it);
+            }
+          }
+          break;
+        }
+        case ActionKind::Backward:
+          backward(a.microbatch, a.chunk);
+          break;
+        case ActionKind::OptimizerStep:
+          step();
+          break;
+      }
+    }
+    wait_sends();
+  }
+
+  double evaluate(const Dataset& test) {
+    torch::NoGradGuard ng;
+    const int b = job.training.microbatch_size;
+    const int base = 1 << 28;  // a tag range of its own
+    int64_t correct = 0, seen = 0;
+    for (int64_t k = 0; k * b < test.size(); ++k) {
+      int64_t n = std::min<int64_t>(b, test.size() - k * b);
+      for (int chunk = 0; chunk < sched->chunks(); ++chunk) {
+        int v = sched->virtual_stage(device, chunk);
+        const auto& r = plan.stages[v];
+        at::Tensor x;
+        if (v == 0) {
+          x = test.inputs.narrow(0, k * b, n);
+        } else {
+          auto shape = shapes[r.first_layer];
+          shape[0] = n;
+          std::vector<at::Tensor> buf{at::empty(shape)};
+          pg->recv(buf, peer_of(v - 1), base + v)->wait();
+          x = buf[0];
+        }
+        for (int l = r.first_layer; l <= r.last_layer; ++l) x = layers[l]->forward(x);
+        if (v < vstages - 1) {
+          std::vector<at::Tensor> buf{x.contiguous()};
+          pg->send(buf, peer_of(v + 1), base + v + 1)->wait();
+        } else {
+          // Classes, or tokens (positions labelled -100 are not scored).
+          auto labels = test.labels.narrow(0, k * b, n);
+          auto scored = labels.ne(-100);
+          correct += x.argmax(-1).eq(labels).logical_and(scored).sum().item<int64_t>();
+          seen += scored.sum().item<int64_t>();
+        }
+      }
+    }
+    return seen ? static_cast<double>(correct) / seen : NAN;
+  }
+};
+
+StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
+                             TrainData& data, EventSink* sink)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink)) {
+  if (schedule.kind() == ScheduleKind::AsyncOneFOneB && schedule.chunks() != 1)
+    throw std::invalid_argument("async 1F1B runs with one chunk per device");
+}
+StageExecutor::~StageExecutor() = default;
+double StageExecutor::run_iteration(std::int64_t it) {
+  if (impl_->async) throw std::logic_error("async schedules run as one program: use run_async");
+  return impl_->run_iteration(it);
+}
+bool StageExecutor::flushes() const { return !impl_->async; }
+void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
+                              const std::function<void(std::int64_t, double)>& on_loss) {
+  impl_->run_async(first, iterations, on_loss);
+}
+double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
+std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
+StageMemory& StageExecutor::memory() { return impl_->memory; }
+
+void StageExecutor::save(const std::string& file) const {
+  torch::serialize::OutputArchive a;
+  for (size_t i = 0; i < impl_->params.size(); ++i) a.write("p" + std::to_string(i), impl_->params[i]);
+  torch::serialize::OutputArchive o;
+  impl_->optimizer->save(o);
+  a.write("optimizer", o);
+  a.save_to(file);
+}
+
+void StageExecutor::load(const std::string& file) {
+  torch::serialize::InputArchive a;
+  a.load_from(file);
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < impl_->params.size(); ++i) {
+    at::Tensor t;
+    a.read("p" + std::to_string(i), t);
+    impl_->params[i].copy_(t);
+  }
+  torch::serialize::InputArchive o;
+  a.read("optimizer", o);
+  impl_->optimizer->load(o);
+  impl_->stepped = true;
+  impl_->update_static();
+}
+
+std::vector<at::Tensor> load_stage_parameters(const std::string& file) {
+  torch::serialize::InputArchive a;
+  a.load_from(file);
+  std::vector<at::Tensor> out;
+  for (int i = 0;; ++i) {
+    at::Tensor t;
+    if (!a.try_read("p" + std::to_string(i), t)) break;
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace pw::rt

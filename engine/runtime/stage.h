@@ -1,0 +1,70 @@
+#pragma once
+#include <ATen/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/events/event.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/spec/job_spec.h"
+#include "runtime/memory.h"
+
+#include <c10/util/intrusive_ptr.h>
+
+namespace c10d {
+class ProcessGroup;
+}
+
+namespace pw::rt {
+
+class TrainData;
+struct Dataset;
+
+// One pipeline stage's share of a job: its layers (every virtual stage the
+// plan puts on this device), their optimizer, the memory account, and the
+// executor of the schedule's actions for this device. Communication is
+// implied by the actions exactly as in the simulator: a forward on a
+// non-first virtual stage receives its input from the previous one, a
+// backward on a non-last one receives its output gradient from the next.
+// Sends are asynchronous; receives are posted one action ahead, so the
+// executor never blocks a peer and cannot deadlock on a valid schedule.
+class StageExecutor {
+ public:
+  using PG = c10::intrusive_ptr<c10d::ProcessGroup>;
+  StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
+                TrainData& data, EventSink* sink = nullptr);
+  ~StageExecutor();
+
+  // Runs this device's actions for one iteration (all microbatches and the
+  // optimizer step). Returns the iteration's loss (mean over the batch) on
+  // the device holding the last virtual stage, NaN elsewhere.
+  double run_iteration(std::int64_t iteration);
+  // Schedules without a flush (PipeDream async 1F1B) run as one program
+  // over iterations [first, iterations): no iteration boundary, an update
+  // after every backward, weight stashing where a stage keeps > 1 version.
+  // on_loss(iteration, loss) fires on the last stage's device.
+  bool flushes() const;
+  void run_async(std::int64_t first, std::int64_t iterations,
+                 const std::function<void(std::int64_t, double)>& on_loss);
+  // Forward-only pass over a data set; the classification accuracy on the
+  // last stage's device, NaN elsewhere.
+  double evaluate(const Dataset& test);
+
+  std::vector<at::Tensor> parameters() const;
+  StageMemory& memory();
+  // Checkpoint: parameters and optimizer state.
+  void save(const std::string& file) const;
+  void load(const std::string& file);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The parameters in a file written by StageExecutor::save, in order.
+std::vector<at::Tensor> load_stage_parameters(const std::string& file);
+
+}  // namespace pw::rt

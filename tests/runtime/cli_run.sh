@@ -1,0 +1,28 @@
+#!/bin/sh
+# `pipewright run` and `pipewright profile` as users call them: exit codes,
+# messages naming fields and stages, files written.
+# usage: cli_run.sh PIPEWRIGHT WORKER JOB.json
+set -u
+PW=$1; export PW_WORKER=$2; JOB=$3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$PW" run "$JOB" --run-dir "$T/run" --quiet > "$T/out" 2> "$T/err" || fail "run exited $?: $(cat "$T/err")"
+grep -q "done: 20 iterations" "$T/out" || fail "no summary: $(cat "$T/out")"
+for f in job.json plan.json result.json weights/stage0.pt weights/stage1.pt events/stage1.jsonl; do
+  [ -s "$T/run/$f" ] || fail "missing $f"
+done
+grep -q '"kind":"forward"' "$T/run/events/stage0.jsonl" || fail "no forward events"
+
+"$PW" run "$JOB" --run-dir "$T/bad" --set data.kind=mnist > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "bad data.kind should exit 2"
+grep -q "data.kind" "$T/err" || fail "error should name data.kind: $(cat "$T/err")"
+
+"$PW" run "$JOB" --run-dir "$T/oom" --set cluster.memory_gb=0.001 --set "model.widths=[2048,2048]" > /dev/null 2> "$T/err"
+[ $? -eq 1 ] || fail "over budget should exit 1"
+grep -q "stage [01]: memory budget exceeded" "$T/err" || fail "error should name the stage: $(cat "$T/err")"
+
+"$PW" profile "$JOB" -o "$T/prof.json" --repeats 2 > /dev/null 2> "$T/err" || fail "profile: $(cat "$T/err")"
+grep -q '"measured"' "$T/prof.json" || fail "profile source should be measured"
+"$PW" run "$JOB" --profile "$T/prof.json" --run-dir "$T/prof-run" --quiet > /dev/null 2> "$T/err" || fail "run from profile: $(cat "$T/err")"
+echo "cli_run: ok"
