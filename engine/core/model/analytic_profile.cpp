@@ -157,6 +157,13 @@ void uniform_layers(const JobSpec& job, ModelProfile& out) {
 }
 }  // namespace
 
+LayerProfile analytic_layer(const JobSpec& job, std::string name, std::string type, double fwd_flops,
+                            double bwd_flops, double activation_bytes, double input_bytes, double output_bytes,
+                            double params) {
+  return make_layer(std::move(name), std::move(type), fwd_flops, bwd_flops, activation_bytes, input_bytes,
+                    output_bytes, params, units_for(job));
+}
+
 ModelProfile analytic_profile(const JobSpec& job) {
   ModelProfile p;
   p.microbatch_size = job.training.microbatch_size;

@@ -11,4 +11,11 @@ namespace pw {
 // layers add cross-attention), and the output head.
 ModelProfile analytic_profile(const JobSpec& job);
 
+// One layer from its FLOPs, activation bytes and parameter count, under
+// the same conventions (device, precision, optimizer state) as
+// analytic_profile. The NAS search spaces cost their candidate ops with it.
+LayerProfile analytic_layer(const JobSpec& job, std::string name, std::string type, double fwd_flops,
+                            double bwd_flops, double activation_bytes, double input_bytes, double output_bytes,
+                            double params);
+
 }  // namespace pw

@@ -1,0 +1,321 @@
+#include "core/nas/supernet_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+
+#include "core/cost/stage_cost.h"
+#include "core/nas/layer_cache.h"
+
+namespace pw::nas {
+namespace {
+
+std::int64_t ns(double ms) { return std::llround(ms * 1e6); }
+constexpr std::int64_t kKeyStride = 1 << 16;
+
+enum class EvType { FwdArrive, BwdArrive, ComputeDone, UpdateDone };
+struct Ev {
+  std::int64_t t, seq;
+  EvType type;
+  int stage;
+  Unit unit;
+  bool backward;
+  bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+class SupernetSimulation {
+ public:
+  SupernetSimulation(const SupernetSimInput& in, EventSink* sink, SubnetObserver* obs)
+      : in_(in), sp_(*in.space), seq_(*in.sequence), sink_(sink), obs_(obs) {
+    p_ = static_cast<int>(in.stages.size());
+    if (p_ < 1) throw std::invalid_argument("supernet simulation needs >= 1 stage");
+    for (int s = 0; s < p_; ++s) {
+      const auto& r = in.stages[s];
+      if (r.first < 0 || r.last >= sp_.size() || (s > 0 && r.first != in.stages[s - 1].last + 1))
+        throw std::invalid_argument("stage ranges must tile the choice layers in order");
+    }
+    if (in.stages.back().last != sp_.size() - 1) throw std::invalid_argument("stages must cover every choice layer");
+    driver_ = make_driver(in.mode, in.stages, in.sequence, in.window, in.microbatches);
+    scale_ = driver_->micro_per_subnet() == 1 ? in.microbatches : 1;
+    stage_.resize(p_);
+    for (int s = 0; s < p_; ++s) {
+      std::int64_t frozen = 0;
+      if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
+      if (s == p_ - 1 && sp_.has_head) frozen += sp_.head.param_bytes;
+      std::int64_t cap = in.budget_bytes > 0 ? std::max<std::int64_t>(0, std::llround(in.budget_bytes) - frozen)
+                                             : (INT64_MAX / 4);
+      stage_[s].cache = std::make_unique<LayerCache>(
+          cap, in.device.host_link_gbps > 0 ? in.device.host_link_gbps : 128.0,
+          [this, s](bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
+            transfer_event(s, load, key, a, b, bytes);
+          });
+    }
+  }
+
+  SupernetSimResult run() {
+    for (int s = 0; s < p_; ++s) dispatch(s, 0);
+    while (!q_.empty()) {
+      Ev e = q_.top();
+      q_.pop();
+      handle(e);
+    }
+    if (!driver_->all_done())
+      throw std::logic_error(std::string("supernet schedule stopped before all subnets finished (") +
+                             to_string(in_.mode) + "): " + driver_->describe_stuck());
+    return summarise();
+  }
+
+ private:
+  struct StageState {
+    bool busy = false;
+    std::int64_t busy_ns = 0;
+    std::unique_ptr<LayerCache> cache;
+    std::map<int, int> wait_reported;  // waiter -> blocker last reported
+  };
+
+  const Candidate& cand(int l, int b) const { return sp_.layers[l].candidates[seq_[b][l]]; }
+
+  double sum_ms(int s, int b, double LayerProfile::*field) const {
+    double t = 0;
+    for (int l = in_.stages[s].first; l <= in_.stages[s].last; ++l) t += cand(l, b).cost.*field;
+    return t;
+  }
+  std::int64_t fwd_ns(int s, int b) const {
+    double t = sum_ms(s, b, &LayerProfile::fwd_ms);
+    if (s == 0 && sp_.has_stem) t += sp_.stem.fwd_ms;
+    if (s == p_ - 1 && sp_.has_head) t += sp_.head.fwd_ms;
+    return ns(t * scale_);
+  }
+  std::int64_t bwd_ns(int s, int b) const {
+    double t = sum_ms(s, b, &LayerProfile::bwd_ms);
+    if (s == 0 && sp_.has_stem) t += sp_.stem.bwd_ms;
+    if (s == p_ - 1 && sp_.has_head) t += sp_.head.bwd_ms;
+    return ns(t * scale_);
+  }
+  std::int64_t upd_ns(int s, int b) const { return ns(sum_ms(s, b, &LayerProfile::optimizer_ms)); }
+  std::int64_t send_ns(int s, int b, bool forward, std::int64_t* bytes) const {
+    if (!in_.communication) return *bytes = 0;
+    const auto& r = in_.stages[s];
+    std::uint64_t per = forward ? cand(r.last, b).cost.output_bytes : cand(r.first, b).cost.input_bytes;
+    *bytes = static_cast<std::int64_t>(per) * scale_;
+    return ns(transfer_ms(static_cast<std::uint64_t>(*bytes), in_.device.link_gbps > 0 ? in_.device.link_gbps : 100,
+                          in_.device.link_latency_us));
+  }
+  std::vector<LayerCache::Item> items(int s, int b) const {
+    std::vector<LayerCache::Item> out;
+    for (int l = in_.stages[s].first; l <= in_.stages[s].last; ++l) {
+      const auto& c = cand(l, b).cost;
+      out.push_back({l * kKeyStride + seq_[b][l], static_cast<std::int64_t>(2 * c.param_bytes + c.optimizer_bytes),
+                     static_cast<std::int64_t>(c.param_bytes + c.optimizer_bytes)});
+    }
+    return out;
+  }
+
+  void push(std::int64_t t, EvType type, int s, Unit u, bool backward) {
+    q_.push(Ev{t, seq_no_++, type, s, u, backward});
+  }
+  void emit(EventKind kind, int s, int subnet, std::int64_t a, std::int64_t b, std::int64_t bytes, int first,
+            int last) {
+    ++events_;
+    if (!sink_) return;
+    Event e;
+    e.kind = kind;
+    e.stage = s;
+    e.microbatch = subnet;
+    e.start_ns = a;
+    e.end_ns = b;
+    e.bytes = bytes;
+    e.first_layer = first;
+    e.last_layer = last;
+    sink_->on_event(e);
+  }
+  void transfer_event(int s, bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
+    int layer = static_cast<int>(key / kKeyStride);
+    emit(load ? EventKind::SwapIn : EventKind::SwapOut, s, static_cast<int>(key % kKeyStride), a, b, bytes, layer,
+         layer);
+    if (sink_) sink_->on_memory(s, a, stage_[s].cache->used_bytes());
+  }
+
+  void dispatch(int s, std::int64_t now) {
+    auto& st = stage_[s];
+    // Asked even while busy, so that waits are reported when they begin.
+    std::vector<SubnetWait> waits;
+    auto w = driver_->next(s, obs_ ? &waits : nullptr);
+    if (obs_) report_waits(s, waits, now);
+    // A new subnet's forward also needs room for its candidates beside
+    // those of the subnets in flight here (pinned until their update).
+    if (w && !st.busy && (w->backward || w->unit.micro > 0 || st.cache->can_fit(items(s, w->unit.subnet))))
+      start(s, *w, now);
+    prefetch(s, now);
+  }
+
+  void report_waits(int s, const std::vector<SubnetWait>& waits, std::int64_t now) {
+    for (auto w : waits) {
+      auto& last = stage_[s].wait_reported[w.waiter];
+      if (last == w.waited_for + 1) continue;
+      last = w.waited_for + 1;
+      w.t_ns = now;
+      ++waits_;
+      obs_->on_state(w.waiter, SubnetState::Waiting, s, now);
+      obs_->on_wait(w);
+    }
+  }
+
+  void start(int s, const Work& w, std::int64_t now) {
+    auto& st = stage_[s];
+    driver_->started(s, w);
+    int b = w.unit.subnet;
+    const auto& r = in_.stages[s];
+    st.busy = true;
+    if (w.backward) {
+      std::int64_t end = now + bwd_ns(s, b);
+      if (obs_) obs_->on_state(b, SubnetState::Backward, s, now);
+      emit(EventKind::Backward, s, b, now, end, 0, r.first, r.last);
+      st.busy_ns += end - now;
+      push(end, EvType::ComputeDone, s, w.unit, true);
+      return;
+    }
+    if (s == 0 && w.unit.micro == 0) {
+      ++in_flight_;
+      max_in_flight_ = std::max(max_in_flight_, in_flight_);
+      if (obs_) obs_->on_subnet(b, seq_[b], now);
+    }
+    auto its = items(s, b);
+    if (w.unit.micro == 0) {  // the subnet's first use of its layers at this stage
+      for (const auto& it : its) {
+        ++uses_;
+        if (st.cache->resident_by(it.key, now)) ++hits_;
+      }
+    }
+    std::int64_t ready = st.cache->ensure(its, now);
+    if (w.unit.micro == 0) st.cache->pin(its, now);
+    std::int64_t begin = std::max(now, ready);
+    stall_ns_ += begin - now;
+    std::int64_t end = begin + fwd_ns(s, b);
+    if (obs_) obs_->on_state(b, SubnetState::Forward, s, begin);
+    emit(EventKind::Forward, s, b, begin, end, 0, r.first, r.last);
+    st.busy_ns += end - begin;
+    push(end, EvType::ComputeDone, s, w.unit, false);
+  }
+
+  void handle(const Ev& e) {
+    int s = e.stage;
+    int b = e.unit.subnet;
+    auto& st = stage_[s];
+    switch (e.type) {
+      case EvType::FwdArrive:
+        driver_->forward_arrived(s, e.unit);
+        dispatch(s, e.t);
+        break;
+      case EvType::BwdArrive:
+        driver_->backward_arrived(s, e.unit);
+        dispatch(s, e.t);
+        break;
+      case EvType::ComputeDone:
+        st.busy = false;
+        if (!e.backward) {
+          if (s + 1 < p_) {
+            std::int64_t bytes = 0;
+            std::int64_t end = e.t + send_ns(s, b, true, &bytes);
+            if (bytes > 0) emit(EventKind::Send, s, b, e.t, end, bytes, in_.stages[s].last, in_.stages[s].last);
+            push(end, EvType::FwdArrive, s + 1, e.unit, false);
+          } else {
+            driver_->backward_arrived(s, e.unit);
+          }
+          dispatch(s, e.t);
+          break;
+        }
+        if (s > 0) {
+          std::int64_t bytes = 0;
+          std::int64_t end = e.t + send_ns(s, b, false, &bytes);
+          if (bytes > 0) emit(EventKind::Send, s, b, e.t, end, bytes, in_.stages[s].first, in_.stages[s].first);
+          push(end, EvType::BwdArrive, s - 1, e.unit, true);
+        }
+        if (driver_->backward_finished(s, e.unit)) {
+          std::int64_t end = e.t + upd_ns(s, b);
+          st.busy = true;
+          st.busy_ns += end - e.t;
+          if (obs_) obs_->on_state(b, SubnetState::Update, s, e.t);
+          emit(EventKind::OptimizerStep, s, b, e.t, end, 0, in_.stages[s].first, in_.stages[s].last);
+          push(end, EvType::UpdateDone, s, e.unit, false);
+        } else {
+          dispatch(s, e.t);
+        }
+        break;
+      case EvType::UpdateDone:
+        st.busy = false;
+        st.cache->unpin(items(s, b), true);
+        driver_->update_finished(s, b);
+        st.wait_reported.erase(b);
+        makespan_ = std::max(makespan_, e.t);
+        if (s == 0) {
+          --in_flight_;
+          if (obs_) obs_->on_state(b, SubnetState::Done, 0, e.t);
+        }
+        for (int x = 0; x < p_; ++x) dispatch((s + x) % p_, e.t);
+        break;
+    }
+  }
+
+  // Load the layers of the subnets the stage's schedule predicts next, in
+  // that order, while they fit beside the pinned ones.
+  void prefetch(int s, std::int64_t now) {
+    auto preds = driver_->predict(s, in_.prefetch_depth);
+    std::vector<std::int64_t> protect;
+    for (int b : preds) {
+      auto its = items(s, b);
+      if (!stage_[s].cache->prefetch(its, now, protect)) break;
+      for (const auto& it : its) protect.push_back(it.key);
+    }
+  }
+
+  SupernetSimResult summarise() const {
+    SupernetSimResult r;
+    r.mode = to_string(in_.mode);
+    r.reproducible = driver_->reproducible();
+    r.subnets = static_cast<int>(seq_.size());
+    r.makespan_ms = makespan_ / 1e6;
+    r.subnets_per_s = makespan_ > 0 ? r.subnets / (makespan_ / 1e9) : 0;
+    double busy = 0;
+    for (const auto& st : stage_) {
+      busy += st.busy_ns;
+      r.stage_busy_fraction.push_back(makespan_ > 0 ? static_cast<double>(st.busy_ns) / makespan_ : 0);
+      r.loads += st.cache->loads();
+      r.evictions += st.cache->evictions();
+      r.load_gib += st.cache->load_bytes() / (1024.0 * 1024 * 1024);
+      r.peak_resident_bytes.push_back(static_cast<std::uint64_t>(st.cache->peak_bytes()));
+    }
+    r.utilisation = makespan_ > 0 ? busy / (static_cast<double>(p_) * makespan_) : 0;
+    r.layer_uses = uses_;
+    r.resident_hits = hits_;
+    r.load_stall_ms = stall_ns_ / 1e6;
+    r.events = events_;
+    r.waits = waits_;
+    r.max_in_flight = max_in_flight_;
+    return r;
+  }
+
+  const SupernetSimInput& in_;
+  const SearchSpace& sp_;
+  const std::vector<Subnet>& seq_;
+  EventSink* sink_;
+  SubnetObserver* obs_;
+  int p_ = 0, scale_ = 1;
+  std::unique_ptr<SupernetDriver> driver_;
+  std::vector<StageState> stage_;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q_;
+  std::int64_t seq_no_ = 0, makespan_ = 0, stall_ns_ = 0;
+  std::uint64_t events_ = 0, uses_ = 0, hits_ = 0, waits_ = 0;
+  int in_flight_ = 0, max_in_flight_ = 0;
+};
+}  // namespace
+
+SupernetSimResult simulate_supernet(const SupernetSimInput& in, EventSink* sink, SubnetObserver* observer) {
+  if (!in.space || !in.sequence) throw std::invalid_argument("supernet simulation needs a space and a sequence");
+  return SupernetSimulation(in, sink, observer).run();
+}
+
+}  // namespace pw::nas
