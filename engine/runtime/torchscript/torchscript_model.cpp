@@ -14,7 +14,11 @@
 #include <set>
 #include <stdexcept>
 
+#include <unistd.h>
+
+#include "core/model/profile_io.h"
 #include "core/spec/spec_error.h"
+#include "runtime/profiler.h"
 
 namespace pw::rt {
 namespace {
@@ -172,7 +176,13 @@ TorchScriptLayerImpl::TorchScriptLayerImpl(torch::jit::Module child, std::string
 }
 
 at::Tensor TorchScriptLayerImpl::forward(const at::Tensor& x) {
-  return child_.forward(std::vector<c10::IValue>{x}).toTensor();
+  at::Tensor y = child_.forward(std::vector<c10::IValue>{x}).toTensor();
+  // A parameter-free child on the model's input (nn.Flatten first) yields a
+  // tensor outside autograd, yet the executor and the profiler run backward
+  // from every layer's output: make it a leaf, so that backward is a no-op.
+  if (at::GradMode::is_enabled() && !y.requires_grad() && at::isFloatingType(y.scalar_type()))
+    y.requires_grad_(true);
+  return y;
 }
 
 void TorchScriptLayerImpl::train(bool on) {
@@ -203,6 +213,28 @@ std::vector<TorchScriptChild> torchscript_children(const std::string& path) {
     out.push_back(info);
   }
   return out;
+}
+
+std::vector<LayerProfile> torchscript_layer_names(const JobSpec& job) {
+  std::vector<LayerProfile> out;
+  for (const auto& c : torchscript_children(job.model.path)) {
+    LayerProfile l;
+    l.name = c.name;
+    l.type = c.type;
+    out.push_back(l);
+  }
+  return out;
+}
+
+void ensure_torchscript_profile(JobSpec& job, const std::string& run_dir) {
+  if (job.model.kind != "torchscript" || !job.model.profile.empty()) return;
+  namespace fs = std::filesystem;
+  fs::path file = run_dir.empty() ? fs::temp_directory_path() / ("pw-torchscript-profile-" +
+                                                                  std::to_string(::getpid()) + ".json")
+                                  : fs::path(run_dir) / "profile.json";
+  if (!run_dir.empty()) fs::create_directories(run_dir);
+  save_profile_file(measure_profile(job), file.string());
+  job.model.profile = file.string();
 }
 
 std::vector<int64_t> torchscript_input_shape(const JobSpec& job) {
@@ -241,7 +273,9 @@ std::vector<torch::nn::Sequential> load_torchscript_layers(const JobSpec& job) {
     }
   }
   m.root.train();
-  if (x.dim() != 2 || x.size(1) != job.model.classes)
+  // Logits per sample, or per token ([batch, seq, classes]) for int64 input.
+  bool per_token = x.dim() == 3 && job.model.input_dtype == "int64";
+  if ((x.dim() != 2 && !per_token) || x.size(-1) != job.model.classes)
     throw SpecError("model.classes", "the model's output is " + c10::str(x.sizes()) + " for input " +
                                          c10::str(shape) + "; the engine trains with cross-entropy on [batch, " +
                                          std::to_string(job.model.classes) + "] logits (model.classes)");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/layer_profile.h"
 #include "core/plan/plan.h"
 #include "core/spec/job_spec.h"
 #include "runtime/torchscript/torchscript_info.h"
@@ -50,6 +51,16 @@ std::vector<torch::nn::Sequential> load_torchscript_layers(const JobSpec& job);
 // [microbatch_size, input.shape...].
 std::vector<int64_t> torchscript_input_shape(const JobSpec& job);
 at::TensorOptions torchscript_input_options(const JobSpec& job);
+
+// Name (the child's) and type of every layer, costs zero: what the
+// profiler fills in, since a user's model has no analytic profile.
+std::vector<LayerProfile> torchscript_layer_names(const JobSpec& job);
+
+// A torchscript job names no profile: measure its children with the
+// engine's profiler (measure_profile), save the result to
+// run_dir/profile.json (a temporary file when run_dir is empty) and point
+// job.model.profile at it, so planning proceeds as for any measured model.
+void ensure_torchscript_profile(JobSpec& job, const std::string& run_dir);
 
 // Writes the model with the weights `layers` hold (layers from
 // load_torchscript_layers of the same job) as TorchScript (torch.jit.save).
