@@ -238,10 +238,19 @@ TEST_F(TorchScript, ReadsTensorsSavedByTorchSave) {
 // Runs the job in a pipeline of `stages` worker processes on the tensors
 // Python saved; the run directory holds weights/stage<r>.pt and the
 // exported model.pt.
-std::string train(const std::string& model, int stages, const std::string& schedule) {
-  std::string dir = file("run-" + std::to_string(stages) + "-" + schedule);
+// `policies`: run the planner's partition with these memory policies.
+std::string train(const std::string& model, int stages, const std::string& schedule,
+                  const std::vector<MemoryPolicy>& policies = {}) {
+  std::string dir = file("run-" + std::to_string(stages) + "-" + schedule + (policies.empty() ? "" : "-policies"));
   RunOptions o;
   o.job = parse_job(job_doc(model, stages, schedule, {4, 4}, 4, {{"kind", "tensors"}, {"path", file("data.pt")}}));
+  if (!policies.empty()) {
+    JobSpec measured = o.job;
+    measured.model.profile = file("run-1-1f1b/profile.json");
+    Plan plan = prepare_job(measured).plan;
+    plan.policy = policies;
+    o.plan = plan;
+  }
   o.run_dir = dir;
   o.worker_binary = PW_WORKER_BIN;
   o.threads_per_worker = 1;
@@ -274,15 +283,21 @@ TEST_F(TorchScript, TrainsInTwoAndFourStagesToTheWeightsOfOneAndLoadsBackInPytho
   std::string one = train(file("seq.pt"), 1, "1f1b");
   std::string two = train(file("seq.pt"), 2, "1f1b");
   std::string four = train(file("seq.pt"), 4, "gpipe");
+  using P = MemoryPolicy;
+  std::string mixed = train(file("seq.pt"), 2, "1f1b",
+                            {P::Swap, P::Recompute, P::Keep, P::Recompute, P::Swap, P::Keep, P::Recompute, P::Swap});
   auto w1 = saved_params(one + "/model.pt"), w2 = saved_params(two + "/model.pt"),
-       w4 = saved_params(four + "/model.pt"), w0 = saved_params(file("seq.pt"));
+       w4 = saved_params(four + "/model.pt"), wm = saved_params(mixed + "/model.pt"),
+       w0 = saved_params(file("seq.pt"));
   ASSERT_EQ(w1.size(), 8u);
   ASSERT_EQ(w2.size(), 8u);
   ASSERT_EQ(w4.size(), 8u);
+  ASSERT_EQ(wm.size(), 8u);
   for (size_t i = 0; i < w1.size(); ++i) {
     double scale = w1[i].abs().max().item<double>();
     EXPECT_LE((w2[i] - w1[i]).abs().max().item<double>(), 1e-6 * scale) << "2 stages, parameter " << i;
     EXPECT_LE((w4[i] - w1[i]).abs().max().item<double>(), 1e-6 * scale) << "4 stages, parameter " << i;
+    EXPECT_LE((wm[i] - w1[i]).abs().max().item<double>(), 1e-6 * scale) << "recompute/swap, parameter " << i;
     EXPECT_GT((w1[i] - w0[i]).abs().max().item<double>(), 1e-4) << "parameter " << i << " did not train";
   }
   // What the 4-stage workers held at the end, gathered by hand from their
