@@ -57,6 +57,14 @@ class State {
     return rec_ + static_cast<double>(swap_) * (p_.swap_ms_per_byte > 0 ? p_.swap_ms_per_byte : 1e-15);
   }
 
+  // What layer i would cost under policy p.
+  double cost_of(size_t i, MemoryPolicy p) const {
+    if (p == MemoryPolicy::Recompute) return items_[i].fwd_ms;
+    if (p == MemoryPolicy::Swap)
+      return static_cast<double>(items_[i].act) * (p_.swap_ms_per_byte > 0 ? p_.swap_ms_per_byte : 1e-15);
+    return 0;
+  }
+
   // Tries a change; keeps it if the result fits and costs less.
   bool try_set(size_t i, MemoryPolicy to) {
     MemoryPolicy from = pol_[i];
@@ -108,6 +116,8 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
         size_t i = by_cost_desc[x], j = by_cost_desc[y];
         MemoryPolicy pi = s.at(i), pj = s.at(j);
         if (pi == pj) continue;
+        // Only trades that cost less are worth a bound evaluation.
+        if (s.cost_of(i, pj) + s.cost_of(j, pi) >= s.cost_of(i, pi) + s.cost_of(j, pj) - 1e-15) continue;
         double before = s.cost();
         s.set(i, pj);
         s.set(j, pi);

@@ -64,8 +64,8 @@ class Search {
  public:
   explicit Search(const PlanRequest& req) : model_(req), search_(model_) {
     const std::int64_t actions = 2LL * model_.stages() * model_.microbatches() + 1;
-    // Simulations are worth ~300k schedule actions of planning time.
-    sims_left_ = static_cast<int>(std::clamp<std::int64_t>(300000 / actions, 4, 400));
+    // Simulations get ~100k schedule actions of planning time.
+    sims_left_ = static_cast<int>(std::clamp<std::int64_t>(100000 / actions, 4, 200));
   }
 
   Plan global() {
@@ -78,8 +78,10 @@ class Search {
       }
     const int L = model_.layers(), V = model_.stages();
     cands.push_back(to_layout(uniform_partition(L, V).stages));
-    cands.push_back(to_layout(
-        pipedream_partition(*model_.request().profile, V, model_.request().stages > 1 ? model_.request().device.link_gbps : 0)));
+    // PipeDream's DP is O(stages x layers^2): a seed for small models only.
+    if (static_cast<double>(V) * L * L <= 4e6)
+      cands.push_back(to_layout(pipedream_partition(*model_.request().profile, V,
+                                                    model_.request().stages > 1 ? model_.request().device.link_gbps : 0)));
     std::set<Layout> seen;
     std::vector<std::pair<double, Layout>> scored;
     for (auto& c : cands)
