@@ -4,6 +4,8 @@
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "cli/nas_simulate.h"
+#include "core/nas/search_space.h"
 #include "cli/format.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
@@ -110,6 +112,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
+  if (nas::is_supernet_job(job)) return simulate_supernet_command(job, args.flag("json"), args.option("trace"));  // NAS
   PreparedJob p = prepare_job(job, args.option("planner").value_or(""));
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
@@ -179,8 +182,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
 #ifdef PW_HAVE_IPC
     if (tel) {
       if (r) tel->publisher().throughput(tp);
-      tel->finish(status, reason, number_option(args, "linger"));
-      if (!endpoints_file.empty()) std::filesystem::remove(endpoints_file);
+      tel->finish(status, reason, 0);
     }
 #endif
   };
@@ -210,6 +212,13 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     print_human(p, r);
     if (auto path = args.option("trace")) std::cout << "\nChrome trace: " << *path << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
+#ifdef PW_HAVE_IPC
+  if (tel) {
+    std::cout.flush();
+    tel->finish(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, number_option(args, "linger"));
+    if (!endpoints_file.empty()) std::filesystem::remove(endpoints_file);
+  }
+#endif
   return 0;
 }
 

@@ -83,8 +83,11 @@ void SimTelemetry::gate(std::int64_t t_ns) {
 }
 
 void SimTelemetry::finish(RunStatus status, const std::string& reason, double linger_s) {
-  pub_->status(status, reason);
-  pub_->flush();
+  if (!finished_) {
+    pub_->status(status, reason);
+    pub_->flush();
+    finished_ = true;
+  }
   if (linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
 }
 

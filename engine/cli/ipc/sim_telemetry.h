@@ -30,8 +30,8 @@ class SimTelemetry {
   const std::string& control_endpoint() const { return ctl_->endpoint(); }
   // Blocks while paused, sleeps to keep the pace, throws SimStopped.
   void gate(std::int64_t t_ns);
-  // Publishes the final status, then keeps serving (late joiners, control)
-  // for linger_s seconds.
+  // Publishes the final status (once), then keeps serving (late joiners,
+  // control) for linger_s seconds.
   void finish(RunStatus status, const std::string& reason, double linger_s);
 
  private:
@@ -44,6 +44,7 @@ class SimTelemetry {
   std::mutex mu_;
   std::condition_variable cv_;
   bool paused_ = false;
+  bool finished_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> any_{false};  // pause or stop requested: gate takes the slow path
 };

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The CLI live: simulate --listen publishes, watch follows (a second
+# process, as the studio does), control pauses/resumes/stops, and the
+# Python client of docs/examples tails the same stream.
+set -u
+PW="$1"; SRC="$2"
+PY=/usr/bin/python3
+fail=0; passed=0
+ok() { passed=$((passed+1)); }
+bad() { echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | head -20; fail=$((fail+1)); }
+J="$SRC/resources/jobs"
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+# A free loopback port for a job (the publisher binds it, control is ephemeral).
+port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# 1. watch follows a paced simulation to the end: every event, no gap.
+P=$(port)
+"$PW" simulate "$J/gpt32-8gpu.json" --json --db "$tmp/live.sqlite" --listen "tcp://127.0.0.1:$P" --pace 4 --linger 1 > "$tmp/sim.json" 2> "$tmp/sim.err" &
+pids+=($!); sim=$!
+sleep 0.2
+out=$(timeout 30 "$PW" watch "tcp://127.0.0.1:$P" --json --timeout 10 2>&1); rc=$?
+wait $sim
+[ "$rc" = 0 ] && ok || bad "watch exit $rc" "$out"
+echo "$out" > "$tmp/watch.json"
+$PY -c "
+import json
+w = json.load(open('$tmp/watch.json')); s = json.load(open('$tmp/sim.json'))
+assert w['status'] == 'finished', w
+assert w['events'] == s['events'], (w['events'], s['events'])
+assert w['gaps'] == 0 and w['malformed'] == 0, w
+assert w['run_id'] == s['run_id'], (w['run_id'], s['run_id'])
+" 2>&1 && ok || bad "watch saw every event of the run" "$(cat "$tmp/watch.json")"
+grep -q "telemetry tcp://127.0.0.1:$P  control tcp://127.0.0.1:" "$tmp/sim.err" && ok || bad "simulate prints its endpoints" "$(cat "$tmp/sim.err")"
+"$PW" replay "$tmp/live.sqlite" --json > "$tmp/live_replay.json" 2>&1
+$PY -c "
+import json
+r = json.load(open('$tmp/live_replay.json'))
+assert r['status'] == 'finished'
+" && ok || bad "recorded while publishing" "$(cat "$tmp/live_replay.json")"
+
+# 2. A late joiner after the run ended (it lingers): the snapshot holds everything.
+P=$(port)
+"$PW" simulate "$J/bert24-4gpu.json" --json --listen "tcp://127.0.0.1:$P" --linger 3 > "$tmp/sim2.json" 2>/dev/null &
+pids+=($!); sim=$!
+sleep 0.5
+out=$(timeout 20 "$PW" watch "tcp://127.0.0.1:$P" --json --timeout 5 2>&1)
+$PY -c "
+import json, sys
+w = json.loads(sys.argv[1]); s = json.load(open('$tmp/sim2.json'))
+assert w['snapshot'] and w['status'] == 'finished' and w['events'] == s['events'] and w['gaps'] == 0, w
+" "$out" && ok || bad "late joiner gets it all from the snapshot" "$out"
+
+# 3. The Python client of docs/examples on the same kind of stream.
+if $PY -c "import zmq, google.protobuf" 2>/dev/null && command -v protoc >/dev/null; then
+  out=$(timeout 20 $PY "$SRC/docs/examples/tail_telemetry.py" "tcp://127.0.0.1:$P" --quiet --json --timeout 5 2>&1)
+  $PY -c "
+import json, sys
+w = json.loads(sys.argv[1].splitlines()[-1]); s = json.load(open('$tmp/sim2.json'))
+assert w['status'] == 'finished' and w['events'] == s['events'] and w['gaps'] == 0, w
+" "$out" && ok || bad "python example client" "$out"
+else
+  echo "skip: python3-zmq/python3-protobuf/protoc missing"
+fi
+wait $sim
+
+# 4. Control: pause, status, resume, refused checkpoint, stop -> recorded as stopped.
+P=$(port)
+"$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/stop.sqlite" --listen "tcp://127.0.0.1:$P" --pace 0.5 > "$tmp/sim3.out" 2>&1 &
+pids+=($!); sim=$!
+sleep 0.3
+out=$("$PW" control "tcp://127.0.0.1:$P" pause 2>&1) && ok || bad "pause" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" status 2>&1); grep -q "paused" <<<"$out" && ok || bad "status says paused" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" pause 2>&1); [ $? = 1 ] && grep -q "already paused" <<<"$out" && ok || bad "second pause refused" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" resume 2>&1) && ok || bad "resume" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" checkpoint 2>&1); [ $? = 1 ] && grep -q "no training state" <<<"$out" && ok || bad "checkpoint refused with a reason" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" set planner=vpipe 2>&1); [ $? = 1 ] && ok || bad "set refused" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$P" stop 2>&1) && ok || bad "stop" "$out"
+wait $sim; rc=$?
+[ "$rc" = 1 ] && ok || bad "stopped simulate exits 1, got $rc" "$(cat "$tmp/sim3.out")"
+out=$("$PW" replay "$tmp/stop.sqlite" 2>&1); grep -q "stopped (stopped by control request)" <<<"$out" && ok || bad "stop recorded" "$out"
+
+# 5. Errors.
+out=$("$PW" watch "tcp://127.0.0.1:$(port)" --timeout 0.5 2>&1); rc=$?
+[ "$rc" = 3 ] && grep -q "no telemetry" <<<"$out" && ok || bad "watch without a publisher: exit $rc" "$out"
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" 2>&1); rc=$?
+[ "$rc" = 1 ] && grep -q "refusing to bind" <<<"$out" && ok || bad "non-loopback bind needs --allow-remote: exit $rc" "$out"
+out=$("$PW" control "tcp://127.0.0.1:$(port)" frobnicate 2>&1); [ $? = 2 ] && ok || bad "unknown control command" "$out"
+
+echo "$passed passed, $fail failed"
+[ "$fail" = 0 ]
