@@ -7,6 +7,53 @@
 
 namespace pw::cli {
 
+namespace {
+
+// Layer indices as compact ranges: "3-5,9".
+std::string layer_list(const std::vector<int>& layers) {
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(layers[i]) + (j > i ? "-" + std::to_string(layers[j]) : "");
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Plan& plan) {
+  std::cout << "plan by " << plan.planner << " for " << job.name << ": " << profile.size() << " layers on "
+            << plan.stages.size() << " stages, " << to_string(job.pipeline.schedule) << ", "
+            << job.pipeline.microbatches << " microbatches of " << job.training.microbatch_size << "; found in "
+            << fixed(plan.planning_time_ms, 2) << " ms\n\n";
+  std::cout << "  stage  layers      n   recompute            swap                 time/mb ms   peak memory / budget\n";
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& r = plan.stages[s];
+    std::vector<int> rec, swp;
+    for (int l = r.first_layer; l <= r.last_layer; ++l) {
+      if (plan.policy[l] == MemoryPolicy::Recompute) rec.push_back(l);
+      if (plan.policy[l] == MemoryPolicy::Swap) swp.push_back(l);
+    }
+    auto cell = [](const std::vector<int>& v, size_t width) {
+      std::string c = std::to_string(v.size()) + " " + layer_list(v);
+      if (c.size() > width - 1) c = c.substr(0, width - 4) + "...";
+      return c + std::string(width - c.size(), ' ');
+    };
+    const auto& pr = plan.predicted[s];
+    std::string layers = std::to_string(r.first_layer) + "-" + std::to_string(r.last_layer);
+    double used = pr.memory_budget_bytes ? static_cast<double>(pr.peak_memory_bytes) / pr.memory_budget_bytes : 0;
+    std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 10 ? 10 - layers.size() : 1, ' ')
+              << pad(std::to_string(r.size()), 3) << "   " << cell(rec, 21) << cell(swp, 21) << pad(fixed(pr.time_ms, 2), 10)
+              << pad(gib(pr.peak_memory_bytes), 14) << " / " << gib(pr.memory_budget_bytes) << " (" << pct(used) << ")"
+              << (pr.peak_memory_bytes > pr.memory_budget_bytes ? "  OOM" : "") << "\n";
+  }
+  std::cout << "\n  iteration " << fixed(plan.iteration_time_ms, 2) << " ms, " << fixed(plan.throughput_samples_per_s, 1)
+            << " samples/s" << (plan.layers_moved ? ", " + std::to_string(plan.layers_moved) + " layers moved" : "")
+            << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
+}
+
+}  // namespace
+
 int cmd_plan(const std::vector<std::string>& argv) {
   CliArgs args(argv, {"json"}, {"planner", "profile"});
   args.expect_positional(1, "one job file");
@@ -21,25 +68,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
   }
-  std::cout << "plan by " << plan.planner << " for " << job.name << " (" << profile.size() << " layers, "
-            << plan.stages.size() << " stages), found in " << fixed(plan.planning_time_ms, 2) << " ms\n\n";
-  std::cout << "  stage  layers     recompute  swap   time/mb ms   peak memory      budget\n";
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const auto& r = plan.stages[s];
-    int rec = 0, swp = 0;
-    for (int l = r.first_layer; l <= r.last_layer; ++l) {
-      rec += plan.policy[l] == MemoryPolicy::Recompute;
-      swp += plan.policy[l] == MemoryPolicy::Swap;
-    }
-    const auto& pr = plan.predicted[s];
-    std::string layers = std::to_string(r.first_layer) + "-" + std::to_string(r.last_layer);
-    std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 9 ? 9 - layers.size() : 1, ' ')
-              << pad(std::to_string(rec), 10) << pad(std::to_string(swp), 6) << pad(fixed(pr.time_ms, 2), 13)
-              << pad(gib(pr.peak_memory_bytes), 14) << pad(gib(pr.memory_budget_bytes), 12)
-              << (pr.peak_memory_bytes > pr.memory_budget_bytes ? "  OOM" : "") << "\n";
-  }
-  std::cout << "\n  iteration " << fixed(plan.iteration_time_ms, 2) << " ms, " << fixed(plan.throughput_samples_per_s, 1)
-            << " samples/s" << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
+  print_plan_table(job, profile, plan);
   return 0;
 }
 
