@@ -11,6 +11,8 @@ const std::vector<Command>& commands() {
          "execute the job's schedule under the cost model and report throughput, bubble and memory", cmd_simulate},
         {"plan", "JOB.json [--planner P] [--profile FILE] [--json] [--set a.b=v ...]",
          "choose the layer partition and per-layer memory policy and print the plan", cmd_plan},
+        {"launch", "JOB.json --hosts h1,h2,... [--nproc-per-host N] [--port P] [--ifname IF] [--sbatch FILE | --output FILE]",
+         "print (or write) the commands that start a run across hosts, torchrun-style or as a Slurm script", cmd_launch},
     };
 #ifdef PW_HAVE_DB
     for (auto& x : db_commands()) c.push_back(x);

@@ -17,6 +17,7 @@ const std::vector<Command>& commands();
 
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
+int cmd_launch(const std::vector<std::string>& args);
 
 // Each optional layer's commands, defined in engine/cli/<layer>/.
 std::vector<Command> db_commands();       // engine/cli/db/: replay, export, compare

@@ -35,5 +35,11 @@ expect_text "override sweeps" '"microbatches": 32' "$PW" simulate "$J/uniform-8s
 expect_text "oom reported" '"feasible": false' "$PW" simulate "$J/uniform-8stage.json" --json --set cluster.memory_gb=1
 expect_text "oom names stage" 'out of memory: stage 0' "$PW" simulate "$J/uniform-8stage.json" --set cluster.memory_gb=1
 
+expect_text "launch shell" "MASTER_ADDR=h1 MASTER_PORT=29500 WORLD_SIZE=4 RANK=3 LOCAL_RANK=1" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+expect_text "launch coordinator" "--attach --port 29500" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+check "launch too few slots" 2 "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2 --nproc-per-host 1
+check "launch sbatch" 0 "$PW" launch "$J/bert24-4gpu.json" --hosts n1,n2 --sbatch "$tmp/run.sbatch"
+grep -q "#SBATCH --nodes=2" "$tmp/run.sbatch" && bash -n "$tmp/run.sbatch" && passed=$((passed+1)) || { echo "FAIL sbatch script"; fail=$((fail+1)); }
+
 echo "$passed passed, $fail failed"
 [ "$fail" = 0 ]
