@@ -71,7 +71,8 @@ class RunReader {
   // Every event in arrival order, streamed (constant memory).
   void for_each_event(const std::function<void(const Event&)>& f) const;
   // Events of `stage` that overlap [t0, t1), by start time (index
-  // events_by_stage_time, bounded by the stage's longest event).
+  // events_by_stage_time, bounded by the stage's longest event; the index
+  // is built when the run finishes, a live or crashed run is scanned).
   std::vector<Event> events(int stage, std::int64_t t0, std::int64_t t1) const;
   // Events with row id > after_id, at most `limit`; after_id advances.
   // For following a file that another process is writing.

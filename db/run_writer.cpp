@@ -390,6 +390,7 @@ void RunWriter::finish(RunStatus status, const std::string& reason) {
     std::lock_guard lk(I.mu);
     I.finished = true;
   }
+  create_deferred_indexes(*I.conn);
   // One self-contained file to share: fold the WAL in and leave WAL mode.
   // Best effort: with a live reader attached (the studio) the file stays
   // in WAL mode, equally valid, and SQLite folds the WAL in later.

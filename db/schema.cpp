@@ -41,7 +41,6 @@ CREATE TABLE events(
   first_layer INTEGER NOT NULL,
   last_layer INTEGER NOT NULL,
   bytes INTEGER NOT NULL);
-CREATE INDEX events_by_stage_time ON events(stage, start_ns);
 CREATE TABLE stage_stats(
   stage INTEGER PRIMARY KEY,
   max_duration_ns INTEGER NOT NULL);
@@ -73,6 +72,17 @@ std::uint32_t be32(const unsigned char* p) {
 }
 
 }  // namespace
+
+void create_deferred_indexes(Connection& c) {
+  c.exec("CREATE INDEX IF NOT EXISTS events_by_stage_time ON events(stage, start_ns);");
+}
+
+bool has_deferred_indexes(Connection& c) {
+  Statement s(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_by_stage_time'");
+  bool yes = s.step() && s.int64(0) > 0;
+  s.reset();
+  return yes;
+}
 
 void create_schema(Connection& c) {
   Transaction t(c);

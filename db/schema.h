@@ -15,6 +15,12 @@ constexpr const char* kFormatName = "pipewright-run";
 // Creates every table and index of the current version in an empty file.
 void create_schema(Connection& c);
 
+// The events index is built when the run finishes (one sorted build costs
+// far less than updating a B-tree per event while recording). Until then,
+// and in a crashed run, range queries scan; they are correct, only slower.
+void create_deferred_indexes(Connection& c);
+bool has_deferred_indexes(Connection& c);
+
 // Checks that the file is a Pipewright run this build can read; throws
 // DbError with the reason (not SQLite, damaged, not a run, newer major).
 // Returns "major.minor" of the file.
