@@ -41,11 +41,10 @@ std::string shell_script(const Layout& L) {
   std::ostringstream o;
   o << "# Pipewright run across " << L.hosts.size() << " hosts, " << L.world << " stages (one worker per stage).\n"
     << "# The coordinator on " << L.hosts[0] << " hosts the rendezvous (c10d TCPStore on port " << L.port
-    << ", reachable from every host);\n# tensors flow worker to worker over Gloo.\n\n"
-    << "# on " << L.hosts[0] << ":\n"
-    << "pipewright run " << quote(L.job) << " --attach --port " << L.port << "\n";
+    << ", reachable from every host);\n# tensors flow worker to worker over Gloo.\n";
   for (size_t h = 0; h < L.hosts.size(); ++h) {
     o << "\n# on " << L.hosts[h] << ":\n";
+    if (h == 0) o << "pipewright run " << quote(L.job) << " --attach --port " << L.port << " &\n";
     for (int l = 0; l < L.per_host; ++l) {
       int rank = static_cast<int>(h) * L.per_host + l;
       if (rank >= L.world) break;
