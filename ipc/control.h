@@ -29,7 +29,7 @@ struct ControlServerOptions {
 // a Publisher is given, snapshots and status queries are answered
 // without the handler. Malformed requests are counted and dropped;
 // requests for a command this build does not know get an UNSUPPORTED
-// reply.
+// reply. A given Publisher must outlive the server.
 class ControlServer {
  public:
   using Handler = std::function<pb::ControlReply(const pb::ControlRequest&)>;
