@@ -61,6 +61,11 @@ ModelSpec parse_model(JsonFields f) {
     m.input_dtype = in.choice("dtype", {"float32", "int64"}, "float32");
     in.finish();
     m.classes = static_cast<int>(f.integer("classes", 1, 10));
+    // Token input of shape [seq_len]: a language model over `classes` symbols.
+    if (m.input_dtype == "int64" && m.input_shape.size() == 1) {
+      m.seq_len = static_cast<int>(m.input_shape[0]);
+      m.vocab = m.classes;
+    }
   } else {  // uniform
     m.layers = static_cast<int>(f.integer("layers", 1));
     m.fwd_ms = f.number("fwd_ms", 0);
