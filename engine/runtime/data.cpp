@@ -79,7 +79,10 @@ DataSpec parse_data_spec(const JobSpec& job) {
   s.synthetic_samples = f.integer("samples", 1, 1024);
   s.eval = f.boolean("eval", false);
   f.finish();
-  if (s.kind == "text" && !lm) throw SpecError("data.kind", "text data needs a gpt or bert model");
+  bool ts_tokens = job.model.kind == "torchscript" && job.model.input_dtype == "int64";  // torchscript hook
+  if (s.kind == "text" && !lm && !ts_tokens)
+    throw SpecError("data.kind", "text data needs a gpt or bert model (or a torchscript one with int64 input)");
+  if (job.model.kind == "torchscript") check_torchscript_data(job, s.kind);  // torchscript hook
   if (lm && s.kind != "text") throw SpecError("data.kind", "gpt and bert models train on \"text\" data");
   if (lm && job.model.vocab != 256)
     throw SpecError("model.vocab", "byte-level text needs vocab 256, got " + std::to_string(job.model.vocab));
