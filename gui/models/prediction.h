@@ -1,0 +1,31 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/spec/job_spec.h"
+#include "gui/models/simulated_iteration.h"
+
+namespace pw::gui {
+
+// A job under one planner: its plan and one simulated iteration.
+struct PlannerOutcome {
+  std::string planner;
+  bool ok = false;
+  std::string error;  // the planner or the schedule refused the job
+  SimulatedIteration iteration;
+};
+
+// What the designer shows for a job: the chosen planner first, then every
+// other known planner (pw::planner_names()) as a baseline.
+struct Prediction {
+  std::vector<PlannerOutcome> outcomes;
+  int layers = 0;
+  std::vector<std::string> layer_names;
+  const PlannerOutcome* chosen() const { return outcomes.empty() ? nullptr : &outcomes.front(); }
+};
+
+// Plans and simulates a valid job under all planners. Pure and
+// thread-safe: the designer runs it on a worker (QtConcurrent).
+Prediction predict(const JobSpec& job);
+
+}  // namespace pw::gui

@@ -1,0 +1,29 @@
+#pragma once
+#include <string>
+
+#include "gui/models/run_source.h"
+
+namespace pw::gui {
+
+// A recorded run (pw_db RunReader) read on the worker thread in large
+// batches. A file still being written (status running) is followed: new
+// rows are picked up every 200 ms until the run ends or the source stops.
+class DbRunSource final : public RunSource {
+  Q_OBJECT
+ public:
+  // wait_ms > 0: the file may not exist yet (an engine just launched);
+  // wait that long for it before giving up.
+  explicit DbRunSource(std::string path, int wait_ms = 0, QObject* parent = nullptr);
+  ~DbRunSource() override;
+  QString description() const override;
+  const std::string& path() const { return path_; }
+
+ protected:
+  void run() override;
+
+ private:
+  std::string path_;
+  int wait_ms_ = 0;
+};
+
+}  // namespace pw::gui

@@ -1,0 +1,152 @@
+#include "gui/sources/live_run_source.h"
+
+#include <chrono>
+#include <memory>
+
+#include "ipc/control.h"
+#include "ipc/protocol.h"
+#include "ipc/subscriber.h"
+
+namespace pw::gui {
+
+LiveRunSource::LiveRunSource(std::string endpoint, QObject* parent) : RunSource(parent), endpoint_(std::move(endpoint)) {}
+
+LiveRunSource::~LiveRunSource() { stop(); }
+
+QString LiveRunSource::description() const {
+  return QStringLiteral("live: %1%2").arg(QString::fromStdString(endpoint_), alive_ ? QString() : QStringLiteral(" (not responding)"));
+}
+
+void LiveRunSource::run() {
+  using namespace std::chrono;
+  ipc::Subscriber sub(endpoint_);
+  // Wait for the first message in short slices so stop() stays prompt.
+  auto t0 = steady_clock::now();
+  std::optional<ipc::Subscriber::Message> first;
+  while (!first) {
+    if (stopRequested()) return;
+    first = sub.wait_connected(milliseconds(100));
+    if (!first && steady_clock::now() - t0 > milliseconds(kSilenceMs))
+      throw std::runtime_error("no telemetry from " + endpoint_ + " within " + std::to_string(kSilenceMs / 1000) +
+                               " s (is the coordinator running?)");
+  }
+  alive_ = true;
+  emit status(QStringLiteral("connected to %1").arg(QString::fromStdString(endpoint_)));
+
+  std::unique_ptr<ipc::ControlClient> control;
+  RunBatch batch;
+  RunInfo info;
+  bool have_info = false;
+  auto last_msg = steady_clock::now(), last_publish = steady_clock::now();
+  auto handle = [&](const ipc::Subscriber::Message& m) {
+    const auto& env = m.envelope;
+    switch (env.body_case()) {
+      case ipc::pb::Envelope::kEvents:
+        for (const auto& e : env.events().events()) batch.events.push_back(ipc::from_pb(e));
+        break;
+      case ipc::pb::Envelope::kMemory:
+        for (const auto& s : env.memory().samples()) batch.memory.push_back(ipc::from_pb(s));
+        break;
+      case ipc::pb::Envelope::kThroughput: batch.throughput.push_back(ipc::from_pb(env.throughput())); break;
+      case ipc::pb::Envelope::kMigrations:
+        for (const auto& x : env.migrations().migrations()) batch.migrations.push_back(ipc::from_pb(x));
+        break;
+      case ipc::pb::Envelope::kSubnets:
+        for (const auto& s : env.subnets().states()) batch.subnet_states.push_back(ipc::from_pb(s));
+        for (const auto& e : env.subnets().edges()) batch.subnet_edges.push_back(ipc::from_pb(e));
+        break;
+      case ipc::pb::Envelope::kPlan: {
+        auto j = nlohmann::json::parse(env.plan().plan_json(), nullptr, false);
+        if (!j.is_discarded()) {
+          try {
+            batch.plans.push_back({env.plan().version(), env.plan().t_ns(), env.plan().reason(), plan_from_json(j)});
+          } catch (const std::exception&) {
+          }
+        }
+        break;
+      }
+      case ipc::pb::Envelope::kStatus: {
+        const auto& s = env.status();
+        if (!have_info || info.stages != s.stages() || info.name != s.job_name()) {
+          info.name = s.job_name();
+          info.stages = s.stages();
+          info.source = "live: " + endpoint_;
+          batch.info = info;
+          have_info = true;
+        }
+        if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED) {
+          batch.finished = true;
+          emit status(QStringLiteral("run %1%2").arg(QLatin1String(ipc::to_string(s.state())),
+                                                     s.reason().empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(s.reason())));
+        }
+        break;
+      }
+      default: break;
+    }
+  };
+  handle(*first);
+  // A late joiner missed the run's status and plan: ask the control
+  // endpoint for a snapshot and continue from it without gaps.
+  if (!sub.control_endpoint().empty()) {
+    control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio");
+    if (auto reply = control->snapshot(milliseconds(1000)); reply && reply->has_snapshot()) {
+      const auto& snap = reply->snapshot();
+      sub.apply_snapshot(sub.run_id(), snap);
+      ipc::pb::Envelope env;
+      *env.mutable_status() = snap.status();
+      handle({ipc::Topic::Status, env});
+      if (snap.has_plan() && !snap.plan().plan_json().empty()) {
+        *env.mutable_plan() = snap.plan();
+        handle({ipc::Topic::Plan, env});
+      }
+    }
+  }
+  while (!stopRequested()) {
+    auto msg = sub.receive(milliseconds(20));
+    auto now = steady_clock::now();
+    if (msg) {
+      last_msg = now;
+      if (!alive_) {
+        alive_ = true;
+        emit status(QStringLiteral("engine is responding again"));
+      }
+      handle(*msg);
+    } else if (alive_ && now - last_msg > milliseconds(kSilenceMs)) {
+      alive_ = false;
+      emit failed(QStringLiteral("no telemetry or heartbeat from %1 for %2 s: the engine is gone")
+                      .arg(QString::fromStdString(endpoint_)).arg(kSilenceMs / 1000));
+    }
+    if (batch.size() > 0 || batch.info || batch.finished) {
+      if (batch.events.size() >= 65536 || batch.finished || now - last_publish > milliseconds(20)) {
+        bool done = batch.finished;
+        publish(std::move(batch));
+        batch = RunBatch();
+        last_publish = now;
+        if (done) return;
+      }
+    }
+    if (int req = pending_.exchange(0)) {
+      if (!control && !sub.control_endpoint().empty()) control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio");
+      if (!control) {
+        emit status(QStringLiteral("the run advertises no control endpoint"));
+        continue;
+      }
+      auto send = [&](const char* what, auto&& call) {
+        auto reply = call();
+        if (!reply)
+          emit status(QStringLiteral("%1: no reply within 1 s (engine gone?)").arg(QLatin1String(what)));
+        else if (reply->code() != ipc::pb::OK)
+          emit status(QStringLiteral("%1 refused: %2").arg(QLatin1String(what), QString::fromStdString(reply->error())));
+        else
+          emit status(QStringLiteral("%1: done").arg(QLatin1String(what)));
+      };
+      const auto timeout = milliseconds(1000);
+      if (req & kPause) send("pause", [&] { return control->pause(timeout); });
+      if (req & kResume) send("resume", [&] { return control->resume(timeout); });
+      if (req & kStop) send("stop", [&] { return control->stop(timeout); });
+      if (req & kRebalance) send("rebalance", [&] { return control->set("replan", "now", timeout); });
+    }
+  }
+}
+
+}  // namespace pw::gui

@@ -1,0 +1,516 @@
+#include "gui/widgets/designer_widget.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <qcustomplot.h>
+
+#include "core/plan/planner.h"
+#include "core/schedule/schedule_kind.h"
+#include "core/spec/device.h"
+#include "gui/models/job_model.h"
+#include "gui/models/planner_comparison_model.h"
+#include "gui/models/run_model.h"
+#include "gui/widgets/plan_view.h"
+#include "gui/widgets/theme.h"
+#include "gui/widgets/timeline_view.h"
+
+namespace pw::gui {
+namespace {
+
+QStringList qlist(const std::vector<std::string>& v) {
+  QStringList out;
+  for (const auto& s : v) out << QString::fromStdString(s);
+  return out;
+}
+
+QSpinBox* spin(int lo, int hi, const QString& unset = {}) {
+  auto* s = new QSpinBox;
+  s->setRange(unset.isEmpty() ? lo : lo - 1, hi);
+  if (!unset.isEmpty()) s->setSpecialValueText(unset);  // the minimum means "not set"
+  s->setKeyboardTracking(false);
+  return s;
+}
+
+QDoubleSpinBox* dspin(double lo, double hi, int decimals, const QString& unset = {}) {
+  auto* s = new QDoubleSpinBox;
+  s->setDecimals(decimals);
+  s->setRange(lo, hi);
+  if (!unset.isEmpty()) s->setSpecialValueText(unset);
+  s->setKeyboardTracking(false);
+  return s;
+}
+
+QComboBox* combo(const QStringList& items) {
+  auto* c = new QComboBox;
+  c->addItems(items);
+  return c;
+}
+
+const QStringList kTransformerKinds{"transformer", "bert", "gpt"};
+const QStringList kBertGpt{"bert", "gpt"};
+
+}  // namespace
+
+DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
+    : QWidget(parent),
+      job_(job),
+      general_error_(new QLabel(this)),
+      search_space_(new QPlainTextEdit(this)),
+      data_(new QPlainTextEdit(this)),
+      summary_(new QLabel(this)),
+      plan_view_(new PlanView(this)),
+      memory_plot_(new QCustomPlot(this)),
+      table_(new QTableView(this)),
+      comparison_(new PlannerComparisonModel(this)),
+      timeline_(new TimelineView(this)),
+      predicted_run_(new RunModel(this)) {
+  setObjectName(QStringLiteral("designer"));
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->addWidget(split);
+
+  auto* scroll = new QScrollArea(split);
+  scroll->setWidgetResizable(true);
+  auto* form_host = new QWidget;
+  buildForm(form_host);
+  scroll->setWidget(form_host);
+  scroll->setMinimumWidth(340);
+
+  auto* right = new QSplitter(Qt::Vertical, split);
+  auto* top = new QWidget(right);
+  auto* top_lay = new QVBoxLayout(top);
+  top_lay->setContentsMargins(4, 4, 4, 4);
+  summary_->setObjectName(QStringLiteral("predictionSummary"));
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  top_lay->addWidget(summary_);
+  top_lay->addWidget(new QLabel(tr("<b>Partition</b> (chosen planner first, then the baselines)"), top));
+  top_lay->addWidget(plan_view_, 1);
+  auto* mid = new QSplitter(Qt::Horizontal, right);
+  memory_plot_->setObjectName(QStringLiteral("predictedMemoryPlot"));
+  memory_plot_->setMinimumHeight(150);
+  memory_plot_->yAxis->setLabel(tr("peak GiB"));
+  memory_plot_->xAxis->setLabel(tr("stage"));
+  style_plot(memory_plot_);
+  mid->addWidget(memory_plot_);
+  table_->setModel(comparison_);
+  table_->setObjectName(QStringLiteral("plannerTable"));
+  table_->verticalHeader()->setVisible(false);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  mid->addWidget(table_);
+  mid->setStretchFactor(1, 2);
+  timeline_->setRun(predicted_run_);
+  timeline_->setMinimumHeight(150);
+  right->addWidget(timeline_);
+  right->setStretchFactor(2, 2);
+  split->setStretchFactor(1, 3);
+
+  debounce_.setSingleShot(true);
+  debounce_.setInterval(150);
+  connect(&debounce_, &QTimer::timeout, this, &DesignerWidget::startPrediction);
+  connect(&watcher_, &QFutureWatcher<Prediction>::finished, this, [this] {
+    applyPrediction(watcher_.result());
+    if (again_) {
+      again_ = false;
+      startPrediction();
+    }
+  });
+  connect(job_, &JobModel::changed, this, [this] {
+    if (!loading_) showValidation();
+    schedulePrediction();
+  });
+  connect(job_, &JobModel::fileChanged, this, &DesignerWidget::loadFromModel);
+  loadFromModel();
+  schedulePrediction();
+}
+
+DesignerWidget::~DesignerWidget() { watcher_.waitForFinished(); }
+
+void DesignerWidget::buildForm(QWidget* host) {
+  auto* lay = new QVBoxLayout(host);
+  general_error_->setObjectName(QStringLiteral("generalError"));
+  general_error_->setWordWrap(true);
+  lay->addWidget(general_error_);
+  auto group = [&](const QString& title) {
+    auto* box = new QGroupBox(title, host);
+    auto* form = new QFormLayout(box);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    lay->addWidget(box);
+    return form;
+  };
+  QFormLayout* f = group(tr("Job"));
+  addField(f, "name", tr("Name"), new QLineEdit);
+
+  f = group(tr("Model"));
+  addField(f, "model.kind", tr("Kind"), combo({"transformer", "bert", "gpt", "mlp", "cnn", "uniform"}), {},
+           tr("transformer: encoder-decoder; bert/gpt: encoder/decoder stacks; uniform: identical layers with costs given directly"));
+  addField(f, "model.layers", tr("Layers"), spin(1, 4096), {"bert", "gpt", "uniform"});
+  addField(f, "model.encoder_layers", tr("Encoder layers"), spin(0, 4096), {"transformer"});
+  addField(f, "model.decoder_layers", tr("Decoder layers"), spin(0, 4096), {"transformer"});
+  addField(f, "model.hidden", tr("Hidden"), spin(1, 65536), kTransformerKinds);
+  addField(f, "model.heads", tr("Heads"), spin(1, 1024, tr("auto")), kTransformerKinds);
+  addField(f, "model.seq_len", tr("Sequence length"), spin(1, 1 << 20), kTransformerKinds);
+  addField(f, "model.vocab", tr("Vocabulary"), spin(1, 1 << 22, tr("default")), kTransformerKinds);
+  addField(f, "model.precision", tr("Precision"), combo({"fp16", "fp32"}), {});
+  addField(f, "model.input", tr("Input features"), spin(1, 1 << 24, tr("default")), {"mlp"});
+  addField(f, "model.widths", tr("Hidden widths"), new QLineEdit, {"mlp"}, tr("comma-separated, e.g. 512, 256"));
+  addField(f, "model.image_size", tr("Image size"), spin(4, 8192, tr("default")), {"cnn"});
+  addField(f, "model.in_channels", tr("Input channels"), spin(1, 4096, tr("default")), {"cnn"});
+  addField(f, "model.channels", tr("Channels per conv"), new QLineEdit, {"cnn"}, tr("comma-separated, e.g. 32, 64"));
+  addField(f, "model.classes", tr("Classes"), spin(1, 1 << 20, tr("default")), {"mlp", "cnn"});
+  addField(f, "model.fwd_ms", tr("Forward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
+  addField(f, "model.bwd_ms", tr("Backward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
+  addField(f, "model.activation_mb", tr("Activation MB/layer"), dspin(0, 1e7, 2), {"uniform"});
+  addField(f, "model.param_mb", tr("Parameters MB/layer"), dspin(0, 1e7, 2), {"uniform"});
+  addField(f, "model.output_mb", tr("Output MB/layer"), dspin(0, 1e7, 2), {"uniform"});
+  addField(f, "model.profile", tr("Measured profile"), new QLineEdit, {},
+           tr("A profile file (Pipewright JSON or PipeDream graph.txt) replacing the analytic costs"));
+
+  f = group(tr("Training"));
+  addField(f, "training.optimizer", tr("Optimizer"), combo({"sgd", "momentum", "adam"}));
+  addField(f, "training.lr", tr("Learning rate"), dspin(0, 10, 6));
+  addField(f, "training.batch_size", tr("Batch size"), spin(1, 1 << 24));
+  addField(f, "training.microbatch_size", tr("Microbatch size"), spin(1, 1 << 20));
+  addField(f, "training.iterations", tr("Iterations"), spin(1, 1 << 30));
+  addField(f, "training.seed", tr("Seed"), spin(0, 1 << 30));
+
+  f = group(tr("Cluster"));
+  QStringList presets = qlist(device_preset_names());
+  presets << QStringLiteral("custom");
+  addField(f, "cluster.device", tr("Device"), combo(presets));
+  addField(f, "cluster.devices", tr("Devices"), spin(1, 65536));
+  addField(f, "cluster.memory_gb", tr("Memory GiB"), dspin(0, 1e5, 2, tr("preset")), {},
+           tr("Overrides the preset's memory (the per-stage budget)"));
+
+  f = group(tr("Pipeline"));
+  addField(f, "pipeline.stages", tr("Stages"), spin(1, 65536));
+  addField(f, "pipeline.microbatches", tr("Microbatches"), spin(1, 1 << 24, tr("auto")), {},
+           tr("batch_size / microbatch_size when auto"));
+  addField(f, "pipeline.schedule", tr("Schedule"), combo(qlist(schedule_kind_names())));
+  addField(f, "pipeline.planner", tr("Planner"), combo(qlist(planner_names())));
+  addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("interleaved schedule: model chunks per device"));
+
+  auto* raw = new QGroupBox(tr("Search space and data (JSON)"), host);
+  auto* rf = new QFormLayout(raw);
+  search_space_->setPlaceholderText(tr("{\"layers\": [[\"conv3\", \"conv5\"], ...]} per-layer candidate ops"));
+  data_->setPlaceholderText(tr("{\"kind\": \"synthetic\"}"));
+  for (auto* e : {search_space_, data_}) {
+    e->setMaximumHeight(70);
+    e->setFont(QFont(QStringLiteral("monospace")));
+  }
+  auto* ss_err = new QLabel;
+  auto* data_err = new QLabel;
+  rf->addRow(tr("Search space"), search_space_);
+  rf->addRow(QString(), ss_err);
+  rf->addRow(tr("Data"), data_);
+  rf->addRow(QString(), data_err);
+  fields_["search_space"] = Field{"search_space", search_space_, ss_err, rf, {}};
+  fields_["data"] = Field{"data", data_, data_err, rf, {}};
+  for (const QString& key : {QStringLiteral("search_space"), QStringLiteral("data")}) {
+    auto* edit = static_cast<QPlainTextEdit*>(fields_[key].editor);
+    QLabel* err = fields_[key].error;
+    err->setVisible(false);
+    err->setStyleSheet(QStringLiteral("color: #d9534f"));
+    connect(edit, &QPlainTextEdit::textChanged, this, [this, key, edit, err] {
+      if (loading_) return;
+      QString text = edit->toPlainText().trimmed();
+      if (text.isEmpty()) {
+        err->setVisible(false);
+        auto doc = job_->document();
+        doc.erase(key.toStdString());
+        job_->setDocument(doc);
+        return;
+      }
+      auto j = nlohmann::json::parse(text.toStdString(), nullptr, false);
+      if (j.is_discarded()) {
+        err->setText(tr("not valid JSON yet"));
+        err->setVisible(true);
+        return;
+      }
+      err->setVisible(false);
+      auto doc = job_->document();
+      doc[key.toStdString()] = j;
+      job_->setDocument(doc);
+    });
+  }
+  lay->addWidget(raw);
+
+  auto* buttons = new QHBoxLayout;
+  auto* sim = new QPushButton(QIcon(QStringLiteral(":/icons/simulate.svg")), tr("Simulate run"), host);
+  sim->setToolTip(tr("Open a simulated run of this job in the monitor (F5)"));
+  auto* launch = new QPushButton(QIcon(QStringLiteral(":/icons/launch.svg")), tr("Launch…"), host);
+  launch->setToolTip(tr("Run this job with `pipewright run` and watch it live (Ctrl+R)"));
+  connect(sim, &QPushButton::clicked, this, &DesignerWidget::simulateRequested);
+  connect(launch, &QPushButton::clicked, this, &DesignerWidget::launchRequested);
+  buttons->addWidget(sim);
+  buttons->addWidget(launch);
+  lay->addLayout(buttons);
+  lay->addStretch(1);
+}
+
+void DesignerWidget::addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
+                              const QStringList& kinds, const QString& tip) {
+  auto* err = new QLabel;
+  err->setObjectName(QStringLiteral("error:") + path);
+  err->setWordWrap(true);
+  err->setStyleSheet(QStringLiteral("color: #d9534f"));
+  err->setVisible(false);
+  editor->setObjectName(path);
+  if (!tip.isEmpty()) editor->setToolTip(tip);
+  auto* col = new QWidget;
+  auto* v = new QVBoxLayout(col);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(1);
+  v->addWidget(editor);
+  v->addWidget(err);
+  form->addRow(label, col);
+  fields_[path] = Field{path, editor, err, form, kinds};
+  if (auto* s = qobject_cast<QSpinBox*>(editor))
+    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { onEditorChanged(path); });
+  else if (auto* d = qobject_cast<QDoubleSpinBox*>(editor))
+    connect(d, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { onEditorChanged(path); });
+  else if (auto* c = qobject_cast<QComboBox*>(editor))
+    connect(c, &QComboBox::currentTextChanged, this, [this, path] { onEditorChanged(path); });
+  else if (auto* l = qobject_cast<QLineEdit*>(editor))
+    connect(l, &QLineEdit::textChanged, this, [this, path] { onEditorChanged(path); });
+}
+
+QWidget* DesignerWidget::editorFor(const QString& path) const {
+  auto it = fields_.find(path);
+  return it == fields_.end() ? nullptr : it->editor;
+}
+
+QLabel* DesignerWidget::errorLabelFor(const QString& path) const {
+  auto it = fields_.find(path);
+  return it == fields_.end() ? nullptr : it->error;
+}
+
+QString DesignerWidget::generalError() const { return general_error_->isVisible() ? general_error_->text() : QString(); }
+
+QVariant DesignerWidget::editorValue(const Field& f) const {
+  if (auto* s = qobject_cast<QSpinBox*>(f.editor)) {
+    if (!s->specialValueText().isEmpty() && s->value() == s->minimum()) return {};
+    return s->value();
+  }
+  if (auto* d = qobject_cast<QDoubleSpinBox*>(f.editor)) {
+    if (!d->specialValueText().isEmpty() && d->value() == d->minimum()) return {};
+    return d->value();
+  }
+  if (auto* c = qobject_cast<QComboBox*>(f.editor)) return c->currentText();
+  if (auto* l = qobject_cast<QLineEdit*>(f.editor)) {
+    QString t = l->text().trimmed();
+    if (t.isEmpty()) return {};
+    if (f.path == "model.widths" || f.path == "model.channels") {
+      QVariantList list;
+      for (const auto& part : t.split(',', Qt::SkipEmptyParts)) {
+        bool ok = false;
+        int v = part.trimmed().toInt(&ok);
+        list << (ok ? QVariant(v) : QVariant(part.trimmed()));  // a non-number reaches the validator
+      }
+      return list;
+    }
+    return t;
+  }
+  return {};
+}
+
+void DesignerWidget::setEditorValue(const Field& f, const QVariant& v) {
+  QSignalBlocker block(f.editor);
+  if (auto* s = qobject_cast<QSpinBox*>(f.editor)) {
+    s->setValue(v.isValid() ? v.toInt() : s->minimum());
+  } else if (auto* d = qobject_cast<QDoubleSpinBox*>(f.editor)) {
+    d->setValue(v.isValid() ? v.toDouble() : d->minimum());
+  } else if (auto* c = qobject_cast<QComboBox*>(f.editor)) {
+    if (v.isValid()) {
+      if (c->findText(v.toString()) < 0) c->addItem(v.toString());  // keeps unknown values visible
+      c->setCurrentText(v.toString());
+    } else {
+      c->setCurrentIndex(0);
+    }
+  } else if (auto* l = qobject_cast<QLineEdit*>(f.editor)) {
+    if (v.typeId() == QMetaType::QVariantList) {
+      QStringList parts;
+      for (const auto& x : v.toList()) parts << x.toString();
+      l->setText(parts.join(QStringLiteral(", ")));
+    } else {
+      l->setText(v.toString());
+    }
+  }
+}
+
+void DesignerWidget::loadFromModel() {
+  loading_ = true;
+  for (const auto& f : fields_) {
+    if (f.path == "search_space" || f.path == "data") {
+      auto* e = static_cast<QPlainTextEdit*>(f.editor);
+      QSignalBlocker block(e);
+      auto it = job_->document().find(f.path.toStdString());
+      e->setPlainText(it == job_->document().end() ? QString() : QString::fromStdString(it->dump()));
+      continue;
+    }
+    setEditorValue(f, job_->value(f.path));
+  }
+  loading_ = false;
+  updateKindVisibility();
+  showValidation();
+}
+
+void DesignerWidget::updateKindVisibility() {
+  const QString kind = job_->value(QStringLiteral("model.kind")).toString();
+  for (const auto& f : fields_) {
+    if (f.kinds.isEmpty()) continue;
+    f.form->setRowVisible(f.editor->parentWidget(), f.kinds.contains(kind));
+  }
+}
+
+void DesignerWidget::onEditorChanged(const QString& path) {
+  if (loading_) return;
+  if (path == "model.kind") return onKindChanged();
+  job_->setValue(path, editorValue(fields_[path]));
+}
+
+void DesignerWidget::onKindChanged() {
+  // The new kind takes a different set of fields: rebuild the model object
+  // from the editors that apply to it (their current values or defaults).
+  const QString kind = editorValue(fields_["model.kind"]).toString();
+  auto doc = job_->document();
+  nlohmann::json model = nlohmann::json::object();
+  model["kind"] = kind.toStdString();
+  for (const auto& f : fields_) {
+    if (!f.path.startsWith("model.") || f.path == "model.kind") continue;
+    if (!f.kinds.isEmpty() && !f.kinds.contains(kind)) continue;
+    QVariant v = editorValue(f);
+    if (!v.isValid() || (v.typeId() == QMetaType::Int && v.toInt() == 0 && !f.kinds.isEmpty() && f.path != "model.encoder_layers" &&
+                         f.path != "model.decoder_layers"))
+      continue;
+    model[f.path.mid(6).toStdString()] = JobModel::toJson(v);
+  }
+  doc["model"] = model;
+  job_->setDocument(doc);
+  loading_ = true;
+  for (const auto& f : fields_)
+    if (f.path.startsWith("model.")) setEditorValue(f, job_->value(f.path));
+  loading_ = false;
+  updateKindVisibility();
+  showValidation();
+}
+
+void DesignerWidget::showValidation() {
+  for (const auto& f : fields_) {
+    if (f.path == "search_space" || f.path == "data") continue;
+    f.error->setVisible(false);
+    f.editor->setStyleSheet(QString());
+  }
+  general_error_->setVisible(false);
+  if (job_->isValid()) return;
+  const QString path = job_->errorPath();
+  auto it = fields_.find(path);
+  if (it != fields_.end() && it->editor->isVisibleTo(this)) {
+    it->error->setText(job_->errorMessage());
+    it->error->setVisible(true);
+    it->editor->setStyleSheet(QStringLiteral("border: 1px solid #d9534f"));
+  } else {
+    general_error_->setText(QStringLiteral("<span style='color:#d9534f'><b>%1</b>: %2</span>").arg(path, job_->errorMessage().toHtmlEscaped()));
+    general_error_->setVisible(true);
+  }
+}
+
+bool DesignerWidget::predictionPending() const { return debounce_.isActive() || watcher_.isRunning() || again_; }
+
+void DesignerWidget::schedulePrediction() { debounce_.start(); }
+
+void DesignerWidget::startPrediction() {
+  if (!job_->isValid()) {
+    summary_->setText(tr("<i>Fix the highlighted field to see the prediction.</i>"));
+    return;
+  }
+  if (watcher_.isRunning()) {
+    again_ = true;  // one in flight at a time; the newest edit runs next
+    return;
+  }
+  requested_revision_ = job_->revision();
+  JobSpec spec = *job_->spec();
+  summary_->setText(summary_->text() + tr(" <i>(updating…)</i>"));
+  watcher_.setFuture(QtConcurrent::run([spec] { return predict(spec); }));
+}
+
+void DesignerWidget::applyPrediction(const Prediction& p) {
+  prediction_ = p;
+  comparison_->setPrediction(p);
+  std::vector<PlanView::Row> rows;
+  for (const auto& o : p.outcomes) {
+    if (!o.ok) {
+      rows.push_back({QString::fromStdString(o.planner), Plan(), QString::fromStdString(o.error)});
+      continue;
+    }
+    const SimResult& r = o.iteration.result;
+    QString note = tr("%1 samples/s, bubble %2%").arg(r.throughput_samples_per_s, 0, 'f', 1).arg(100 * r.bubble_fraction, 0, 'f', 1);
+    if (!r.feasible) note += QStringLiteral(" — ") + QString::fromStdString(r.reason);
+    rows.push_back({QString::fromStdString(o.planner), o.iteration.plan.plan, note});
+  }
+  plan_view_->setLayerNames(p.layer_names);
+  plan_view_->setRows(std::move(rows));
+  plan_view_->setMinimumHeight(plan_view_->sizeHint().height());
+
+  memory_plot_->clearPlottables();
+  memory_plot_->clearItems();
+  const PlannerOutcome* c = p.chosen();
+  if (c && c->ok) {
+    const SimResult& r = c->iteration.result;
+    summary_->setText(tr("<b>%1</b> with <b>%2</b>: <b>%3 samples/s</b>, iteration %4, bubble %5%%6")
+                          .arg(QString::fromStdString(c->iteration.info.name), QString::fromStdString(c->planner))
+                          .arg(r.throughput_samples_per_s, 0, 'f', 1)
+                          .arg(format_duration_ns(r.iteration_time_ms * 1e6))
+                          .arg(100 * r.bubble_fraction, 0, 'f', 1)
+                          .arg(r.feasible ? QString() : QStringLiteral("<br><span style='color:#d9534f'>%1</span>").arg(QString::fromStdString(r.reason))));
+    auto* ok_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
+    auto* over_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
+    ok_bars->setName(tr("fits"));
+    over_bars->setName(tr("over budget"));
+    ok_bars->setBrush(QColor(92, 168, 104));
+    over_bars->setBrush(QColor(217, 83, 79));
+    ok_bars->setPen(Qt::NoPen);
+    over_bars->setPen(Qt::NoPen);
+    double budget = 0, top = 0;
+    QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
+    for (int s = 0; s < static_cast<int>(r.stages.size()); ++s) {
+      double peak = r.stages[s].peak_memory_bytes / 1073741824.0;
+      budget = r.stages[s].memory_budget_bytes / 1073741824.0;
+      (r.stages[s].peak_memory_bytes > r.stages[s].memory_budget_bytes ? over_bars : ok_bars)->addData(s, peak);
+      top = std::max(top, peak);
+      ticks->addTick(s, QString::number(s));
+    }
+    memory_plot_->xAxis->setTicker(ticks);
+    auto* line = new QCPItemStraightLine(memory_plot_);
+    line->point1->setCoords(-1, budget);
+    line->point2->setCoords(1, budget);
+    line->setPen(QPen(QColor(220, 60, 60), 1.5, Qt::DashLine));
+    memory_plot_->xAxis->setRange(-0.6, r.stages.size() - 0.4);
+    memory_plot_->yAxis->setRange(0, std::max(top, budget) * 1.12);
+    predicted_run_->clear();
+    predicted_run_->append(repeat_iteration(c->iteration, 1));
+  } else if (c) {
+    summary_->setText(QStringLiteral("<span style='color:#d9534f'>%1: %2</span>")
+                          .arg(QString::fromStdString(c->planner), QString::fromStdString(c->error).toHtmlEscaped()));
+    predicted_run_->clear();
+  }
+  memory_plot_->replot(QCustomPlot::rpQueuedReplot);
+  emit predictionUpdated();
+}
+
+}  // namespace pw::gui

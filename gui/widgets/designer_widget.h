@@ -1,0 +1,93 @@
+#pragma once
+#include <QFutureWatcher>
+#include <QMap>
+#include <QTimer>
+#include <QWidget>
+
+#include "gui/models/prediction.h"
+
+class QCustomPlot;
+class QFormLayout;
+class QLabel;
+class QPlainTextEdit;
+class QTableView;
+
+namespace pw::gui {
+
+class JobModel;
+class PlanView;
+class PlannerComparisonModel;
+class RunModel;
+class TimelineView;
+
+// The job designer: a form over every job spec field, with the validation
+// error shown under the field it names (SpecError's path). As the user
+// edits, the planners and the simulator run on a worker thread
+// (QtConcurrent; only the newest edit's result is shown, one computation
+// in flight at a time) and the right side shows the predicted partition,
+// memory against the budget, one iteration's timeline, and every planner
+// side by side.
+class DesignerWidget : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DesignerWidget(JobModel* job, QWidget* parent = nullptr);
+  ~DesignerWidget() override;
+
+  QWidget* editorFor(const QString& path) const;
+  QLabel* errorLabelFor(const QString& path) const;
+  QString generalError() const;
+  bool predictionPending() const;
+  const Prediction& prediction() const { return prediction_; }
+  PlanView* planView() const { return plan_view_; }
+  TimelineView* timeline() const { return timeline_; }
+  QCustomPlot* memoryPlot() const { return memory_plot_; }
+  PlannerComparisonModel* comparison() const { return comparison_; }
+
+ signals:
+  void predictionUpdated();
+  void simulateRequested();
+  void launchRequested();
+
+ private:
+  struct Field {
+    QString path;
+    QWidget* editor = nullptr;
+    QLabel* error = nullptr;
+    QFormLayout* form = nullptr;
+    QStringList kinds;  // model kinds it applies to (model.* only); empty = all
+  };
+  void buildForm(QWidget* host);
+  void addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
+                const QStringList& kinds = {}, const QString& tip = {});
+  QVariant editorValue(const Field& f) const;
+  void setEditorValue(const Field& f, const QVariant& v);
+  void onEditorChanged(const QString& path);
+  void onKindChanged();
+  void loadFromModel();
+  void showValidation();
+  void schedulePrediction();
+  void startPrediction();
+  void applyPrediction(const Prediction& p);
+  void updateKindVisibility();
+
+  JobModel* job_;
+  QMap<QString, Field> fields_;
+  QLabel* general_error_;
+  QPlainTextEdit* search_space_;
+  QPlainTextEdit* data_;
+  QLabel* summary_;
+  PlanView* plan_view_;
+  QCustomPlot* memory_plot_;
+  QTableView* table_;
+  PlannerComparisonModel* comparison_;
+  TimelineView* timeline_;
+  RunModel* predicted_run_;
+  QTimer debounce_;
+  QFutureWatcher<Prediction> watcher_;
+  Prediction prediction_;
+  bool loading_ = false;
+  bool again_ = false;  // an edit arrived while a prediction was running
+  quint64 requested_revision_ = 0;
+};
+
+}  // namespace pw::gui

@@ -1,0 +1,126 @@
+#pragma once
+#include <QMainWindow>
+#include <QPointer>
+#include <QProcess>
+#include <memory>
+
+#include "core/spec/job_spec.h"
+
+class QAction;
+class QLabel;
+class QMenu;
+class QPlainTextEdit;
+class QTableView;
+class QTabWidget;
+class QTimer;
+
+namespace pw::gui {
+
+class CompareWidget;
+class DesignerWidget;
+class JobModel;
+class MemoryView;
+class MigrationsModel;
+class PlanView;
+class RangeStatsWidget;
+class ReplayBar;
+class RunFeeder;
+class RunModel;
+class RunSource;
+class SubnetGraphView;
+class ThroughputView;
+class TimelineView;
+
+// The studio's main window: Monitor (timeline + replay bar, with docks for
+// range statistics, memory, throughput, plan, migrations, subnet graph and
+// log), Designer and Compare tabs. One RunModel is shared by every view; a
+// RunSource feeds it from a worker thread through a RunFeeder tick.
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens a run database (.db/.sqlite/.pwrun) or a job file (.json, into
+  // the designer). Returns false and shows why on failure.
+  bool openFile(const QString& file);
+  // Replaces the monitored run by `source` (owned from now on) and starts it.
+  void setSource(RunSource* source);
+  // Simulates the designer's job as a run; speed 0 = all at once.
+  bool simulateJob(int iterations = 20, double speed = 0);
+  bool compareWith(RunSource* source);
+
+  RunModel* run() const { return run_; }
+  RunFeeder* feeder() const { return feeder_; }
+  RunSource* source() const { return source_.get(); }
+  JobModel* job() const { return job_; }
+  TimelineView* timeline() const { return timeline_; }
+  ReplayBar* replayBar() const { return replay_; }
+  RangeStatsWidget* rangeStats() const { return stats_; }
+  MemoryView* memoryView() const { return memory_; }
+  ThroughputView* throughputView() const { return throughput_; }
+  PlanView* planView() const { return plan_; }
+  QTableView* migrationsView() const { return migrations_view_; }
+  SubnetGraphView* subnetGraph() const { return graph_; }
+  DesignerWidget* designer() const { return designer_; }
+  CompareWidget* compare() const { return compare_; }
+  QTabWidget* tabs() const { return tabs_; }
+  void showTab(const QString& objectName);
+  QString statusText() const;
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  void buildActions();
+  void buildMenus();
+  void buildDocks();
+  void setCursor(qint64 t);
+  void addRecent(const QString& file);
+  void rebuildRecentMenu();
+  void updateStatus();
+  void updateTitle();
+  void onOpen();
+  void onOpenJob();
+  void onSaveJob(bool as);
+  void onExportPlot();
+  void onExportTrace(bool csv);
+  void onLaunch();
+  void onAttach();
+  void onCompare();
+  void onFreeze(bool on);
+  void onAbout();
+  void log(const QString& line);
+
+  RunModel* run_;
+  RunFeeder* feeder_;
+  std::unique_ptr<RunSource> source_;
+  JobModel* job_;
+  QTabWidget* tabs_;
+  TimelineView* timeline_;
+  ReplayBar* replay_;
+  RangeStatsWidget* stats_;
+  MemoryView* memory_;
+  ThroughputView* throughput_;
+  PlanView* plan_;
+  MigrationsModel* migrations_;
+  QTableView* migrations_view_;
+  SubnetGraphView* graph_;
+  DesignerWidget* designer_;
+  CompareWidget* compare_;
+  QPlainTextEdit* log_;
+  QLabel* status_source_;
+  QLabel* status_events_;
+  QLabel* status_cursor_;
+  QTimer* status_timer_;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* view_menu_ = nullptr;
+  QProcess* engine_ = nullptr;
+  QAction *open_, *open_job_, *save_job_, *save_job_as_, *export_plot_, *export_trace_, *export_csv_, *quit_;
+  QAction *simulate_, *launch_, *attach_, *pause_, *resume_, *stop_, *rebalance_, *freeze_, *compare_act_;
+  QAction *fit_, *play_, *dark_, *light_, *about_;
+};
+
+}  // namespace pw::gui

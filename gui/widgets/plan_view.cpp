@@ -1,0 +1,144 @@
+#include "gui/widgets/plan_view.h"
+
+#include <QHelpEvent>
+#include <QPainter>
+#include <QToolTip>
+
+#include "gui/models/run_model.h"
+#include "gui/widgets/theme.h"
+
+namespace pw::gui {
+namespace {
+constexpr int kLabelWidth = 110;
+constexpr int kRowHeight = 46;
+constexpr int kBarHeight = 22;
+constexpr int kLegendHeight = 20;
+}  // namespace
+
+PlanView::PlanView(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setObjectName(QStringLiteral("planView"));
+}
+
+QSize PlanView::sizeHint() const { return {600, kLegendHeight + kRowHeight * std::max<int>(1, static_cast<int>(rows_.size())) + 8}; }
+QSize PlanView::minimumSizeHint() const { return {300, kLegendHeight + kRowHeight + 8}; }
+
+void PlanView::setRows(std::vector<Row> rows) {
+  rows_ = std::move(rows);
+  updateGeometry();
+  update();
+}
+
+void PlanView::setRun(const RunModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  if (run_) connect(run_, &RunModel::changed, this, &PlanView::syncFromRun);
+  syncFromRun();
+}
+
+void PlanView::setCursor(qint64 t) {
+  cursor_ = t;
+  syncFromRun();
+}
+
+void PlanView::syncFromRun() {
+  if (!run_) return;
+  std::vector<Row> rows;
+  const PlanVersion* now = run_->planAt(cursor_ == INT64_MAX ? run_->endNs() : cursor_);
+  if (now) {
+    rows.push_back({tr("plan %1 (now)").arg(now->version), now->plan,
+                    QString::fromStdString(now->plan.planner) +
+                        (now->reason.empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(now->reason))});
+    const PlanVersion* before = run_->planAt(now->t_ns - 1);
+    if (before && before != now)
+      rows.push_back({tr("plan %1 (before)").arg(before->version), before->plan, QString::fromStdString(before->plan.planner)});
+  }
+  setRows(std::move(rows));
+}
+
+QRectF PlanView::barRect(int row) const {
+  return QRectF(kLabelWidth, kLegendHeight + row * kRowHeight + 4, std::max(50, width() - kLabelWidth - 8), kBarHeight);
+}
+
+void PlanView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QPalette pal = palette();
+  p.fillRect(rect(), pal.color(QPalette::Base));
+  p.setPen(pal.color(QPalette::WindowText));
+  // Legend.
+  int x = 6;
+  for (MemoryPolicy pol : {MemoryPolicy::Keep, MemoryPolicy::Recompute, MemoryPolicy::Swap}) {
+    p.fillRect(QRect(x, 5, 10, 10), policy_color(pol));
+    p.drawText(QRect(x + 14, 0, 90, kLegendHeight), Qt::AlignVCenter, QString::fromLatin1(to_string(pol)));
+    x += 100;
+  }
+  if (rows_.empty()) {
+    p.drawText(rect().adjusted(0, kLegendHeight, 0, 0), Qt::AlignCenter, tr("no plan yet"));
+    return;
+  }
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, font().pointSizeF() - 1));
+  for (int r = 0; r < static_cast<int>(rows_.size()); ++r) {
+    const Row& row = rows_[r];
+    const QRectF bar = barRect(r);
+    p.setPen(pal.color(QPalette::WindowText));
+    p.drawText(QRectF(4, bar.top(), kLabelWidth - 8, bar.height()), Qt::AlignVCenter | Qt::AlignLeft,
+               p.fontMetrics().elidedText(row.label, Qt::ElideRight, kLabelWidth - 8));
+    const int layers = row.plan.layer_count();
+    if (layers == 0) continue;
+    const double w = bar.width() / layers;
+    for (int l = 0; l < layers; ++l) {
+      QRectF cell(bar.left() + l * w, bar.top(), w, bar.height());
+      p.fillRect(cell.adjusted(0, 0, w > 3 ? -1 : 0, 0), policy_color(row.plan.policy[l]));
+    }
+    p.setFont(small);
+    for (int s = 0; s < static_cast<int>(row.plan.stages.size()); ++s) {
+      const auto& st = row.plan.stages[s];
+      QRectF seg(bar.left() + st.first_layer * w, bar.top() - 3, st.size() * w, bar.height() + 6);
+      p.setPen(QPen(pal.color(QPalette::WindowText), 2));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(seg);
+      p.fillRect(QRectF(seg.left(), seg.top(), seg.width(), 3), stage_color(s));
+      QString text = QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer);
+      if (p.fontMetrics().horizontalAdvance(text) > seg.width() - 4) text = QStringLiteral("S%1").arg(s);
+      if (p.fontMetrics().horizontalAdvance(text) <= seg.width() - 2) {
+        p.setPen(Qt::black);
+        p.drawText(seg, Qt::AlignCenter, text);
+      }
+    }
+    p.setPen(pal.color(QPalette::WindowText));
+    p.drawText(QRectF(bar.left(), bar.bottom() + 3, bar.width(), kRowHeight - kBarHeight - 6),
+               Qt::AlignLeft | Qt::AlignTop, row.note);
+    p.setFont(font());
+  }
+}
+
+bool PlanView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    for (int r = 0; r < static_cast<int>(rows_.size()); ++r) {
+      QRectF bar = barRect(r);
+      const Plan& plan = rows_[r].plan;
+      if (!bar.contains(he->pos()) || plan.layer_count() == 0) continue;
+      int l = std::clamp(static_cast<int>((he->pos().x() - bar.left()) / (bar.width() / plan.layer_count())), 0,
+                         plan.layer_count() - 1);
+      QString name = l < static_cast<int>(names_.size()) ? QString::fromStdString(names_[l]) : QString();
+      QString tip = tr("layer %1 %2<br>stage %3, %4").arg(l).arg(name).arg(plan.stage_of(l)).arg(QLatin1String(to_string(plan.policy[l])));
+      if (plan.stage_of(l) >= 0 && plan.stage_of(l) < static_cast<int>(plan.predicted.size())) {
+        const auto& pr = plan.predicted[plan.stage_of(l)];
+        tip += tr("<br>stage time %1 ms/microbatch, peak %2 GiB of %3")
+                   .arg(pr.time_ms, 0, 'f', 2)
+                   .arg(pr.peak_memory_bytes / 1073741824.0, 0, 'f', 2)
+                   .arg(pr.memory_budget_bytes / 1073741824.0, 0, 'f', 1);
+      }
+      QToolTip::showText(he->globalPos(), tip, this);
+      return true;
+    }
+    QToolTip::hideText();
+    e->ignore();
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+}  // namespace pw::gui

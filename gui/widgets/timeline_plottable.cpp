@@ -1,0 +1,172 @@
+#include "gui/widgets/timeline_plottable.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gui/models/run_model.h"
+#include "gui/widgets/theme.h"
+
+namespace pw::gui {
+
+TimelinePlottable::TimelinePlottable(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCPAbstractPlottable(keyAxis, valueAxis) {
+  setSelectable(QCP::stNone);  // selection is a time range, handled by the view
+  setAntialiasedFill(false);
+}
+
+void TimelinePlottable::rowExtent(int stage, TrackRow row, double& top, double& bottom) {
+  switch (row) {
+    case TrackRow::Compute:
+      top = stage - 0.42;
+      bottom = stage + 0.12;
+      return;
+    case TrackRow::Copy:
+      top = stage + 0.15;
+      bottom = stage + 0.27;
+      return;
+    case TrackRow::Network:
+      top = stage + 0.30;
+      bottom = stage + 0.42;
+      return;
+  }
+}
+
+QCPRange TimelinePlottable::getKeyRange(bool& found, QCP::SignDomain) const {
+  found = run_ && !run_->isEmpty();
+  if (!found) return QCPRange(0, 1);
+  return QCPRange(keyOf(run_->beginNs()), std::max(keyOf(run_->endNs()), keyOf(run_->beginNs()) + 1e-6));
+}
+
+QCPRange TimelinePlottable::getValueRange(bool& found, QCP::SignDomain, const QCPRange&) const {
+  found = run_ && run_->stageCount() > 0;
+  return QCPRange(-0.5, std::max(1, run_ ? run_->stageCount() : 1) - 0.5);
+}
+
+double TimelinePlottable::selectTest(const QPointF& pos, bool onlySelectable, QVariant*) const {
+  if (onlySelectable) return -1;
+  return hitAt(pos) ? 0 : -1;
+}
+
+std::optional<TimelineHit> TimelinePlottable::hitAt(const QPointF& px) const {
+  if (!run_ || !mKeyAxis || !mValueAxis) return std::nullopt;
+  double key = mKeyAxis->pixelToCoord(px.x());
+  double value = mValueAxis->pixelToCoord(px.y());
+  int stage = static_cast<int>(std::lround(value));
+  if (stage < 0 || stage >= run_->stageCount()) return std::nullopt;
+  // Bars narrower than a pixel still get hit: accept a 3 px tolerance.
+  double tol_ns = std::abs(mKeyAxis->pixelToCoord(px.x() + 3) - key) * 1e6;
+  std::int64_t t = nsOf(key);
+  for (int r = 0; r < kTrackRowCount; ++r) {
+    double top, bottom;
+    rowExtent(stage, static_cast<TrackRow>(r), top, bottom);
+    if (value < top || value > bottom) continue;
+    const EventTrack& tr = run_->track(stage, static_cast<TrackRow>(r));
+    long long i = tr.find_at(t);
+    if (i < 0) {
+      // The nearest bar within tolerance.
+      std::size_t j = tr.first_ending_after(t - static_cast<std::int64_t>(tol_ns));
+      if (j < tr.size() && tr.start(j) <= t + static_cast<std::int64_t>(tol_ns)) i = static_cast<long long>(j);
+    }
+    if (i >= 0 && tr.start(static_cast<std::size_t>(i)) <= cursor_)
+      return TimelineHit{stage, static_cast<TrackRow>(r), static_cast<std::size_t>(i)};
+  }
+  return std::nullopt;
+}
+
+void TimelinePlottable::draw(QCPPainter* painter) {
+  drawn_rects_ = folded_blocks_ = 0;
+  if (!run_ || !mKeyAxis || !mValueAxis) return;
+  painter->setAntialiasing(false);
+  const QCPRange kr = mKeyAxis->range();
+  std::int64_t lo = nsOf(kr.lower), hi = std::min(nsOf(kr.upper), cursor_);
+  const QCPRange vr = mValueAxis->range();
+  for (int s = 0; s < run_->stageCount(); ++s) {
+    if (s + 0.5 < std::min(vr.lower, vr.upper) || s - 0.5 > std::max(vr.lower, vr.upper)) continue;
+    for (int r = 0; r < kTrackRowCount; ++r) {
+      double top, bottom;
+      rowExtent(s, static_cast<TrackRow>(r), top, bottom);
+      double y0 = mValueAxis->coordToPixel(top), y1 = mValueAxis->coordToPixel(bottom);
+      if (y0 > y1) std::swap(y0, y1);
+      drawRow(painter, run_->track(s, static_cast<TrackRow>(r)), y0, y1, lo, hi);
+    }
+  }
+  // Migrations: a marker across every lane where layers started moving.
+  if (!run_->migrations().empty()) {
+    QPen pen(kind_color(EventKind::Migrate), 1.5, Qt::DashLine);
+    painter->setPen(pen);
+    std::int64_t last = INT64_MIN;
+    const QRect clip = clipRect();
+    for (const auto& m : run_->migrations()) {
+      if (m.start_ns == last || m.start_ns < lo || m.start_ns > hi) continue;
+      last = m.start_ns;
+      double x = mKeyAxis->coordToPixel(keyOf(m.start_ns));
+      painter->drawLine(QLineF(x, clip.top(), x, clip.bottom()));
+    }
+  }
+}
+
+void TimelinePlottable::drawRow(QCPPainter* p, const EventTrack& t, double y0, double y1, std::int64_t lo,
+                                std::int64_t hi) {
+  if (t.empty() || hi <= lo) return;
+  const double h = y1 - y0;
+  const bool labels = h >= 12;
+  const QColor outline = QApplication::palette().color(QPalette::Base);
+  std::size_t i = naive_ ? 0 : t.first_ending_after(lo);
+  const std::size_t n = t.size();
+  const double ms_per_px = std::abs(mKeyAxis->pixelToCoord(1) - mKeyAxis->pixelToCoord(0));
+  while (i < n && t.start(i) < hi) {
+    if (naive_ && t.end(i) <= lo) {
+      ++i;
+      continue;
+    }
+    double x0 = mKeyAxis->coordToPixel(keyOf(std::max(t.start(i), lo)));
+    double x1 = mKeyAxis->coordToPixel(keyOf(std::min(t.end(i), hi)));
+    if (x1 - x0 >= fold_px_ || naive_) {
+      QColor c = kind_color(t.kind(i));
+      QRectF rect(x0, y0, x1 - x0, h);
+      p->fillRect(rect, c);
+      if (x1 - x0 > 4) {  // a 1 px gap keeps back-to-back bars apart
+        p->fillRect(QRectF(x1 - 1, y0, 1, h), outline);
+      }
+      if (highlight_mb_ >= 0 && t.microbatch(i) == highlight_mb_) {
+        p->setPen(QPen(QApplication::palette().color(QPalette::WindowText), 2));
+        p->setBrush(Qt::NoBrush);
+        p->drawRect(rect.adjusted(1, 1, -1, -1));
+      }
+      if (labels && x1 - x0 > 22 && t.microbatch(i) >= 0) {
+        p->setPen(Qt::black);
+        const char* k = t.kind(i) == EventKind::Forward ? "F" : t.kind(i) == EventKind::Backward ? "B"
+                        : t.kind(i) == EventKind::Recompute ? "R" : "";
+        p->drawText(rect, Qt::AlignCenter, QStringLiteral("%1%2").arg(QLatin1String(k)).arg(t.microbatch(i)));
+      }
+      ++drawn_rects_;
+      ++i;
+      continue;
+    }
+    // Fold: every bar starting before the end of this pixel span becomes one
+    // block reaching the furthest end among them; its opacity is their busy
+    // share of that width.
+    double span_end_key = mKeyAxis->pixelToCoord(x0 + fold_px_);
+    std::int64_t span_end = nsOf(std::max(span_end_key, keyOf(t.start(i)) + ms_per_px * 1e-3));
+    std::size_t j = std::max(i + 1, t.first_starting_at_or_after(span_end));
+    j = std::min(j, t.first_starting_at_or_after(hi));
+    j = std::max(j, i + 1);
+    // A wide bar that merely starts inside the span is drawn on its own.
+    if (j - 1 > i && t.end(j - 1) > span_end) --j;
+    std::int64_t block_end = std::min(t.max_end_through(j - 1), hi);
+    std::int64_t block_start = std::max(t.start(i), lo);
+    double bx1 = mKeyAxis->coordToPixel(keyOf(block_end));
+    double width_ns = static_cast<double>(std::max<std::int64_t>(1, block_end - block_start));
+    double busy = std::min(1.0, static_cast<double>(t.duration_sum(i, j)) / width_ns);
+    QColor c = j - i == 1 ? kind_color(t.kind(i)) : kind_color(t.kind(i)).darker(115);
+    c.setAlphaF(0.35 + 0.65 * busy);
+    p->fillRect(QRectF(x0, y0, std::max(1.0, bx1 - x0), h), c);
+    ++folded_blocks_;
+    i = j;
+  }
+}
+
+void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {
+  painter->fillRect(rect, kind_color(EventKind::Forward));
+}
+
+}  // namespace pw::gui

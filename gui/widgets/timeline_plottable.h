@@ -1,0 +1,78 @@
+#pragma once
+#include <optional>
+#include <qcustomplot.h>
+
+#include "gui/models/event_track.h"
+
+namespace pw::gui {
+
+class RunModel;
+
+// Where a bar sits: used by hover, click and tests.
+struct TimelineHit {
+  int stage = -1;
+  TrackRow row = TrackRow::Compute;
+  std::size_t index = 0;
+};
+
+// The whole timeline as ONE plottable: lane per stage (stage s centred on
+// value s), each lane split into a compute row and thin copy/network rows.
+// Keys are milliseconds since the run's first record.
+//
+// Drawing cost is bounded by pixels, not events: per row the first visible
+// bar is found by binary search (running max of ends), and a bar narrower
+// than foldPixels() is merged with every bar starting within the next
+// foldPixels(), found by another binary search, into one block whose
+// opacity is the busy fraction of that span. So 1M events zoomed out
+// cost O(width x rows x log n).
+class TimelinePlottable : public QCPAbstractPlottable {
+  Q_OBJECT
+ public:
+  TimelinePlottable(QCPAxis* keyAxis, QCPAxis* valueAxis);
+
+  void setRun(const RunModel* run) { run_ = run; }
+  // ns of key 0.
+  void setOrigin(std::int64_t ns) { origin_ = ns; }
+  std::int64_t origin() const { return origin_; }
+  // Bars are drawn up to this time only (replay, freeze); INT64_MAX = all.
+  void setCursor(std::int64_t ns) { cursor_ = ns; }
+  std::int64_t cursor() const { return cursor_; }
+  void setHighlightMicrobatch(int mb) { highlight_mb_ = mb; }
+  int highlightMicrobatch() const { return highlight_mb_; }
+  void setFoldPixels(double px) { fold_px_ = px; }
+  // Benchmark baseline: scan every bar from the first and never fold.
+  void setNaive(bool on) { naive_ = on; }
+  double foldPixels() const { return fold_px_; }
+
+  double keyOf(std::int64_t ns) const { return static_cast<double>(ns - origin_) / 1e6; }
+  std::int64_t nsOf(double key) const { return origin_ + static_cast<std::int64_t>(key * 1e6); }
+
+  std::optional<TimelineHit> hitAt(const QPointF& pixel) const;
+  // Counters of the last draw (tests, benchmark).
+  std::size_t lastDrawnRects() const { return drawn_rects_; }
+  std::size_t lastFoldedBlocks() const { return folded_blocks_; }
+
+  double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
+  QCPRange getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth) const override;
+  QCPRange getValueRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth,
+                         const QCPRange& inKeyRange = QCPRange()) const override;
+
+ protected:
+  void draw(QCPPainter* painter) override;
+  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
+
+ private:
+  // Value-axis extent of a row within stage s's lane.
+  static void rowExtent(int stage, TrackRow row, double& top, double& bottom);
+  void drawRow(QCPPainter* p, const EventTrack& t, double y0, double y1, std::int64_t lo, std::int64_t hi);
+
+  const RunModel* run_ = nullptr;
+  std::int64_t origin_ = 0;
+  std::int64_t cursor_ = INT64_MAX;
+  int highlight_mb_ = -1;
+  double fold_px_ = 3.0;
+  bool naive_ = false;
+  std::size_t drawn_rects_ = 0, folded_blocks_ = 0;
+};
+
+}  // namespace pw::gui

@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <atomic>
+
+#include "gui/models/run_feeder.h"
+#include "gui/models/run_model.h"
+#include "gui/sources/live_run_source.h"
+#include "ipc/control.h"
+#include "ipc/publisher.h"
+
+namespace pw::gui {
+namespace {
+
+bool wait_for(const std::function<bool()>& done, int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+  return done();
+}
+
+Event ev(int stage, std::int64_t s, EventKind k = EventKind::Forward) {
+  Event e;
+  e.stage = stage;
+  e.start_ns = s;
+  e.end_ns = s + 100;
+  e.kind = k;
+  e.microbatch = static_cast<int>(s / 100);
+  return e;
+}
+
+TEST(LiveRunSource, ReceivesTelemetryControlsTheRunAndNoticesItsDeath) {
+  auto pub = std::make_unique<ipc::Publisher>("run-1");
+  std::atomic<int> pauses{0}, replans{0};
+  ipc::ControlServer server(
+      [&](const ipc::pb::ControlRequest& r) {
+        ipc::pb::ControlReply reply;
+        if (r.has_pause()) ++pauses;
+        if (r.has_set() && r.set().key() == "replan") ++replans;
+        return reply;
+      },
+      pub.get());
+  pub->set_control_endpoint(server.endpoint());
+  pub->set_run_info("live-test", 2, "run");
+  pub->status(RunStatus::Running);
+  pub->plan(1, 0, "initial", to_json(uniform_partition(8, 2)));
+
+  RunModel model;
+  RunFeeder feeder(&model);
+  LiveRunSource src(pub->endpoint());
+  QSignalSpy failed(&src, &RunSource::failed);
+  feeder.setSource(&src);
+  src.start();
+  ASSERT_TRUE(wait_for([&] { return src.engineAlive(); }, 5000));
+  // Late joiners miss what was sent before they connected: publish after.
+  for (int i = 0; i < 500; ++i) pub->on_event(ev(i % 2, i * 100));
+  pub->on_memory(0, 1000, 1 << 20);
+  ASSERT_TRUE(wait_for([&] { return model.eventCount() == 500 && model.stageCount() == 2 && !model.memory(0).empty(); }, 5000))
+      << model.eventCount();
+  EXPECT_EQ(model.stageCount(), 2);
+  EXPECT_EQ(model.info().name, "live-test");  // sent before we joined: from the snapshot
+  ASSERT_EQ(model.plans().size(), 1u);
+  EXPECT_EQ(model.plans()[0].plan.stages.size(), 2u);
+  EXPECT_EQ(model.memoryAt(0, 2000), 1 << 20);
+
+  src.pause();
+  src.rebalance();
+  ASSERT_TRUE(wait_for([&] { return pauses == 1 && replans == 1; }, 5000));
+
+  // The engine dies without a word: within a few seconds the source says so.
+  QElapsedTimer t;
+  t.start();
+  pub.reset();
+  ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, 6000));
+  EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 1500);
+  EXPECT_FALSE(src.engineAlive());
+  EXPECT_TRUE(failed[0][0].toString().contains("gone"));
+  EXPECT_TRUE(src.description().contains("not responding"));
+}
+
+TEST(LiveRunSource, NothingListeningFailsWithinSeconds) {
+  LiveRunSource src("tcp://127.0.0.1:1");  // nothing publishes there
+  QSignalSpy failed(&src, &RunSource::failed);
+  src.start();
+  ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, LiveRunSource::kSilenceMs + 3000));
+  EXPECT_TRUE(failed[0][0].toString().contains("no telemetry"));
+}
+
+}  // namespace
+}  // namespace pw::gui

@@ -1,0 +1,383 @@
+// Studio views on the offscreen platform: open a run, scrub, select a
+// range and check its statistics against an independent computation, edit
+// a job and watch the prediction follow, live ingestion, compare, export,
+// and a screenshot of every main view.
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include "core/spec/job_spec.h"
+#include "gui/models/job_model.h"
+#include "gui/models/planner_comparison_model.h"
+#include "gui/models/run_feeder.h"
+#include "gui/models/run_model.h"
+#include "gui/models/simulated_run_source.h"
+#include "gui/widgets/compare_widget.h"
+#include "gui/widgets/designer_widget.h"
+#include "gui/widgets/main_window.h"
+#include "gui/widgets/memory_view.h"
+#include "gui/widgets/plan_view.h"
+#include "gui/widgets/plot_export.h"
+#include "gui/widgets/range_stats_widget.h"
+#include "gui/widgets/replay_bar.h"
+#include "gui/widgets/subnet_graph_view.h"
+#include "gui/widgets/theme.h"
+#include "gui/widgets/throughput_view.h"
+#include "gui/widgets/timeline_plottable.h"
+#include "gui/widgets/timeline_view.h"
+#ifdef PW_STUDIO_HAVE_DB
+#include "core/job/job_plan.h"
+#include "db/run_writer.h"
+#include "gui/models/simulated_iteration.h"
+#endif
+
+using namespace pw;
+using namespace pw::gui;
+
+namespace {
+
+JobSpec test_job() {
+  return parse_job(nlohmann::json::parse(R"({"name": "gpt16-4", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
+      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
+      "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
+}
+
+bool wait_until(const std::function<bool()>& done, int ms = 10000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QTest::qWait(10);
+  return done();
+}
+
+QString shot_dir() {
+  QString d = qEnvironmentVariable("PW_SCREENSHOT_DIR", QDir::tempPath() + "/pw-screenshots");
+  QDir().mkpath(d);
+  return d;
+}
+
+// Saves a screenshot and checks it is a real picture: non-empty and not a
+// single flat colour.
+void screenshot(QWidget* w, const QString& name) {
+  QApplication::processEvents();
+  for (auto* p : w->findChildren<QCustomPlot*>()) p->replot(QCustomPlot::rpImmediateRefresh);
+  QPixmap px = w->grab();
+  QVERIFY2(!px.isNull() && px.width() > 50 && px.height() > 50, qPrintable(name));
+  QImage img = px.toImage();
+  QSet<QRgb> colours;
+  for (int y = 0; y < img.height(); y += 7)
+    for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+  QVERIFY2(colours.size() > 8, qPrintable(name + ": the picture is (nearly) one colour"));
+  const QString file = shot_dir() + "/" + name + ".png";
+  QVERIFY(px.save(file));
+  QVERIFY(QFileInfo(file).size() > 1000);
+}
+
+// Busy time and per-kind time of [t0, t1) straight from the event list.
+struct Brute {
+  double busy_fraction = 0;
+  std::int64_t forward = 0, backward = 0;
+};
+Brute brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int64_t t1) {
+  Brute b;
+  std::int64_t busy = 0;
+  for (const auto& e : ev) {
+    std::int64_t a = std::max(e.start_ns, t0), z = std::min(e.end_ns, t1);
+    if (z <= a) continue;
+    if (e.kind == EventKind::Forward) b.forward += z - a;
+    if (e.kind == EventKind::Backward) b.backward += z - a;
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
+        e.kind == EventKind::OptimizerStep || e.kind == EventKind::Migrate)
+      busy += z - a;
+  }
+  b.busy_fraction = static_cast<double>(busy) / (static_cast<double>(t1 - t0) * stages);
+  return b;
+}
+
+}  // namespace
+
+class StudioViewsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("PipewrightTest");
+    QCoreApplication::setApplicationName("studio-views-test");
+    QSettings().clear();
+    apply_theme(Theme::Light);
+    win_ = new MainWindow;
+    win_->resize(1400, 900);
+    win_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(win_));
+  }
+  void cleanupTestCase() { delete win_; }
+
+  void opensASimulatedRunAndDrawsIt() {
+    win_->setSource(new SimulatedRunSource(test_job(), {.iterations = 6}));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    RunBatch expect = simulate_run(test_job(), {.iterations = 6});
+    QCOMPARE(win_->run()->eventCount(), expect.events.size());
+    win_->timeline()->zoomToFit();
+    win_->timeline()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* bars = win_->timeline()->bars();
+    QVERIFY(bars->lastDrawnRects() + bars->lastFoldedBlocks() > 0);
+    QVERIFY(win_->statusText().contains("events"));
+    screenshot(win_, "monitor");
+  }
+
+#ifdef PW_STUDIO_HAVE_DB
+  void opensARecordedRun() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("recorded.pwrun.sqlite");
+    SimulatedIteration it = simulate_iteration(prepare_job(test_job()));
+    RunBatch all = repeat_iteration(it, 6);
+    {
+      db::RunWriter w(path.toStdString(), {.name = "recorded", .stages = 4});
+      w.job(test_job().raw);
+      w.plan(1, 0, "initial", to_json(it.plan.plan));
+      for (const auto& e : all.events) w.on_event(e);
+      for (const auto& m : all.memory) w.memory(m);
+      w.finish(RunStatus::Finished);
+    }
+    QVERIFY(win_->openFile(path));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    QCOMPARE(win_->run()->eventCount(), all.events.size());
+    QCOMPARE(QString::fromStdString(win_->run()->info().name), QStringLiteral("recorded"));
+    QVERIFY(win_->statusText().contains("recorded"));
+    // The rest of the tests work on this recorded run.
+  }
+#endif
+
+  void hoverFindsTheBarUnderTheMouse() {
+    auto* tl = win_->timeline();
+    const EventTrack& t = win_->run()->track(1, TrackRow::Compute);
+    QVERIFY(t.size() > 3);
+    // Zoom onto the 3rd compute event of stage 1 and probe its centre.
+    tl->setVisibleRange(t.start(2) - 1000, t.end(2) + 1000);
+    tl->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* bars = tl->bars();
+    double x = tl->plot()->xAxis->coordToPixel(bars->keyOf((t.start(2) + t.end(2)) / 2));
+    double y = tl->plot()->yAxis->coordToPixel(1 - 0.15);
+    auto hit = bars->hitAt(QPointF(x, y));
+    QVERIFY(hit.has_value());
+    QCOMPARE(hit->stage, 1);
+    QCOMPARE(hit->index, std::size_t(2));
+    QString tip = tl->describe(*hit);
+    QVERIFY2(tip.contains(QLatin1String(to_string(t.kind(2)))), qPrintable(tip));
+    QVERIFY(tip.contains(QStringLiteral("microbatch %1").arg(t.microbatch(2))));
+    QVERIFY(bars->lastDrawnRects() > 0);
+  }
+
+  void selectedRangeStatisticsMatchIndependentComputation() {
+    RunModel* run = win_->run();
+    RunBatch b = simulate_run(test_job(), {.iterations = 6});
+    const std::int64_t span = run->endNs() - run->beginNs();
+    const std::int64_t t0 = run->beginNs() + span / 5, t1 = run->beginNs() + span * 3 / 5;
+    QSignalSpy spy(win_->timeline(), &TimelineView::rangeSelected);
+    win_->timeline()->selectRange(t0, t1);
+    QCOMPARE(spy.count(), 1);
+    const RangeStats& s = win_->rangeStats()->stats();
+    Brute x = brute(b.events, 4, t0, t1);
+    QVERIFY(std::abs(s.busy_fraction - x.busy_fraction) < 1e-9);
+    QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Forward)], x.forward);
+    QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Backward)], x.backward);
+    QVERIFY(win_->rangeStats()->summaryText().contains(QStringLiteral("%1%").arg(100 * x.busy_fraction, 0, 'f', 1)));
+    screenshot(win_->rangeStats(), "range-statistics");
+    // Shift+drag selects too.
+    auto* plot = win_->timeline()->plot();
+    win_->timeline()->zoomToFit();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QRect ar = plot->axisRect()->rect();
+    QPoint a(ar.left() + ar.width() / 4, ar.center().y()), z(ar.left() + ar.width() / 2, ar.center().y());
+    QTest::mousePress(plot, Qt::LeftButton, Qt::ShiftModifier, a);
+    QMouseEvent move(QEvent::MouseMove, z, plot->mapToGlobal(z), Qt::LeftButton, Qt::LeftButton, Qt::ShiftModifier);
+    QApplication::sendEvent(plot, &move);
+    QTest::mouseRelease(plot, Qt::LeftButton, Qt::ShiftModifier, z);
+    QCOMPARE(spy.count(), 2);
+    auto sel = win_->timeline()->selection();
+    QVERIFY(sel && sel->second > sel->first);
+  }
+
+  void scrubbingMovesEveryView() {
+    RunModel* run = win_->run();
+    const std::int64_t mid = run->beginNs() + (run->endNs() - run->beginNs()) / 2;
+    win_->timeline()->zoomToFit();
+    win_->timeline()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* bars = win_->timeline()->bars();
+    std::size_t all = bars->lastDrawnRects() + bars->lastFoldedBlocks();
+    win_->replayBar()->setCursor(mid);
+    QCOMPARE(win_->timeline()->cursor(), qint64(mid));
+    win_->timeline()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    std::size_t half = bars->lastDrawnRects() + bars->lastFoldedBlocks();
+    QVERIFY2(half < all && half > 0, qPrintable(QStringLiteral("%1 vs %2").arg(half).arg(all)));
+    // Nothing after the cursor is hit-testable.
+    const EventTrack& t = run->track(0, TrackRow::Compute);
+    std::size_t late = t.first_starting_at_or_after(mid + 1);
+    QVERIFY(late < t.size());
+    QVERIFY(win_->statusText().contains("t ="));
+    // Play advances the cursor.
+    win_->replayBar()->setSpeed(0.1);
+    win_->replayBar()->play();
+    QTest::qWait(200);
+    QVERIFY(win_->replayBar()->cursor() > mid);
+    win_->replayBar()->pause();
+    screenshot(win_, "monitor-replay");
+    win_->replayBar()->goLive();
+    QCOMPARE(win_->timeline()->cursor(), qint64(INT64_MAX));
+  }
+
+  void memoryThroughputAndPlanViews() {
+    screenshot(win_->memoryView(), "memory");
+    win_->memoryView()->setStage(1);
+    screenshot(win_->memoryView(), "memory-stage1-by-category");
+    win_->memoryView()->setStage(-1);
+    auto* tp = win_->throughputView()->plot();
+    QVERIFY(tp->graphCount() == 1 && tp->graph(0)->dataCount() > 0);
+    screenshot(win_->throughputView(), "throughput");
+    QCOMPARE(win_->planView()->rows().size(), std::size_t(1));
+    QCOMPARE(win_->planView()->rows()[0].plan.stages.size(), std::size_t(4));
+    screenshot(win_->planView(), "plan");
+  }
+
+  void designerShowsErrorsAtTheFieldAndUpdatesThePrediction() {
+    win_->showTab("designer");
+    DesignerWidget* d = win_->designer();
+    QVERIFY(wait_until([&] { return !d->predictionPending() && !d->prediction().outcomes.empty(); }));
+    QCOMPARE(d->planView()->rows().front().plan.stages.size(), std::size_t(4));
+    auto* stages = qobject_cast<QSpinBox*>(d->editorFor("pipeline.stages"));
+    QVERIFY(stages);
+    stages->setValue(9);  // more than the 4 devices
+    QVERIFY(d->errorLabelFor("pipeline.stages")->isVisible());
+    QVERIFY(d->errorLabelFor("pipeline.stages")->text().contains("cluster.devices"));
+    stages->setValue(2);
+    QVERIFY(!d->errorLabelFor("pipeline.stages")->isVisible());
+    QVERIFY(wait_until([&] { return !d->predictionPending() && d->planView()->rows().front().plan.stages.size() == 2; }));
+    // The predicted figures are the simulator's for this job.
+    JobSpec spec = *win_->job()->spec();
+    QCOMPARE(spec.pipeline.stages, 2);
+    Prediction p = predict(spec);
+    QCOMPARE(d->comparison()->data(d->comparison()->index(0, PlannerComparisonModel::Throughput), Qt::UserRole).toDouble(),
+             p.outcomes[0].iteration.result.throughput_samples_per_s);
+    QCOMPARE(d->comparison()->rowCount(), static_cast<int>(planner_names().size()));
+    stages->setValue(4);
+    QVERIFY(wait_until([&] { return !d->predictionPending() && d->planView()->rows().front().plan.stages.size() == 4; }));
+    screenshot(d, "designer");
+    // A field the form does not have: the error goes to the general line.
+    win_->job()->setValue("pipeline.bogus", 1);
+    QVERIFY(d->generalError().contains("pipeline.bogus"));
+    win_->job()->setValue("pipeline.bogus", QVariant());
+    QVERIFY(d->generalError().isEmpty());
+    win_->showTab("monitor");
+  }
+
+  void liveRunFillsTheViewsWhileTheGuiStaysResponsive() {
+    // One simulated ms per wall ms: a paced, live-like run.
+    win_->setSource(new SimulatedRunSource(test_job(), {.iterations = 100000, .speed = 1.0}));
+    QVERIFY(wait_until([&] { return win_->run()->eventCount() > 0; }, 5000));
+    std::size_t first = win_->run()->eventCount();
+    QElapsedTimer t;
+    t.start();
+    qint64 worst = 0, last = 0;
+    while (t.elapsed() < 600) {
+      QTest::qWait(5);
+      worst = std::max(worst, t.elapsed() - last);
+      last = t.elapsed();
+    }
+    QVERIFY(win_->run()->eventCount() > first);
+    QVERIFY2(worst < 200, qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(worst)));
+    QVERIFY(!win_->run()->finished());
+    // Freeze: the view stops, data keeps arriving.
+    win_->replayBar()->setCursor(win_->run()->endNs() - 1);
+    qint64 frozen = win_->timeline()->cursor();
+    std::size_t at_freeze = win_->run()->eventCount();
+    QTest::qWait(150);
+    QVERIFY(win_->run()->eventCount() > at_freeze);
+    QCOMPARE(win_->timeline()->cursor(), frozen);
+    win_->replayBar()->goLive();
+    screenshot(win_, "monitor-live");
+    win_->setSource(nullptr);
+  }
+
+  void subnetGraphLaysOutWaits() {
+    RunModel run;
+    RunBatch b;
+    b.info = RunInfo{.name = "nas", .stages = 2};
+    for (int s = 0; s < 6; ++s) {
+      b.subnet_states.push_back({.t_ns = 100 * s, .subnet = s, .stage = s % 2,
+                                 .phase = s < 2 ? SubnetPhase::Done : s < 4 ? SubnetPhase::Forward : SubnetPhase::Blocked});
+    }
+    b.subnet_edges.push_back({.t_ns = 350, .resolved_ns = -1, .waiter = 4, .waited_for = 2, .stage = 0, .layer = 7});
+    b.subnet_edges.push_back({.t_ns = 450, .resolved_ns = -1, .waiter = 5, .waited_for = 3, .stage = 1, .layer = 9});
+    b.subnet_edges.push_back({.t_ns = 250, .resolved_ns = 300, .waiter = 2, .waited_for = 0, .stage = 0, .layer = 3});
+    run.append(b);
+    SubnetGraphView v;
+    v.resize(700, 400);
+    v.setRun(&run);
+    QCOMPARE(v.nodeCount(), 6);
+    QCOMPARE(v.edgeCount(), 3);
+    v.setCursor(260);
+    v.relayout();
+    QCOMPARE(v.nodeCount(), 3);  // subnets 0..2 had started by then
+    QCOMPARE(v.edgeCount(), 1);
+    v.setCursor(INT64_MAX);
+    v.relayout();
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.fitInView(v.sceneRect(), Qt::KeepAspectRatio);
+    screenshot(&v, "subnet-graph");
+  }
+
+  void compareOverlaysTwoRuns() {
+    win_->setSource(new SimulatedRunSource(test_job(), {.iterations = 6}));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    JobSpec other = test_job();
+    other.pipeline.microbatches = 16;
+    other.training.batch_size = 32;
+    win_->compareWith(new SimulatedRunSource(other, {.iterations = 6}));
+    CompareWidget* c = win_->compare();
+    QVERIFY(wait_until([&] { return c->second()->finished(); }));
+    QTest::qWait(50);
+    QVERIFY2(c->summary().contains("B/A"), qPrintable(c->summary()));
+    QCOMPARE(c->throughput()->plot()->graphCount(), 2);
+    // The time axes are locked together.
+    c->timelineA()->plot()->xAxis->setRange(1, 5);
+    QCOMPARE(c->timelineB()->plot()->xAxis->range().lower, 1.0);
+    QCOMPARE(c->timelineB()->plot()->xAxis->range().upper, 5.0);
+    c->timelineA()->zoomToFit();
+    screenshot(c, "compare");
+    win_->showTab("monitor");
+  }
+
+  void exportsPlotsInEveryFormat() {
+    QTemporaryDir dir;
+    for (const QString& ext : {"png", "pdf", "svg"}) {
+      QString f = dir.filePath("timeline." + ext);
+      QString err = export_plot(win_->timeline()->plot(), f);
+      QVERIFY2(err.isEmpty(), qPrintable(err));
+      QVERIFY2(QFileInfo(f).size() > 500, qPrintable(f));
+    }
+    QVERIFY(!export_plot(win_->timeline()->plot(), dir.filePath("x.bmp")).isEmpty());
+    QString f = dir.filePath("plan.svg");
+    QVERIFY(export_widget(win_->planView(), f).isEmpty());
+    QVERIFY(QFileInfo(f).size() > 200);
+  }
+
+  void darkTheme() {
+    apply_theme(Theme::Dark);
+    for (auto* p : win_->findChildren<QCustomPlot*>()) style_plot(p);
+    screenshot(win_, "monitor-dark");
+    apply_theme(Theme::Light);
+    for (auto* p : win_->findChildren<QCustomPlot*>()) style_plot(p);
+  }
+
+ private:
+  MainWindow* win_ = nullptr;
+};
+
+QTEST_MAIN(StudioViewsTest)
+#include "test_views.moc"
