@@ -1,6 +1,7 @@
 #include "runtime/memory.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,40 +13,38 @@ namespace {
 std::atomic<std::int64_t> g_live{0};
 std::atomic<std::int64_t> g_peak{0};
 
-struct Allocation {
-  c10::DataPtr inner;
-  std::int64_t bytes;
-};
+// The allocation's size sits in a header before the data, so the data
+// pointer can also be the deleter's context: c10's raw_allocate (used by
+// some kernels for workspaces) requires that.
+constexpr size_t kHeader = 64;  // keeps c10's 64-byte alignment
 
-void release(void* ctx) {
-  auto* a = static_cast<Allocation*>(ctx);
-  g_live.fetch_sub(a->bytes, std::memory_order_relaxed);
-  delete a;
+void release(void* data) {
+  if (!data) return;
+  auto* base = static_cast<char*>(data) - kHeader;
+  std::int64_t bytes = *reinterpret_cast<std::int64_t*>(base);
+  g_live.fetch_sub(bytes, std::memory_order_relaxed);
+  c10::free_cpu(base);
 }
 
 class CountingAllocator final : public c10::Allocator {
  public:
-  explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
   c10::DataPtr allocate(size_t n) const override {
-    c10::DataPtr inner = base_->allocate(n);
-    void* data = inner.get();
-    auto* a = new Allocation{std::move(inner), static_cast<std::int64_t>(n)};
-    std::int64_t live = g_live.fetch_add(a->bytes, std::memory_order_relaxed) + a->bytes;
+    auto* base = static_cast<char*>(c10::alloc_cpu(n + kHeader));
+    *reinterpret_cast<std::int64_t*>(base) = static_cast<std::int64_t>(n);
+    void* data = base + kHeader;
+    std::int64_t live = g_live.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed) + n;
     std::int64_t p = g_peak.load(std::memory_order_relaxed);
     while (live > p && !g_peak.compare_exchange_weak(p, live, std::memory_order_relaxed)) {
     }
-    return {data, a, &release, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-
- private:
-  c10::Allocator* base_;
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 };
 }  // namespace
 
 void TensorBytes::install() {
   static CountingAllocator* alloc = [] {
-    auto* a = new CountingAllocator(c10::GetDefaultCPUAllocator());
+    auto* a = new CountingAllocator();
     c10::SetCPUAllocator(a, /*priority=*/100);
     return a;
   }();
