@@ -68,7 +68,10 @@ Layout PartitionSearch::greedy_left(double T) {
     const int max_b = L - p + s;  // one layer left for each later stage
     if (period(s, a, a) > T) return {};
     int b = a;
-    while (b + 1 <= max_b && period(s, a, b + 1) <= T) ++b;
+    // Compute alone over T ends the stage without consulting the solver.
+    while (b + 1 <= max_b && (m_.fwd_ms(a, b + 1) + m_.bwd_ms(a, b + 1)) * m_.slowdown(s) <= T &&
+           period(s, a, b + 1) <= T)
+      ++b;
     ends[s] = b;
     a = b + 1;
   }
@@ -83,7 +86,9 @@ Layout PartitionSearch::greedy_right(double T) {
   for (int s = p - 1; s >= 1; --s) {
     if (period(s, b, b) > T) return {};
     int a = b;
-    while (a - 1 >= s && period(s, a - 1, b) <= T) --a;  // one layer left for each earlier stage
+    while (a - 1 >= s && (m_.fwd_ms(a - 1, b) + m_.bwd_ms(a - 1, b)) * m_.slowdown(s) <= T &&
+           period(s, a - 1, b) <= T)
+      --a;  // one layer left for each earlier stage
     ends[s - 1] = a - 1;
     b = a - 1;
   }
@@ -101,7 +106,8 @@ double PartitionSearch::min_bottleneck_ms() {
   double lo = (m_.fwd_ms(0, m_.layers() - 1) + m_.bwd_ms(0, m_.layers() - 1)) * least_slow / m_.stages();
   for (int i = 0; i < m_.layers(); ++i) lo = std::max(lo, (m_.fwd_ms(i, i) + m_.bwd_ms(i, i)) * least_slow);
   lo = std::min(lo, hi);
-  for (int iter = 0; iter < 200 && hi - lo > 1e-7 * hi; ++iter) {
+  // 1e-4: the layouts are refined afterwards at and above this level.
+  for (int iter = 0; iter < 100 && hi - lo > 1e-4 * hi; ++iter) {
     double mid = 0.5 * (lo + hi);
     Layout x = greedy_left(mid);
     if (x.empty())

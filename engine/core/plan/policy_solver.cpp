@@ -43,11 +43,10 @@ class State {
   }
 
   std::uint64_t bound() const {
-    StageCost c = p_.base;
-    c.kept_bytes_per_mb = kept_;
-    c.swap_bytes_per_mb = swap_;
-    c.recompute_peak_bytes = peak_act_;
-    return peak_memory_bound(c, p_.in_flight, p_.weight_versions);
+    cost_.kept_bytes_per_mb = kept_;
+    cost_.swap_bytes_per_mb = swap_;
+    cost_.recompute_peak_bytes = peak_act_;
+    return peak_memory_bound(cost_, p_.in_flight, p_.weight_versions);
   }
   bool swap_ok() const { return swap_ <= p_.swap_cap; }
   bool fits() const { return swap_ok() && bound() <= p_.budget; }
@@ -93,6 +92,7 @@ class State {
   std::vector<MemoryPolicy> pol_;
   std::uint64_t kept_ = 0, swap_ = 0, peak_act_ = 0;
   double rec_ = 0;
+  mutable StageCost cost_ = p_.base;
 };
 
 // Local improvement until no move helps: drop or convert recomputes,
@@ -100,7 +100,8 @@ class State {
 void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vector<size_t>& by_act_desc,
              const std::vector<size_t>& by_eff_desc,
              const std::vector<PolicyItem>& items, bool can_swap) {
-  for (int round = 0; round < 64; ++round) {
+  thread_local std::vector<std::pair<size_t, MemoryPolicy>> undo;
+  for (int round = 0; round < 8; ++round) {
     bool changed = false;
     for (size_t i : by_cost_desc) {
       if (s.at(i) == MemoryPolicy::Recompute) {
@@ -136,11 +137,16 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
     // in either order. One dear recompute for several cheap changes.
     for (size_t i : by_cost_desc) {
       if (s.at(i) != MemoryPolicy::Recompute) continue;
-      std::vector<MemoryPolicy> saved = s.policy();
       const double before = s.cost();
       bool done = false;
+      // Changes are logged so that a failed attempt is undone in place.
+      auto change = [&](size_t j, MemoryPolicy to) {
+        undo.push_back({j, s.at(j)});
+        s.set(j, to);
+      };
       for (int order = 0; order < (can_swap ? 2 : 1) && !done; ++order) {
-        s.set(i, MemoryPolicy::Keep);
+        undo.clear();
+        change(i, MemoryPolicy::Keep);
         for (int pass = 0; pass < 2; ++pass) {
           bool swapping = can_swap && (pass == order);
           if (swapping) {
@@ -148,7 +154,7 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
               if (s.fits()) break;
               if (s.at(j) != MemoryPolicy::Keep) continue;
               std::uint64_t b = s.bound();
-              s.set(j, MemoryPolicy::Swap);
+              change(j, MemoryPolicy::Swap);
               if (!s.swap_ok() || s.bound() >= b) s.set(j, MemoryPolicy::Keep);
             }
           } else {
@@ -156,13 +162,13 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
               if (s.fits()) break;
               if (j != i && s.at(j) == MemoryPolicy::Keep && items[j].fwd_ms < items[i].fwd_ms &&
                   items[j].act > items[j].in)
-                s.set(j, MemoryPolicy::Recompute);
+                change(j, MemoryPolicy::Recompute);
             }
           }
         }
         done = s.fits() && s.cost() < before - 1e-15;
         if (!done)
-          for (size_t j = 0; j < saved.size(); ++j) s.set(j, saved[j]);
+          for (auto it = undo.rbegin(); it != undo.rend(); ++it) s.set(it->first, it->second);
       }
       changed = changed || done;
     }

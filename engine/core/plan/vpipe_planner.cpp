@@ -72,7 +72,7 @@ class Search {
     std::vector<Layout> cands;
     double T = search_.min_bottleneck_ms();
     if (T < 1e299)
-      for (double f : {1.0, 1.01, 1.03, 1.1}) {
+      for (double f : {1.0, 1.02, 1.1}) {
         Layout l = search_.min_fill_layout(T * f);
         if (!l.empty()) cands.push_back(l);
       }
@@ -90,8 +90,8 @@ class Search {
     if (scored.front().first >= 1e299) return least_overflow(scored);
     // Climb each candidate on the estimate (cheap), then simulate the three
     // best results and climb on simulated time from the best.
-    for (auto& [e, l] : scored)
-      if (e < 1e299) e = climb_estimate(l, e);
+    for (size_t i = 0; i < scored.size() && i < 3; ++i)
+      if (scored[i].first < 1e299) scored[i].first = climb_estimate(scored[i].second, scored[i].first);
     std::sort(scored.begin(), scored.end());
     scored.erase(std::unique(scored.begin(), scored.end()), scored.end());
     Layout best;
