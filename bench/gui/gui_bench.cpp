@@ -173,6 +173,10 @@ int main(int argc, char** argv) {
     v2.setRun(&m2);
     QElapsedTimer t;
     t.start();
+    double first_paint_s = -1;
+    QObject::connect(v2.plot(), &QCustomPlot::afterReplot, [&] {
+      if (first_paint_s < 0 && m2.eventCount() > 0) first_paint_s = t.nsecsElapsed() / 1e9;
+    });
 #ifdef PW_STUDIO_HAVE_DB
     DbRunSource src(path);
 #else
@@ -188,8 +192,9 @@ int main(int argc, char** argv) {
     v2.zoomToFit();
     v2.plot()->replot(QCustomPlot::rpImmediateRefresh);
     double open_s = t.nsecsElapsed() / 1e9;
-    std::printf("  open to first paint %.3f s (target <= 1.5 s), %zu events   baseline (%s) %.3f s   ratio %.2fx\n",
-                open_s, m2.eventCount(), what, baseline_s, open_s / std::max(baseline_s, 1e-9));
+    std::printf("  first paint with data %.3f s (target <= 1.5 s); whole run loaded and painted %.3f s, %zu events\n"
+                "  baseline (%s) %.3f s: load/baseline %.2fx\n",
+                first_paint_s, open_s, m2.eventCount(), what, baseline_s, open_s / std::max(baseline_s, 1e-9));
   }
 
   // 3. Live ingestion.

@@ -45,7 +45,21 @@ void RunModel::extend(std::int64_t t0, std::int64_t t1) {
 }
 
 void RunModel::append(const RunBatch& b) {
-  if (b.size() == 0 && !b.info && !b.finished) return;
+  if (!appendOne(b)) return;
+  ++revision_;
+  emit changed();
+}
+
+void RunModel::append(const std::vector<RunBatch>& batches) {
+  bool any = false;
+  for (const auto& b : batches) any = appendOne(b) || any;
+  if (!any) return;
+  ++revision_;
+  emit changed();
+}
+
+bool RunModel::appendOne(const RunBatch& b) {
+  if (b.size() == 0 && !b.info && !b.finished) return false;
   if (b.info) {
     info_ = *b.info;
     ensureStages(info_.stages);
@@ -56,7 +70,10 @@ void RunModel::append(const RunBatch& b) {
     ensureStages(max_stage + 1);
     // Split by (stage, row) once, then append each part: keeps the tracks'
     // re-sorting local to this batch.
-    std::vector<std::array<std::vector<Event>, kTrackRowCount>> parts(stageCount());
+    if (static_cast<int>(scratch_.size()) < stageCount()) scratch_.resize(stageCount());
+    auto& parts = scratch_;
+    for (auto& st : parts)
+      for (auto& v : st) v.clear();
     for (const auto& e : b.events) {
       if (e.stage < 0) continue;
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
@@ -92,8 +109,7 @@ void RunModel::append(const RunBatch& b) {
   subnet_edges_.insert(subnet_edges_.end(), b.subnet_edges.begin(), b.subnet_edges.end());
   for (const auto& m : b.migrations) extend(m.start_ns, m.end_ns);
   if (b.finished) finished_ = true;
-  ++revision_;
-  emit changed();
+  return true;
 }
 
 std::int64_t RunModel::memoryAt(int stage, std::int64_t t) const {

@@ -19,6 +19,8 @@ class RunModel : public QObject {
   explicit RunModel(QObject* parent = nullptr);
 
   void append(const RunBatch& batch);
+  // Several batches, one `changed` signal.
+  void append(const std::vector<RunBatch>& batches);
   void clear();
 
   const RunInfo& info() const { return info_; }
@@ -62,8 +64,12 @@ class RunModel : public QObject {
 
  private:
   void ensureStages(int n);
+  bool appendOne(const RunBatch& batch);  // false when the batch was empty
   void extend(std::int64_t t0, std::int64_t t1);
 
+  // Per (stage, row) split of a batch, kept between appends so its memory
+  // is not faulted in afresh every tick.
+  std::vector<std::array<std::vector<Event>, kTrackRowCount>> scratch_;
   RunInfo info_;
   std::vector<std::array<EventTrack, kTrackRowCount>> tracks_;
   std::vector<std::vector<MemorySample>> memory_;

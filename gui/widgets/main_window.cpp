@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -428,15 +429,28 @@ void MainWindow::onLaunch() {
   }
   LaunchRequest req;
   if (!LaunchDialog::ask(this, *job_, req)) return;
-  if (engine_ && engine_->state() != QProcess::NotRunning) {
-    QMessageBox::warning(this, tr("Launch"), tr("An engine launched from here is still running; stop it first."));
-    return;
-  }
+  if (!launch(req)) QMessageBox::warning(this, tr("Launch"), tr("An engine launched from here is still running; stop it first."));
+}
+
+bool MainWindow::launch(const LaunchRequest& req) {
+  if (engine_ && engine_->state() != QProcess::NotRunning) return false;
   delete engine_;
   engine_ = new QProcess(this);
   engine_->setProcessChannelMode(QProcess::MergedChannels);
   connect(engine_, &QProcess::readyRead, this, [this] {
-    for (const auto& line : QString::fromUtf8(engine_->readAll()).split('\n', Qt::SkipEmptyParts)) log(line);
+    for (const auto& line : QString::fromUtf8(engine_->readAll()).split('\n', Qt::SkipEmptyParts)) {
+      log(line);
+      // An engine that publishes telemetry says where ("telemetry tcp://...
+      // control tcp://..."): switch from tailing its database to live.
+      static const QRegularExpression re(QStringLiteral("telemetry\\s+(tcp://\\S+)"));
+      auto m = re.match(line);
+      if (m.hasMatch() && !(source_ && source_->canControl())) {
+        if (RunSource* live = make_attach_source(m.captured(1))) {
+          log(tr("attaching to the engine's telemetry at %1").arg(m.captured(1)));
+          setSource(live);
+        }
+      }
+    }
   });
   connect(engine_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
     if (e == QProcess::FailedToStart) log(tr("engine failed to start: %1").arg(engine_->errorString()));
@@ -451,6 +465,7 @@ void MainWindow::onLaunch() {
   engine_->start(req.program, req.arguments);
   RunSource* src = make_launch_source(req);
   if (src) setSource(src);
+  return true;
 }
 
 void MainWindow::onAttach() {

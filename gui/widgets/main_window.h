@@ -17,6 +17,7 @@ class QTimer;
 namespace pw::gui {
 
 class CompareWidget;
+struct LaunchRequest;
 class DesignerWidget;
 class JobModel;
 class MemoryView;
@@ -49,6 +50,10 @@ class MainWindow : public QMainWindow {
   // Simulates the designer's job as a run; speed 0 = all at once.
   bool simulateJob(int iterations = 20, double speed = 0);
   bool compareWith(RunSource* source);
+  // Starts the engine as a child process and follows its run; false while
+  // an engine launched from here still runs.
+  bool launch(const LaunchRequest& req);
+  QProcess* engine() const { return engine_; }
 
   RunModel* run() const { return run_; }
   RunFeeder* feeder() const { return feeder_; }

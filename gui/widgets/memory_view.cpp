@@ -19,6 +19,7 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent), stage_box_(new QCombo
   lay->setContentsMargins(2, 2, 2, 2);
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Show:"), this));
+  stage_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   bar->addWidget(stage_box_);
   bar->addStretch(1);
   lay->addLayout(bar);
@@ -31,7 +32,7 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent), stage_box_(new QCombo
   plot_->legend->setFont(QFont(font().family(), 8));
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row along the top
-  plot_->legend->setWrap(0);
+  plot_->legend->setWrap(5);
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot_->axisRect()->setRangeDrag(Qt::Horizontal);
   plot_->axisRect()->setRangeZoom(Qt::Horizontal);
@@ -110,11 +111,7 @@ void MemoryView::rebuild() {
     g->setProperty("budget", static_cast<qlonglong>(budget));
   }
   shown_.assign(built_stages_, 0);
-  appendNew();
-  plot_->rescaleAxes();
-  plot_->yAxis->setRangeLower(0);
-  plot_->yAxis->setRangeUpper(plot_->yAxis->range().upper * 1.3);
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  appendNew();  // sets the axes
 }
 
 void MemoryView::appendNew() {
@@ -160,13 +157,21 @@ void MemoryView::appendNew() {
     gr->setData({0, hi}, {b, b}, true);
   }
   if (added) {
-    double top = 0;
+    double top = 0, budget = 0;
     for (int g = 0; g < plot_->graphCount(); ++g) {
       bool f = false;
       QCPRange r = plot_->graph(g)->getValueRange(f);
-      if (f) top = std::max(top, r.upper);
+      if (!f) continue;
+      if (plot_->graph(g)->property("budget").isValid())
+        budget = r.upper;
+      else
+        top = std::max(top, r.upper);
     }
-    plot_->yAxis->setRange(0, top * 1.3 + 1e-9);  // room for the legend above the budget
+    // A budget far above the data would flatten it: then the budget is
+    // named on the axis instead of drawn.
+    bool budget_in_view = budget > 0 && budget <= 3 * top;
+    plot_->yAxis->setLabel(budget_in_view || budget <= 0 ? tr("GiB") : tr("GiB (budget %1, off scale)").arg(budget, 0, 'f', 1));
+    plot_->yAxis->setRange(0, std::max(budget_in_view ? budget : 0.0, top) * 1.3 + 1e-9);  // room for the legend
     if (!property("userX").toBool()) plot_->xAxis->setRange(0, std::max(1e-3, (run_->endNs() - origin_) / 1e6));
   }
   updateFuture();

@@ -89,6 +89,7 @@ void TimelinePlottable::draw(QCPPainter* painter) {
       drawRow(painter, run_->track(s, static_cast<TrackRow>(r)), y0, y1, lo, hi);
     }
   }
+  flushFills(painter);
   // Migrations: a marker across every lane where layers started moving.
   if (!run_->migrations().empty()) {
     QPen pen(kind_color(EventKind::Migrate), 1.5, Qt::DashLine);
@@ -104,12 +105,11 @@ void TimelinePlottable::draw(QCPPainter* painter) {
   }
 }
 
-void TimelinePlottable::drawRow(QCPPainter* p, const EventTrack& t, double y0, double y1, std::int64_t lo,
+void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, double y0, double y1, std::int64_t lo,
                                 std::int64_t hi) {
   if (t.empty() || hi <= lo) return;
   const double h = y1 - y0;
   const bool labels = h >= 12;
-  const QColor outline = QApplication::palette().color(QPalette::Base);
   std::size_t i = naive_ ? 0 : t.first_ending_after(lo);
   const std::size_t n = t.size();
   const double ms_per_px = std::abs(mKeyAxis->pixelToCoord(1) - mKeyAxis->pixelToCoord(0));
@@ -121,22 +121,15 @@ void TimelinePlottable::drawRow(QCPPainter* p, const EventTrack& t, double y0, d
     double x0 = mKeyAxis->coordToPixel(keyOf(std::max(t.start(i), lo)));
     double x1 = mKeyAxis->coordToPixel(keyOf(std::min(t.end(i), hi)));
     if (x1 - x0 >= fold_px_ || naive_) {
-      QColor c = kind_color(t.kind(i));
       QRectF rect(x0, y0, x1 - x0, h);
-      p->fillRect(rect, c);
-      if (x1 - x0 > 4) {  // a 1 px gap keeps back-to-back bars apart
-        p->fillRect(QRectF(x1 - 1, y0, 1, h), outline);
-      }
-      if (highlight_mb_ >= 0 && t.microbatch(i) == highlight_mb_) {
-        p->setPen(QPen(QApplication::palette().color(QPalette::WindowText), 2));
-        p->setBrush(Qt::NoBrush);
-        p->drawRect(rect.adjusted(1, 1, -1, -1));
-      }
+      // A 1 px gap keeps back-to-back bars apart.
+      fills_[static_cast<int>(t.kind(i))][kAlphaLevels - 1].push_back(x1 - x0 > 4 ? rect.adjusted(0, 0, -1, 0) : rect);
+      // Outlines and labels go on top of the fills, drawn after them.
+      if (highlight_mb_ >= 0 && t.microbatch(i) == highlight_mb_) highlights_.push_back(rect.adjusted(1, 1, -1, -1));
       if (labels && x1 - x0 > 22 && t.microbatch(i) >= 0) {
-        p->setPen(Qt::black);
         const char* k = t.kind(i) == EventKind::Forward ? "F" : t.kind(i) == EventKind::Backward ? "B"
                         : t.kind(i) == EventKind::Recompute ? "R" : "";
-        p->drawText(rect, Qt::AlignCenter, QStringLiteral("%1%2").arg(QLatin1String(k)).arg(t.microbatch(i)));
+        labels_.push_back({rect, QStringLiteral("%1%2").arg(QLatin1String(k)).arg(t.microbatch(i))});
       }
       ++drawn_rects_;
       ++i;
@@ -157,12 +150,35 @@ void TimelinePlottable::drawRow(QCPPainter* p, const EventTrack& t, double y0, d
     double bx1 = mKeyAxis->coordToPixel(keyOf(block_end));
     double width_ns = static_cast<double>(std::max<std::int64_t>(1, block_end - block_start));
     double busy = std::min(1.0, static_cast<double>(t.duration_sum(i, j)) / width_ns);
-    QColor c = j - i == 1 ? kind_color(t.kind(i)) : kind_color(t.kind(i)).darker(115);
-    c.setAlphaF(0.35 + 0.65 * busy);
-    p->fillRect(QRectF(x0, y0, std::max(1.0, bx1 - x0), h), c);
+    int level = j - i == 1 ? kAlphaLevels - 1 : std::clamp(static_cast<int>(busy * kAlphaLevels), 0, kAlphaLevels - 1);
+    fills_[static_cast<int>(t.kind(i))][level].push_back(QRectF(x0, y0, std::max(1.0, bx1 - x0), h));
     ++folded_blocks_;
     i = j;
   }
+}
+
+void TimelinePlottable::flushFills(QCPPainter* p) {
+  p->setPen(Qt::NoPen);
+  for (int k = 0; k < kEventKindCount; ++k)
+    for (int a = 0; a < kAlphaLevels; ++a) {
+      auto& v = fills_[k][a];
+      if (v.empty()) continue;
+      QColor c = kind_color(static_cast<EventKind>(k));
+      // Folded blocks: opacity grows with the busy share of their span.
+      if (a < kAlphaLevels - 1) c.setAlphaF(0.3 + 0.7 * (a + 0.5) / kAlphaLevels);
+      p->setBrush(c);
+      p->drawRects(v.data(), static_cast<int>(v.size()));
+      v.clear();
+    }
+  if (!highlights_.empty()) {
+    p->setPen(QPen(QApplication::palette().color(QPalette::WindowText), 2));
+    p->setBrush(Qt::NoBrush);
+    p->drawRects(highlights_.data(), static_cast<int>(highlights_.size()));
+    highlights_.clear();
+  }
+  p->setPen(Qt::black);
+  for (const auto& [rect, text] : labels_) p->drawText(rect, Qt::AlignCenter, text);
+  labels_.clear();
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {
