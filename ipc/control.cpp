@@ -120,7 +120,7 @@ ControlServer::ControlServer(Handler handler, const Publisher* publisher, Contro
   I.sock.set(zmq::sockopt::linger, 0);
   // An unroutable reply (client gone) is dropped, never blocks.
   I.sock.set(zmq::sockopt::router_mandatory, 0);
-  I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote);
+  I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.thread = std::thread([this] { impl_->run_thread(); });
 }
 
@@ -149,9 +149,10 @@ struct ControlClient::Impl {
   zmq::socket_t sock{context(), zmq::socket_type::dealer};
 };
 
-ControlClient::ControlClient(const std::string& endpoint, std::string name)
+ControlClient::ControlClient(const std::string& endpoint, std::string name, const CurveClient* curve)
     : impl_(std::make_unique<Impl>()), name_(std::move(name)) {
   impl_->sock.set(zmq::sockopt::linger, 0);
+  if (curve) apply_curve_client(impl_->sock, *curve);
   try {
     impl_->sock.connect(endpoint);
   } catch (const zmq::error_t& e) {

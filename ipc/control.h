@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ipc/curve.h"
 #include "ipc/endpoints.h"
 #include "ipc/protocol.h"
 
@@ -17,7 +18,8 @@ class Publisher;
 
 struct ControlServerOptions {
   std::string endpoint = kDefaultBind;
-  bool allow_remote = false;
+  bool allow_remote = false;  // bind a non-loopback address (needs `curve` too)
+  std::optional<CurveServer> curve;
   // A client not heard from for this long is considered gone.
   std::chrono::milliseconds client_timeout{3000};
 };
@@ -60,7 +62,10 @@ pb::ControlReply error_reply(pb::ErrorCode code, const std::string& message);
 // dropped. Not thread-safe: use it on one thread.
 class ControlClient {
  public:
-  explicit ControlClient(const std::string& endpoint, std::string name = "client");
+  // `curve`: the server's public key and this client's keys, for a server
+  // listening beyond loopback.
+  explicit ControlClient(const std::string& endpoint, std::string name = "client",
+                         const CurveClient* curve = nullptr);
   ~ControlClient();
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;

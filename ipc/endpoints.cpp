@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <zmq.hpp>
 
+#include "ipc/curve.h"
+
 namespace pw::ipc {
 
 bool is_local_endpoint(const std::string& ep) {
@@ -22,10 +24,15 @@ bool is_local_endpoint(const std::string& ep) {
   return host == "localhost" || host.rfind("127.", 0) == 0;
 }
 
-std::string bind_socket(zmq::socket_t& s, const std::string& endpoint, bool allow_remote) {
-  if (!allow_remote && !is_local_endpoint(endpoint))
+std::string bind_socket(zmq::socket_t& s, const std::string& endpoint, bool allow_remote, const CurveServer* curve) {
+  bool local = is_local_endpoint(endpoint);
+  if (!allow_remote && !local)
     throw std::invalid_argument("refusing to bind " + endpoint +
                                 ": only loopback (127.0.0.1) unless binding elsewhere is asked for explicitly");
+  if (!local && !curve)
+    throw std::invalid_argument("refusing to bind " + endpoint +
+                                " without CURVE: a non-loopback endpoint needs keys (pipewright keys DIR, then --curve-dir DIR)");
+  if (curve) apply_curve_server(s, *curve);
   try {
     s.bind(endpoint);
   } catch (const zmq::error_t& e) {

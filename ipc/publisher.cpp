@@ -211,7 +211,7 @@ Publisher::Publisher(std::string run_id, PublisherOptions options) : impl_(std::
   I.control_endpoint = options.control_endpoint;
   I.sock.set(zmq::sockopt::sndhwm, options.send_hwm);
   I.sock.set(zmq::sockopt::linger, 200);
-  I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote);
+  I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.status.set_state(pb::RUNNING);
   I.thread = std::thread([this] { impl_->run_thread(); });
 }

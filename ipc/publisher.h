@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/events/event.h"
 #include "core/events/run_records.h"
+#include "ipc/curve.h"
 #include "ipc/endpoints.h"
 #include "ipc/protocol.h"
 
@@ -14,7 +16,8 @@ namespace pw::ipc {
 
 struct PublisherOptions {
   std::string endpoint = kDefaultBind;
-  bool allow_remote = false;  // bind a non-loopback address
+  bool allow_remote = false;  // bind a non-loopback address (needs `curve` too)
+  std::optional<CurveServer> curve;
   // Messages queued per subscriber before ZeroMQ drops for that one: a
   // slow subscriber loses messages (and counts the gap), the run never
   // waits for it.

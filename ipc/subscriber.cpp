@@ -12,6 +12,7 @@ Subscriber::Subscriber(const std::string& endpoint, SubscriberOptions options) :
   auto& s = impl_->sock;
   s.set(zmq::sockopt::rcvhwm, options.receive_hwm);
   s.set(zmq::sockopt::linger, 0);
+  if (options.curve) apply_curve_client(s, *options.curve);
   try {
     s.connect(endpoint);
   } catch (const zmq::error_t& e) {

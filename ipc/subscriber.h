@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ipc/curve.h"
 #include "ipc/protocol.h"
 
 namespace pw::ipc {
@@ -14,6 +15,7 @@ namespace pw::ipc {
 struct SubscriberOptions {
   std::vector<Topic> topics;  // empty: every topic (heartbeats always)
   int receive_hwm = 10000;    // messages queued here before ZeroMQ drops
+  std::optional<CurveClient> curve;  // for a publisher beyond loopback
 };
 
 struct SubscriberStats {

@@ -108,7 +108,7 @@ void print_human(const PreparedJob& p, const SimResult& r) {
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "allow-remote"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace"});
+  CliArgs args(argv, {"json", "allow-remote"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace", "curve-dir"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
@@ -150,7 +150,10 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   std::unique_ptr<SimTelemetry> tel;
   std::string endpoints_file;
   if (auto ep = args.option("listen")) {
-    tel = std::make_unique<SimTelemetry>(*ep, args.flag("allow-remote"), run_id, number_option(args, "pace"));
+    std::optional<ipc::CurveServer> curve;
+    if (auto dir = args.option("curve-dir")) curve = ipc::curve_server_from_dir(*dir);
+    tel = std::make_unique<SimTelemetry>(*ep, args.flag("allow-remote"), run_id, number_option(args, "pace"),
+                                         curve ? &*curve : nullptr);
     auto& pub = tel->publisher();
     pub.set_run_info(job.name, job.pipeline.stages, "simulate", args.option("db").value_or(""));
     pub.status(RunStatus::Running);

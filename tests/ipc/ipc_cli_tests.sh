@@ -94,5 +94,20 @@ out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" 2>&1
 [ "$rc" = 1 ] && grep -q "refusing to bind" <<<"$out" && ok || bad "non-loopback bind needs --allow-remote: exit $rc" "$out"
 out=$("$PW" control "tcp://127.0.0.1:$(port)" frobnicate 2>&1); [ $? = 2 ] && ok || bad "unknown control command" "$out"
 
+# 6. Beyond loopback only with CURVE: keys, the right key watches, no key sees nothing.
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" --allow-remote 2>&1); rc=$?
+[ "$rc" = 1 ] && grep -q "without CURVE" <<<"$out" && ok || bad "--allow-remote without keys must be refused: exit $rc" "$out"
+"$PW" keys "$tmp/keys" > /dev/null && [ "$(stat -c %a "$tmp/keys/server.key")" = 600 ] && ok || bad "keys: server.key mode 0600"
+P=$(port)
+"$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$P" --allow-remote --curve-dir "$tmp/keys" \
+  --pace 0.5 --linger 3 > "$tmp/curve.out" 2> "$tmp/curve.err" &
+sim=$!
+sleep 1
+out=$("$PW" watch "tcp://127.0.0.1:$P" --timeout 1 2>&1); rc=$?
+[ "$rc" = 3 ] && ok || bad "watch without keys must see no telemetry: exit $rc" "$out"
+out=$("$PW" watch "tcp://127.0.0.1:$P" --timeout 5 --json --server-key "$tmp/keys/server.pub" --client-key "$tmp/keys/client.key" 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q '"gaps": 0' <<<"$out" && ok || bad "watch with the right key: exit $rc" "$out"
+wait $sim
+
 echo "$passed passed, $fail failed"
 [ "$fail" = 0 ]

@@ -207,8 +207,7 @@ TEST(Telemetry, BindsLoopbackUnlessToldOtherwise) {
   o.endpoint = "tcp://0.0.0.0:*";
   EXPECT_THROW(Publisher("x", o), std::invalid_argument);
   o.allow_remote = true;
-  Publisher p("x", o);
-  EXPECT_EQ(p.endpoint().rfind("tcp://0.0.0.0:", 0), 0u);
+  EXPECT_THROW(Publisher("x", o), std::invalid_argument);  // and only with CURVE (test_curve.cpp)
   EXPECT_TRUE(is_local_endpoint("tcp://127.0.0.1:5"));
   EXPECT_TRUE(is_local_endpoint("tcp://localhost:5"));
   EXPECT_TRUE(is_local_endpoint("tcp://[::1]:5"));

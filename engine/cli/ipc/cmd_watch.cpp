@@ -106,17 +106,38 @@ nlohmann::json result(const View& v, const ipc::Subscriber& sub, bool snapshot) 
           {"stages", st}};
 }
 
+// Keys for a run listening beyond loopback: --server-key (its .pub) and
+// --client-key (our .key), both or neither.
+std::optional<ipc::CurveClient> curve_client(const CliArgs& args) {
+  auto server = args.option("server-key"), client = args.option("client-key");
+  if (!server && !client) return std::nullopt;
+  if (!server || !client) throw UsageError("--server-key and --client-key go together");
+  return ipc::curve_client_from_files(*server, *client);
+}
+
+// A control endpoint advertised as bound to every interface
+// (tcp://0.0.0.0:P) is reached at the host we reached telemetry on.
+std::string reachable(const std::string& control, const std::string& telemetry) {
+  auto host_of = [](const std::string& ep) { return ep.substr(0, ep.rfind(':')); };
+  std::string h = host_of(control);
+  if (h != "tcp://0.0.0.0" && h != "tcp://*") return control;
+  return host_of(telemetry) + control.substr(control.rfind(':'));
+}
+
 }  // namespace
 
 int cmd_watch(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"timeout", "interval"});
+  CliArgs args(argv, {"json"}, {"timeout", "interval", "server-key", "client-key"});
   args.expect_positional(1, "one telemetry endpoint");
   const std::string endpoint = args.positional()[0];
   double timeout = seconds_option(args, "timeout", 10);
   double interval = seconds_option(args, "interval", 1);
   bool json = args.flag("json");
 
-  ipc::Subscriber sub(endpoint);
+  auto curve = curve_client(args);
+  ipc::SubscriberOptions so;
+  so.curve = curve;
+  ipc::Subscriber sub(endpoint, so);
   auto first = sub.wait_connected(milliseconds(static_cast<long>(timeout * 1000)));
   if (!first) {
     std::cerr << "error: no telemetry from " << endpoint << " within " << timeout << " s\n";
@@ -128,7 +149,7 @@ int cmd_watch(const std::vector<std::string>& argv) {
   if (first->envelope.has_heartbeat() && first->envelope.heartbeat().period_ms() > 0)
     period_ms = first->envelope.heartbeat().period_ms();
   if (!sub.control_endpoint().empty()) {
-    ipc::ControlClient ctl(sub.control_endpoint(), "pipewright-watch");
+    ipc::ControlClient ctl(reachable(sub.control_endpoint(), endpoint), "pipewright-watch", curve ? &*curve : nullptr);
     if (auto r = ctl.snapshot(milliseconds(2000)); r && r->code() == pb::OK) {
       sub.apply_snapshot(first->envelope.run_id(), r->snapshot());
       view.apply(r->snapshot());
@@ -177,18 +198,22 @@ int cmd_watch(const std::vector<std::string>& argv) {
 }
 
 int cmd_control(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"timeout"});
+  CliArgs args(argv, {}, {"timeout", "server-key", "client-key"});
   if (args.positional().size() < 2) throw UsageError("want ENDPOINT and a command");
   std::string endpoint = args.positional()[0];
   const std::string& what = args.positional()[1];
   auto timeout = milliseconds(static_cast<long>(seconds_option(args, "timeout", 5) * 1000));
   // A telemetry endpoint leads to the control endpoint through its heartbeat.
   {
-    ipc::Subscriber probe(endpoint, {{ipc::Topic::Heartbeat}});
+    ipc::SubscriberOptions so;
+    so.topics = {ipc::Topic::Heartbeat};
+    so.curve = curve_client(args);
+    ipc::Subscriber probe(endpoint, so);
     if (probe.wait_connected(std::min(timeout, milliseconds(1500))) && !probe.control_endpoint().empty())
-      endpoint = probe.control_endpoint();
+      endpoint = reachable(probe.control_endpoint(), endpoint);
   }
-  ipc::ControlClient c(endpoint, "pipewright-control");
+  auto curve = curve_client(args);
+  ipc::ControlClient c(endpoint, "pipewright-control", curve ? &*curve : nullptr);
   std::optional<pb::ControlReply> r;
   if (what == "pause") r = c.pause(timeout);
   else if (what == "resume") r = c.resume(timeout);

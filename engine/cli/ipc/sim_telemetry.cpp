@@ -7,11 +7,13 @@ namespace pw::cli {
 
 namespace pb = ipc::pb;
 
-SimTelemetry::SimTelemetry(const std::string& listen, bool allow_remote, const std::string& run_id, double pace)
+SimTelemetry::SimTelemetry(const std::string& listen, bool allow_remote, const std::string& run_id, double pace,
+                           const ipc::CurveServer* curve)
     : pace_(pace) {
   ipc::PublisherOptions po;
   po.endpoint = listen;
   po.allow_remote = allow_remote;
+  if (curve) po.curve = *curve;
   pub_ = std::make_unique<ipc::Publisher>(run_id, po);
   ipc::ControlServerOptions co;
   // Control binds on the telemetry host, ephemeral port; clients learn it
@@ -19,6 +21,7 @@ SimTelemetry::SimTelemetry(const std::string& listen, bool allow_remote, const s
   std::string host = pub_->endpoint().substr(0, pub_->endpoint().rfind(':'));
   co.endpoint = host + ":*";
   co.allow_remote = allow_remote;
+  if (curve) co.curve = *curve;
   ctl_ = std::make_unique<ipc::ControlServer>([this](const pb::ControlRequest& r) { return handle(r); }, pub_.get(), co);
   pub_->set_control_endpoint(ctl_->endpoint());
   start_wall_ns_ = ipc::unix_ns();

@@ -24,7 +24,9 @@ struct SimStopped : std::runtime_error {
 class SimTelemetry {
  public:
   // `pace`: simulated ns per wall ns (0: as fast as possible).
-  SimTelemetry(const std::string& listen, bool allow_remote, const std::string& run_id, double pace);
+  // `curve`: keys for listening beyond loopback (required there).
+  SimTelemetry(const std::string& listen, bool allow_remote, const std::string& run_id, double pace,
+               const ipc::CurveServer* curve = nullptr);
   ipc::Publisher& publisher() { return *pub_; }
   const std::string& telemetry_endpoint() const { return pub_->endpoint(); }
   const std::string& control_endpoint() const { return ctl_->endpoint(); }
