@@ -29,10 +29,13 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent), stage_box_(new QCombo
   plot_->xAxis->setLabel(tr("time (ms)"));
   plot_->yAxis->setLabel(tr("GiB"));
   plot_->legend->setVisible(true);
-  plot_->legend->setFont(QFont(font().family(), 8));
+  plot_->legend->setFont(QFont(font().family(), 7));
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // one row along the top
-  plot_->legend->setWrap(5);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // compact rows along the top
+  plot_->legend->setWrap(4);
+  plot_->legend->setRowSpacing(0);
+  plot_->legend->setColumnSpacing(4);
+  plot_->legend->setIconSize(14, 8);
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot_->axisRect()->setRangeDrag(Qt::Horizontal);
   plot_->axisRect()->setRangeZoom(Qt::Horizontal);
@@ -170,8 +173,10 @@ void MemoryView::appendNew() {
     // A budget far above the data would flatten it: then the budget is
     // named on the axis instead of drawn.
     bool budget_in_view = budget > 0 && budget <= 3 * top;
-    plot_->yAxis->setLabel(budget_in_view || budget <= 0 ? tr("GiB") : tr("GiB (budget %1, off scale)").arg(budget, 0, 'f', 1));
-    plot_->yAxis->setRange(0, std::max(budget_in_view ? budget : 0.0, top) * 1.3 + 1e-9);  // room for the legend
+    for (int g = 0; g < plot_->graphCount(); ++g)
+      if (plot_->graph(g)->property("budget").isValid())
+        plot_->graph(g)->setName(budget_in_view ? tr("budget") : tr("budget %1 GiB (off scale)").arg(budget, 0, 'f', 1));
+    plot_->yAxis->setRange(0, std::max(budget_in_view ? budget : 0.0, top) * 1.45 + 1e-9);  // room for the legend
     if (!property("userX").toBool()) plot_->xAxis->setRange(0, std::max(1e-3, (run_->endNs() - origin_) / 1e6));
   }
   updateFuture();
