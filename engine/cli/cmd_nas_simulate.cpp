@@ -1,0 +1,84 @@
+#include <fstream>
+#include <iostream>
+
+#include "cli/format.h"
+#include "cli/nas_simulate.h"
+#include "core/nas/nas_job.h"
+#include "core/trace/chrome_trace.h"
+
+namespace pw::cli {
+namespace {
+nlohmann::json to_json(const nas::SupernetSimResult& r) {
+  return {{"mode", r.mode},
+          {"reproducible", r.reproducible},
+          {"subnets", r.subnets},
+          {"makespan_ms", r.makespan_ms},
+          {"subnets_per_s", r.subnets_per_s},
+          {"utilisation", r.utilisation},
+          {"stage_busy_fraction", r.stage_busy_fraction},
+          {"layer_uses", r.layer_uses},
+          {"resident_hits", r.resident_hits},
+          {"resident_fraction", r.hit_rate()},
+          {"loads", r.loads},
+          {"load_gib", r.load_gib},
+          {"load_stall_ms", r.load_stall_ms},
+          {"peak_resident_bytes", r.peak_resident_bytes},
+          {"wait_edges", r.waits},
+          {"max_in_flight", r.max_in_flight},
+          {"events", r.events}};
+}
+}  // namespace
+
+int simulate_supernet_command(const JobSpec& job, bool json, const std::optional<std::string>& trace) {
+  nas::NasJob nj = nas::prepare_nas_job(job);
+  auto mode = nas::supernet_mode(job);
+  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<ChromeTraceWriter> writer;
+  if (trace) {
+    trace_file = std::make_unique<std::ofstream>(*trace);
+    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *trace + "\"");
+    writer = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
+  }
+  auto r = nas::simulate_supernet(nas::supernet_sim_input(nj, mode), writer.get());
+  if (writer) writer->finish();
+  auto seq_in = nas::supernet_sim_input(nj, nas::SupernetMode::Sequential);
+  auto seq = nas::simulate_supernet(seq_in);
+  double samples = job.training.batch_size;
+  if (json) {
+    nlohmann::json j = to_json(r);
+    j["job"] = job.name;
+    j["space"] = {{"kind", nj.space.kind}, {"choice_layers", nj.space.size()}, {"max_choices", nj.space.max_choices()},
+                  {"log10_subnets", nj.space.log10_subnets()}};
+    j["samples_per_s"] = r.subnets_per_s * samples;
+    j["sequential"] = to_json(seq);
+    j["speedup_over_sequential"] = seq.subnets_per_s > 0 ? r.subnets_per_s / seq.subnets_per_s : 0;
+    nlohmann::json st = nlohmann::json::array();
+    for (const auto& s : nj.stages) st.push_back({{"first_layer", s.first}, {"last_layer", s.last}});
+    j["stages"] = st;
+    if (trace) j["trace"] = *trace;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "job " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size()
+            << " choice layers, up to " << nj.space.max_choices() << " choices (10^" << fixed(nj.space.log10_subnets(), 1)
+            << " subnets), " << job.pipeline.stages << " stages x " << job.cluster.device.preset << ", " << r.mode
+            << ", " << r.subnets << " subnets" << (r.reproducible ? "" : " (NOT reproducible)") << "\n\n"
+            << "  subnets/s       " << fixed(r.subnets_per_s, 2) << "  (" << fixed(r.subnets_per_s * samples, 1)
+            << " samples/s; sequential " << fixed(seq.subnets_per_s, 2) << ", x"
+            << fixed(seq.subnets_per_s > 0 ? r.subnets_per_s / seq.subnets_per_s : 0, 2) << ")\n"
+            << "  utilisation     " << pct(r.utilisation) << "\n"
+            << "  resident        " << pct(r.hit_rate()) << " of candidate uses already on the device\n"
+            << "  load stalls     " << fixed(r.load_stall_ms, 1) << " ms, " << r.loads << " loads ("
+            << fixed(r.load_gib, 2) << " GiB)\n"
+            << "  in flight       " << r.max_in_flight << " subnets at most, " << r.waits << " CSP waits\n\n"
+            << "  stage  layers    busy   peak resident\n";
+  for (size_t s = 0; s < nj.stages.size(); ++s) {
+    std::string layers = std::to_string(nj.stages[s].first) + "-" + std::to_string(nj.stages[s].last);
+    std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 8 ? 8 - layers.size() : 1, ' ')
+              << pad(pct(r.stage_busy_fraction[s]), 6) << pad(gib(r.peak_resident_bytes[s]), 16) << "\n";
+  }
+  if (trace) std::cout << "\nChrome trace: " << *trace << "\n";
+  return 0;
+}
+
+}  // namespace pw::cli

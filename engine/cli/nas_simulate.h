@@ -1,0 +1,15 @@
+#pragma once
+#include <optional>
+#include <string>
+
+#include "core/spec/job_spec.h"
+
+namespace pw::cli {
+
+// `pipewright simulate` on a supernet job (one with a search_space): runs
+// the job's schedule (csp, or a baseline: gpipe, 1f1b = VPipe-style,
+// async-1f1b = PipeDream) on the supernet simulator and, for comparison,
+// sequential training of the same subnet sequence.
+int simulate_supernet_command(const JobSpec& job, bool json, const std::optional<std::string>& trace);
+
+}  // namespace pw::cli

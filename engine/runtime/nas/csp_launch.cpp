@@ -1,0 +1,65 @@
+#include "runtime/nas/csp_launch.h"
+
+#include <sys/wait.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace pw::rt::nas {
+
+CspRunResult launch_csp_run(const CspLaunch& l) {
+  std::filesystem::create_directories(l.out_dir);
+  c10d::TCPStoreOptions so;
+  so.port = 0;
+  so.isServer = true;
+  so.waitWorkers = false;
+  so.timeout = std::chrono::seconds(60);
+  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+  std::string port = std::to_string(store->getPort());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < l.workers; ++r) {
+    std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
+                                     std::to_string(l.workers), "--port", port, "--out", l.out_dir,
+                                     "--window", std::to_string(l.window)};
+    if (!l.csp) args.push_back("--no-csp");
+    for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  std::string failed;
+  for (int r = 0; r < l.workers; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) +
+                (WIFEXITED(status) ? " exited " + std::to_string(WEXITSTATUS(status)) : " was killed");
+  }
+  if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed + " (stderr above)");
+  CspRunResult res;
+  for (int r = 0; r < l.workers; ++r) {
+    std::ifstream in(l.out_dir + "/stage" + std::to_string(r) + ".json");
+    auto j = nlohmann::json::parse(in);
+    res.stage_hashes.push_back(std::stoull(j.at("hash").get<std::string>()));
+    if (r == 0) {
+      res.seconds = j.at("seconds").get<double>();
+      res.subnets = j.at("subnets").get<int>();
+    }
+    if (j.contains("losses"))
+      for (const auto& v : j["losses"]) res.losses.push_back(v.get<float>());
+  }
+  return res;
+}
+
+}  // namespace pw::rt::nas

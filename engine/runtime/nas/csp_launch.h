@@ -1,0 +1,31 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pw::rt::nas {
+
+struct CspLaunch {
+  std::string worker_binary;  // pw_nas_worker
+  std::string job_file;
+  std::vector<std::string> overrides;
+  int workers = 2;
+  std::string out_dir;
+  bool csp = true;
+  int window = 0;  // 0: the job's; 1: sequential pipeline
+};
+
+struct CspRunResult {
+  std::vector<std::uint64_t> stage_hashes;  // per stage, parameters held there
+  std::vector<float> losses;                // per subnet, in sequence order
+  double seconds = 0;                       // stage 0's training time
+  int subnets = 0;
+  double subnets_per_s() const { return seconds > 0 ? subnets / seconds : 0; }
+};
+
+// Starts a TCPStore on 127.0.0.1 (free port), spawns `workers` processes of
+// the worker binary, waits for them and reads their results. Throws
+// std::runtime_error naming the worker that failed.
+CspRunResult launch_csp_run(const CspLaunch& l);
+
+}  // namespace pw::rt::nas

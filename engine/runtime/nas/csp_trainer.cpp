@@ -1,0 +1,218 @@
+#include "runtime/nas/csp_trainer.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/nas/csp_policy.h"
+#include "core/nas/nas_job.h"
+#include "core/nas/supernet_partition.h"
+#include "runtime/nas/fmnist_batches.h"
+#include "runtime/nas/supernet_modules.h"
+
+namespace pw::rt::nas {
+namespace {
+using pw::nas::CspActionKind;
+using pw::nas::CspStage;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kActTag = 1, kGradTag = 2;
+
+// One direction of traffic with a neighbour: tensors of a fixed shape, the
+// subnet id riding in the last element. Sends are kept until complete.
+class Channel {
+ public:
+  Channel(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, int peer, int tag, std::int64_t numel, int expected)
+      : pg_(std::move(pg)), peer_(peer), tag_(tag), numel_(numel), expected_(expected) {}
+  void send(int id, const at::Tensor& t) {
+    at::Tensor buf = at::empty({numel_ + 1}, at::kFloat);
+    buf.narrow(0, 0, numel_).copy_(t.reshape({-1}));
+    buf[numel_] = static_cast<float>(id);
+    std::vector<at::Tensor> v{buf};
+    sends_.push_back({pg_->send(v, peer_, tag_), buf});
+    while (!sends_.empty() && sends_.front().first->isCompleted()) sends_.pop_front();
+  }
+  // A received (id, tensor), if one has arrived.
+  bool poll(int* id, at::Tensor* out) {
+    if (received_ >= expected_) return false;
+    if (!recv_) {
+      buf_ = at::empty({numel_ + 1}, at::kFloat);
+      std::vector<at::Tensor> v{buf_};
+      recv_ = pg_->recv(v, peer_, tag_);
+    }
+    if (!recv_->isCompleted()) return false;
+    recv_->wait();
+    recv_.reset();
+    ++received_;
+    *id = static_cast<int>(buf_[numel_].item<float>());
+    *out = buf_.narrow(0, 0, numel_);
+    return true;
+  }
+  void drain() {
+    for (auto& s : sends_) s.first->wait();
+    sends_.clear();
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  int peer_, tag_;
+  std::int64_t numel_;
+  int expected_, received_ = 0;
+  c10::intrusive_ptr<c10d::Work> recv_;
+  at::Tensor buf_;
+  std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, at::Tensor>> sends_;
+};
+
+struct InFlight {
+  at::Tensor input, output, loss;
+};
+}  // namespace
+
+void run_csp_worker(const CspWorkerConfig& cfg) {
+  at::set_num_threads(cfg.threads);
+  std::vector<std::string> overrides = cfg.overrides;
+  overrides.push_back("pipeline.stages=" + std::to_string(cfg.world));
+  overrides.push_back("cluster.devices=" + std::to_string(cfg.world));
+  JobSpec job = load_job(cfg.job_file, overrides);
+  pw::nas::NasJob nj = pw::nas::prepare_nas_job(job);
+  const int n = static_cast<int>(nj.sequence.size());
+  const int s = cfg.rank, p = cfg.world;
+  CnnSupernet net(job, nj.space, nj.stages[s]);
+  FmnistBatches data(job);
+  int window = cfg.window > 0 ? cfg.window : nj.space.window;
+  CspStage csp(s, p, nj.stages[s], &nj.sequence, window);
+
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(cfg.port);
+  so.isServer = false;
+  so.waitWorkers = false;
+  so.timeout = std::chrono::seconds(60);
+  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+  auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(120));
+  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  opts->threads = 1;
+  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("nas", store), s, p,
+                                                         opts);
+  const int batch = job.training.microbatch_size;
+  auto shape = net.activation_shape(batch);
+  std::int64_t numel = 1;
+  for (auto d : shape) numel *= d;
+  std::unique_ptr<Channel> act_in, act_out, grad_in, grad_out;
+  if (s > 0) act_in = std::make_unique<Channel>(pg, s - 1, kActTag, numel, n);
+  if (s + 1 < p) act_out = std::make_unique<Channel>(pg, s + 1, kActTag, numel, 0);
+  if (s + 1 < p) grad_in = std::make_unique<Channel>(pg, s + 1, kGradTag, numel, n);
+  if (s > 0) grad_out = std::make_unique<Channel>(pg, s - 1, kGradTag, numel, 0);
+
+  std::map<int, at::Tensor> arrived_act, arrived_grad;
+  std::map<int, InFlight> live;
+  std::map<int, float> losses;
+  nlohmann::json events = nlohmann::json::array();
+  pg->barrier()->wait();
+  auto t0 = Clock::now();
+  auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+
+  while (!csp.all_done()) {
+    int id;
+    at::Tensor t;
+    while (act_in && act_in->poll(&id, &t)) {
+      arrived_act[id] = t.reshape(shape).clone();
+      csp.forward_ready(id);
+    }
+    while (grad_in && grad_in->poll(&id, &t)) {
+      arrived_grad[id] = t.reshape(shape).clone();
+      csp.backward_ready(id);
+    }
+    std::optional<pw::nas::CspAction> a;
+    if (cfg.csp) {
+      a = csp.next();
+    } else {
+      // The racing baseline: same pipeline, no conflict test.
+      a = csp.next();
+      if (!a || a->kind != CspActionKind::Backward) {
+        int b = -1;
+        if (s == 0) {
+          for (int c = csp.oldest_unfinished(); c < std::min(n, csp.oldest_unfinished() + window); ++c)
+            if (!live.count(c) && !csp.finished(c)) { b = c; break; }
+        } else if (!arrived_act.empty()) {
+          b = arrived_act.begin()->first;
+        }
+        a = b >= 0 ? std::optional<pw::nas::CspAction>({CspActionKind::Forward, b}) : std::nullopt;
+      }
+    }
+    if (!a) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
+    const int b = a->subnet;
+    const auto& subnet = nj.sequence[b];
+    std::int64_t start = now_ns();
+    if (a->kind == CspActionKind::Forward) {
+      csp.forward_started(b);
+      InFlight f;
+      if (s == 0) {
+        f.input = net.stem(data.images(b));
+      } else {
+        f.input = arrived_act[b];
+        arrived_act.erase(b);
+        f.input.set_requires_grad(true);
+      }
+      f.output = net.layers(subnet, f.input);
+      if (net.has_head()) {
+        f.loss = loss(net.head(f.output), data.labels(b));
+        losses[b] = f.loss.item<float>();
+        csp.backward_ready(b);
+      } else {
+        act_out->send(b, f.output.detach());
+      }
+      live[b] = std::move(f);
+    } else {
+      csp.backward_started(b);
+      InFlight& f = live[b];
+      if (net.has_head()) {
+        f.loss.backward();
+      } else {
+        at::Tensor g = arrived_grad[b];
+        arrived_grad.erase(b);
+        if (f.output.requires_grad()) f.output.backward(g);
+      }
+      if (s > 0) {
+        at::Tensor gi = f.input.grad().defined() ? f.input.grad() : at::zeros(shape);
+        grad_out->send(b, gi);
+      }
+      net.sgd_update(subnet, job.training.lr);  // this subnet's own layers, right after its backward
+      live.erase(b);
+      csp.backward_done(b);
+    }
+    events.push_back({{"kind", a->kind == CspActionKind::Forward ? "forward" : "backward"},
+                      {"subnet", b}, {"start_ns", start}, {"end_ns", now_ns()}});
+  }
+  if (act_out) act_out->drain();
+  if (grad_out) grad_out->drain();
+  double seconds = (now_ns()) / 1e9;
+  pg->barrier()->wait();
+
+  nlohmann::json out{{"stage", s},
+                     {"world", p},
+                     {"subnets", n},
+                     {"seconds", seconds},
+                     {"hash", std::to_string(net.hash())},
+                     {"first_layer", nj.stages[s].first},
+                     {"last_layer", nj.stages[s].last},
+                     {"events", events}};
+  if (net.has_head()) {
+    nlohmann::json l = nlohmann::json::array();
+    for (int b = 0; b < n; ++b) l.push_back(losses[b]);
+    out["losses"] = l;
+  }
+  std::ofstream(cfg.out_dir + "/stage" + std::to_string(s) + ".json") << out.dump() << "\n";
+}
+
+}  // namespace pw::rt::nas

@@ -1,0 +1,110 @@
+#include "runtime/nas/supernet_modules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace pw::rt::nas {
+namespace {
+at::Tensor init(at::IntArrayRef shape, double fan_in, at::Generator& g) {
+  double bound = 1.0 / std::sqrt(fan_in);
+  return at::empty(shape, at::kFloat).uniform_(-bound, bound, g);
+}
+at::Generator gen(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  return at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ull + a * 7919ull + b + 17);
+}
+}  // namespace
+
+at::Tensor Candidate::forward(const at::Tensor& x) const {
+  if (kernel == 0) return x;
+  auto y = at::relu(at::conv2d(x, params[0], params[1], 1, kernel / 2));
+  return at::relu(at::conv2d(y, params[2], params[3]));
+}
+
+CnnSupernet::CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, pw::nas::StageSlots slots)
+    : slots_(slots) {
+  if (space.kind != "fmnist-cnn")
+    throw std::invalid_argument("the CPU supernet trainer implements search_space.builtin \"fmnist-cnn\", got \"" +
+                                space.kind + "\"");
+  if (space.shared != pw::nas::SharedRule::Frozen)
+    throw std::invalid_argument("search_space.shared: the CPU supernet trainer keeps stem and head frozen");
+  channels_ = job.model.widths.front();
+  half_ = job.model.image_size / 2;
+  has_head_ = slots.last == space.size() - 1;
+  std::uint64_t seed = job.training.seed;
+  for (int l = slots.first; l <= slots.last; ++l) {
+    std::vector<Candidate> cands;
+    for (int c = 0; c < space.layers[l].choices(); ++c) {
+      const auto& spec = space.layers[l].candidates[c];
+      Candidate cand;
+      if (spec.op == "conv") {
+        auto g = gen(seed, 1 + l, c);
+        std::int64_t k = spec.kernel, w = spec.width, C = channels_;
+        cand.kernel = spec.kernel;
+        cand.params = {init({w, C, k, k}, C * k * k, g), init({w}, C * k * k, g), init({C, w, 1, 1}, w, g),
+                       init({C}, w, g)};
+        for (auto& p : cand.params) p.set_requires_grad(true);
+      }
+      cands.push_back(std::move(cand));
+    }
+    layers_.push_back(std::move(cands));
+  }
+  auto g = gen(seed, 0, 0);  // frozen: no gradients, never updated
+  std::int64_t in = job.model.in_channels, C = channels_;
+  stem_w_ = init({C, in, 3, 3}, in * 9, g);
+  stem_b_ = init({C}, in * 9, g);
+  head_w_ = init({job.model.classes, C}, C, g);
+  head_b_ = init({job.model.classes}, C, g);
+}
+
+at::Tensor CnnSupernet::stem(const at::Tensor& images) const {
+  return at::max_pool2d(at::relu(at::conv2d(images, stem_w_, stem_b_, 1, 1)), {2, 2});
+}
+
+at::Tensor CnnSupernet::head(const at::Tensor& x) const {
+  return at::linear(x.mean({2, 3}), head_w_, head_b_);
+}
+
+at::Tensor CnnSupernet::layers(const pw::nas::Subnet& subnet, const at::Tensor& x) const {
+  at::Tensor y = x;
+  for (int l = slots_.first; l <= slots_.last; ++l) y = layers_[l - slots_.first][subnet[l]].forward(y);
+  return y;
+}
+
+void CnnSupernet::sgd_update(const pw::nas::Subnet& subnet, double lr) {
+  at::NoGradGuard ng;
+  for (int l = slots_.first; l <= slots_.last; ++l)
+    for (auto& p : layers_[l - slots_.first][subnet[l]].params) {
+      if (!p.grad().defined()) continue;
+      p.sub_(p.grad(), lr);
+      p.mutable_grad() = at::Tensor();
+    }
+}
+
+std::uint64_t fnv1a(const at::Tensor& t, std::uint64_t h) {
+  at::Tensor c = t.detach().contiguous();
+  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+  for (std::int64_t i = 0; i < c.numel() * static_cast<std::int64_t>(c.element_size()); ++i) {
+    h ^= bytes[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t CnnSupernet::hash() const { return hash_range(slots_.first, slots_.last); }
+
+std::uint64_t CnnSupernet::hash_range(int first, int last) const {
+  std::uint64_t h = 1469598103934665603ull;
+  for (int l = std::max(first, slots_.first); l <= std::min(last, slots_.last); ++l)
+    for (const auto& cand : layers_[l - slots_.first])
+      for (const auto& p : cand.params) h = fnv1a(p, h);
+  return h;
+}
+
+}  // namespace pw::rt::nas
+
+namespace pw::rt::nas {
+at::Tensor loss(const at::Tensor& logits, const at::Tensor& labels) {
+  return at::nll_loss(at::log_softmax(logits, 1), labels);
+}
+}  // namespace pw::rt::nas

@@ -1,0 +1,62 @@
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/nas/csp_policy.h"
+#include "core/nas/search_space.h"
+#include "core/spec/job_spec.h"
+
+namespace pw::rt::nas {
+
+// The Fashion-MNIST CNN supernet (core's "fmnist-cnn" space) as plain ATen
+// tensors and functional ops, so forward and backward are the same
+// floating-point operations whichever process runs them. Every candidate's
+// weights are drawn from a generator seeded by (seed, layer, choice): each
+// process builds bit-identical candidates for the layers it holds.
+struct Candidate {
+  int kernel = 0;  // 0: identity
+  std::vector<at::Tensor> params;  // conv k (w x C x k x k), bias w, 1x1 (C x w x 1 x 1), bias C
+  at::Tensor forward(const at::Tensor& x) const;
+};
+
+class CnnSupernet {
+ public:
+  // Holds choice layers [slots.first, slots.last], plus the frozen stem
+  // (when slots.first == 0) and the frozen head (when it holds the last).
+  CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, pw::nas::StageSlots slots);
+
+  bool has_stem() const { return slots_.first == 0; }
+  bool has_head() const { return has_head_; }
+  at::Tensor stem(const at::Tensor& images) const;        // [B,1,28,28] -> [B,C,14,14]
+  at::Tensor head(const at::Tensor& x) const;             // [B,C,14,14] -> logits
+  // The subnet's choice layers held here, in order.
+  at::Tensor layers(const pw::nas::Subnet& subnet, const at::Tensor& x) const;
+  // Plain SGD on the subnet's candidates held here; zeroes their gradients.
+  void sgd_update(const pw::nas::Subnet& subnet, double lr);
+
+  // FNV-1a over the raw bytes of every trainable parameter held here, in
+  // (layer, choice, parameter) order.
+  std::uint64_t hash() const;
+  // The same over choice layers [first, last] only (a sub-range of those held).
+  std::uint64_t hash_range(int first, int last) const;
+  const pw::nas::StageSlots& slots() const { return slots_; }
+  std::vector<std::int64_t> activation_shape(int batch) const { return {batch, channels_, half_, half_}; }
+
+ private:
+  pw::nas::StageSlots slots_;
+  bool has_head_ = false;
+  std::int64_t channels_, half_;
+  std::vector<std::vector<Candidate>> layers_;  // [layer - first][choice]
+  at::Tensor stem_w_, stem_b_, head_w_, head_b_;
+};
+
+std::uint64_t fnv1a(const at::Tensor& t, std::uint64_t h = 1469598103934665603ull);
+
+}  // namespace pw::rt::nas
+
+namespace pw::rt::nas {
+// Mean cross-entropy of logits against int64 labels.
+at::Tensor loss(const at::Tensor& logits, const at::Tensor& labels);
+}  // namespace pw::rt::nas
