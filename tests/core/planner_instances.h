@@ -9,7 +9,7 @@
 #include "core/plan/planner.h"
 #include "core/schedule/schedule.h"
 
-namespace pw::testing {
+namespace pw::plantest {
 
 struct Instance {
   std::unique_ptr<ModelProfile> profile;
@@ -69,4 +69,4 @@ inline Instance random_instance(std::mt19937_64& rng, int layers, int stages, in
   return x;
 }
 
-}  // namespace pw::testing
+}  // namespace pw::plantest

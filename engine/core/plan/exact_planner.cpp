@@ -28,7 +28,7 @@ class ExactSearch {
       for (int b = a; b < L_ && b - a + 1 <= L_ - p_ + 1; ++b) work += p_ * std::pow(3.0, b - a + 1);
     if (work > kMaxPolicies)
       throw std::invalid_argument("planner exact: " + std::to_string(L_) + " layers on " + std::to_string(p_) +
-                                  " stages needs ~" + std::to_string(static_cast<long long>(work)) +
+                                  " stages needs ~" + std::to_string(static_cast<long long>(std::min(work, 1e18))) +
                                   " policy evaluations (limit " + std::to_string(static_cast<long long>(kMaxPolicies)) +
                                   "); use vpipe or a smaller instance");
     fronts_.resize(static_cast<size_t>(p_) * L_ * L_);

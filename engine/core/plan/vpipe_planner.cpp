@@ -132,7 +132,7 @@ class Search {
         }
       }
       if (next.empty()) break;
-      bool better = est < 1e299 ? next_est < est * (1 - 1e-3) : next_over < over;
+      bool better = est < 1e299 ? next_est < est * (1 - 1e-2) : next_over < over;
       if (!better) break;
       ends = next;
       est = next_est;

@@ -12,7 +12,7 @@ namespace pw {
 // bottleneck levels, then hill climbing on simulated iteration time by
 // moving boundary layers. Incremental mode (req.current): moves one
 // boundary layer at a time from the plan in force while that improves the
-// predicted iteration time by at least 0.1%, so live migration moves few
+// predicted iteration time by at least 1%, so live migration moves few
 // layers; falls back to the global search when the current plan cannot be
 // made to fit.
 class VPipePlanner final : public Planner {
