@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/data.h"
+#include "runtime/migration/controller.h"  // migration hook
 #include "runtime/protocol.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
 
@@ -97,6 +98,9 @@ class Coordinator {
     so.timeout = std::chrono::seconds(60);
     store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
     int port = store_->getPort();
+    // migration hook: online replanning and live migration (engine/runtime/migration)
+    mig_ = std::make_unique<migration::Controller>(prepared, store_, obs_);
+    mig_->publish();
 
     nlohmann::json cfg{{"job", job.raw},
                        {"plan", to_json(prepared.plan)},
@@ -140,6 +144,7 @@ class Coordinator {
       fail(1, std::string("coordinator: ") + e.what());
     }
     shutdown();
+    if (mig_) finish_migration();  // migration hook
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     if (result_.exit_code == 0) collect(job);
@@ -151,7 +156,7 @@ class Coordinator {
   void fail(int code, const std::string& why) {
     if (result_.exit_code == 0) {
       result_.exit_code = code;
-      result_.error = why;
+      result_.error = why + (mig_ ? mig_->failure_context() : "");  // migration hook
     }
   }
 
@@ -236,8 +241,23 @@ class Coordinator {
       bool all = true;
       for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::result(r)});
       if (all) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (mig_) mig_->poll();  // migration hook
+      std::this_thread::sleep_for(std::chrono::milliseconds(mig_ && mig_->busy() ? 1 : 50));
     }
+  }
+
+  // migration hook: the events without a measured gain yet, the final plan, migration.json.
+  void finish_migration() {
+    if (!mig_->enabled()) return;
+    if (result_.exit_code == 0) {
+      try {
+        mig_->poll();  // the last iterations' measurements
+      } catch (const std::exception&) {
+      }
+    }
+    mig_->finish();
+    result_.plan = mig_->plan();
+    if (!opt_.run_dir.empty()) std::ofstream(opt_.run_dir + "/migration.json") << mig_->report().dump(2) << "\n";
   }
 
   void shutdown() {
@@ -306,6 +326,7 @@ class Coordinator {
   RunResult result_;
   c10::intrusive_ptr<c10d::TCPStore> store_;
   std::vector<pid_t> pids_;
+  std::unique_ptr<migration::Controller> mig_;  // migration hook
   int world_ = 1;
   std::int64_t start_it_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/events/event.h"
+#include "core/events/run_records.h"  // migration hook
 #include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
 
@@ -45,6 +46,9 @@ class RunObserver {
   virtual void on_start(const PreparedJob& job, int start_iteration) {}
   virtual void on_iteration(std::int64_t iteration, double loss, double samples_per_s, double eta_s) {}
   virtual void on_events(const std::vector<Event>& events) {}
+  // A live migration (engine/runtime/migration): one record per moved layer,
+  // and the whole event (reason, stall, predicted and measured gain) as JSON.
+  virtual void on_migration(const std::vector<Migration>& moves, const nlohmann::json& event) {}
   virtual void on_finish(const RunResult& result) {}
 };
 

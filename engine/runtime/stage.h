@@ -11,11 +11,15 @@
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
 #include "runtime/memory.h"
+#include <torch/nn/modules/container/sequential.h>  // migration hook
 
 #include <c10/util/intrusive_ptr.h>
 
 namespace c10d {
 class ProcessGroup;
+}
+namespace torch::optim {
+class Optimizer;  // migration hook
 }
 
 namespace pw::rt {
@@ -58,6 +62,14 @@ class StageExecutor {
   // Checkpoint: parameters and optimizer state.
   void save(const std::string& file) const;
   void load(const std::string& file);
+
+  // Live migration hooks (engine/runtime/migration): a layer's module (null
+  // where another device owns it), the optimizer holding its state, and
+  // exchanging the whole stage for one built with a new plan at an
+  // iteration boundary (a flush: nothing in flight).
+  torch::nn::Sequential layer(int l) const;
+  torch::optim::Optimizer& optimizer();
+  void swap(StageExecutor& other) noexcept { impl_.swap(other.impl_); }
 
  private:
   struct Impl;

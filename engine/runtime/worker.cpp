@@ -22,6 +22,7 @@
 #include "core/spec/job_spec.h"
 #include "runtime/data.h"
 #include "runtime/memory.h"
+#include "runtime/migration/worker_agent.h"  // migration hook
 #include "runtime/protocol.h"
 #include "runtime/stage.h"
 
@@ -146,7 +147,8 @@ int run_worker(const WorkerEnv& env) {
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("pg", store),
                                                            env.rank, env.world_size, opts);
     EventLog log;
-    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, &log);
+    migration::WorkerAgent migration(job, plan, *schedule, env.rank, store, pg, data, &log);  // migration hook
+    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, migration.sink());
     if (cfg.contains("resume_file")) {
       std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(env.rank) + ".pt";
       stage.load(f);
@@ -161,7 +163,9 @@ int run_worker(const WorkerEnv& env) {
       stage.run_async(first_it, iterations, report);
     }
     for (std::int64_t it = first_it; stage.flushes() && it < iterations; ++it) {
+      migration.before_iteration(it, stage);  // migration hook
       double loss = stage.run_iteration(it);
+      migration.after_iteration(it, stage);  // migration hook
       if (!std::isnan(loss)) report(it, loss);
       if (ckpt_every > 0 && !run_dir.empty() && (it + 1) % ckpt_every == 0) {
         namespace fs = std::filesystem;

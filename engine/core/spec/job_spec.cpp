@@ -161,6 +161,7 @@ JobSpec parse_job(const nlohmann::json& doc) {
   job.model.raw = doc.at("model");
   job.search_space = f.raw("search_space");
   job.data = f.raw("data");
+  (void)f.raw("runtime");  // kept in raw; interpreted by the engine's live migration (engine/runtime/migration)
   job.training = parse_training(f.object("training", false));
   job.cluster = parse_cluster(f.object("cluster", false));
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);

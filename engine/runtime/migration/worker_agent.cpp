@@ -1,0 +1,201 @@
+#include "runtime/migration/worker_agent.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "runtime/migration/keys.h"
+#include "runtime/migration/layer_state.h"
+#include "runtime/protocol.h"
+
+namespace pw::rt::migration {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// Tags of their own, above the training (< 2^28) and evaluation (2^28 + v) ranges.
+int state_tag(int version, int layer, int part) { return (1 << 29) + (version % 256) * 65536 + layer * 2 + part; }
+
+// Measures compute (forward + backward events) and, from slowdown_from on,
+// makes this device `factor` times slower by sleeping (factor - 1) x each
+// action's measured time right after it.
+class MeasuringSink final : public EventSink {
+ public:
+  MeasuringSink(EventSink* next, double factor, std::int64_t from) : next_(next), factor_(factor), from_(from) {}
+  void on_event(const Event& e) override {
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward) {
+      std::int64_t d = e.end_ns - e.start_ns;
+      if (factor_ > 1 && iteration_ >= from_) {
+        auto extra = static_cast<std::int64_t>((factor_ - 1) * static_cast<double>(d));
+        std::this_thread::sleep_for(std::chrono::nanoseconds(extra));
+        d = now_ns() - e.start_ns;
+      }
+      compute_ns_ += d;
+    }
+    if (next_) next_->on_event(e);
+  }
+  void start(std::int64_t it) {
+    iteration_ = it;
+    compute_ns_ = 0;
+  }
+  std::int64_t compute_ns() const { return compute_ns_; }
+
+ private:
+  EventSink* next_;
+  double factor_;
+  std::int64_t from_;
+  std::int64_t iteration_ = 0;
+  std::int64_t compute_ns_ = 0;
+};
+
+}  // namespace
+
+struct WorkerAgent::Impl {
+  JobSpec job;
+  Plan plan;
+  const Schedule& schedule;
+  int rank, world;
+  c10::intrusive_ptr<c10d::Store> store;
+  StageExecutor::PG pg;
+  TrainData& data;
+  EventSink* log;
+  Settings settings;
+  std::unique_ptr<MeasuringSink> measuring;
+  std::int64_t scheduled = 0;  // rank 0: online proposals already given an iteration
+  std::int64_t iter_start = 0;
+
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int r, c10::intrusive_ptr<c10d::Store> st,
+       StageExecutor::PG g, TrainData& d, EventSink* l)
+      : job(j), plan(p), schedule(s), rank(r), world(s.devices()), store(std::move(st)), pg(std::move(g)), data(d),
+        log(l) {
+    settings = parse_settings(job.raw, job.pipeline.stages, plan.layer_count());
+    if (!settings.present) return;
+    if (!schedule.flushes() && (settings.replan || !settings.migrate.empty()))
+      throw std::runtime_error(
+          "runtime.replan/runtime.migrate: live migration switches owners at a flush; the pipedream schedule has "
+          "none (use gpipe, 1f1b or interleaved)");
+    double f = rank < static_cast<int>(settings.slowdown.size()) ? settings.slowdown[rank] : 1.0;
+    measuring = std::make_unique<MeasuringSink>(log, f, settings.slowdown_from);
+  }
+
+  void before(std::int64_t it, StageExecutor& stage) {
+    if (!settings.present) return;
+    iter_start = now_ns();
+    measuring->start(it);
+    // Rank 0 finishes every iteration last and starts the next one first,
+    // and no other rank can finish iteration `it` before rank 0's sends of
+    // `it`: a key written now for it + 1 is seen by every rank in time.
+    if (rank == 0 && settings.replan) {
+      std::int64_t n = store->add(keys::kProposals, 0);
+      if (n > scheduled) {
+        scheduled = n;
+        store->set(keys::at(it + 1), store->get(keys::proposal(n)));
+      }
+    }
+    if (store->check({keys::at(it)})) migrate(std::stoi(from_bytes(store->get(keys::at(it)))), it, stage);
+  }
+
+  void after(std::int64_t it, StageExecutor& stage) {
+    if (!settings.present) return;
+    double compute_ms = measuring->compute_ns() * 1e-6 / schedule.microbatches();
+    nlohmann::json j{{"compute_ms", compute_ms},
+                     {"iter_ms", (now_ns() - iter_start) * 1e-6},
+                     {"peak", stage.memory().peak_bytes()},
+                     {"budget", stage.memory().budget()},
+                     {"t_ns", now_ns()}};
+    store->set(keys::stat(it, rank), to_bytes(j.dump()));
+  }
+
+  int device_of(const Plan& p, int layer) const { return p.stage_of(layer) % world; }
+
+  void migrate(int version, std::int64_t it, StageExecutor& stage) {
+    std::int64_t t0 = now_ns();
+    auto doc = nlohmann::json::parse(from_bytes(store->get(keys::plan(version))));
+    Plan next = plan_from_json(doc.at("plan"));
+    validate_plan(next, plan.layer_count());
+    // Phase 1 (prepare): the old owner sends each moving layer's state to
+    // the new owner and keeps its own copy until the commit.
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    std::vector<std::vector<at::Tensor>> keep;  // buffers of the pending sends and receives
+    std::map<int, std::pair<int, size_t>> incoming;  // layer -> (buffer index of size, of data)
+    std::int64_t sent = 0, received = 0;
+    for (int l = 0; l < plan.layer_count(); ++l) {
+      int a = device_of(plan, l), b = device_of(next, l);
+      if (a == b || a != rank) continue;
+      std::string blob = export_layer(stage, l);
+      at::Tensor size = at::tensor({static_cast<std::int64_t>(blob.size())}, at::kLong);
+      at::Tensor bytes = at::empty({static_cast<std::int64_t>(blob.size())}, at::kByte);
+      std::memcpy(bytes.data_ptr(), blob.data(), blob.size());
+      keep.push_back({size});
+      works.push_back(pg->send(keep.back(), b, state_tag(version, l, 0)));
+      keep.push_back({bytes});
+      works.push_back(pg->send(keep.back(), b, state_tag(version, l, 1)));
+      sent += static_cast<std::int64_t>(blob.size());
+    }
+    std::map<int, std::string> blobs;
+    for (int l = 0; l < plan.layer_count(); ++l) {
+      int a = device_of(plan, l), b = device_of(next, l);
+      if (a == b || b != rank) continue;
+      std::vector<at::Tensor> size{at::empty({1}, at::kLong)};
+      pg->recv(size, a, state_tag(version, l, 0))->wait();
+      std::vector<at::Tensor> bytes{at::empty({size[0].item<std::int64_t>()}, at::kByte)};
+      pg->recv(bytes, a, state_tag(version, l, 1))->wait();
+      blobs[l] = std::string(static_cast<const char*>(bytes[0].data_ptr()), bytes[0].numel());
+      received += bytes[0].numel();
+    }
+    for (auto& w : works) w->wait();
+    if (settings.fail_in_migration == rank) std::raise(SIGKILL);  // test hook: die while prepared
+    // The new owner builds every layer from the job seed (StageExecutor does)
+    // and only loads state: received layers, and the layers it keeps.
+    StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get());
+    for (int l = 0; l < next.layer_count(); ++l) {
+      if (device_of(next, l) != rank) continue;
+      if (device_of(plan, l) == rank)
+        import_layer(fresh, l, export_layer(stage, l), job.training.optimizer);
+      else
+        import_layer(fresh, l, blobs.at(l), job.training.optimizer);
+    }
+    std::int64_t prepared = now_ns();
+    store->set(keys::ack(version, rank),
+               to_bytes(nlohmann::json{{"iteration", it}, {"sent", sent}, {"received", received},
+                                       {"prepare_ms", (prepared - t0) * 1e-6}, {"start_ns", t0}}
+                            .dump()));
+    // Phase 2: switch only on the coordinator's commit; an abort (a peer
+    // died) leaves the old owner's copy as the only one and ends the run.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!store->check({keys::commit(version)})) {
+      if (store->check({pw::rt::keys::kAbort})) std::_Exit(3);
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("migration to plan version " + std::to_string(version) +
+                                 ": no commit from the coordinator within 60 s");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    stage.swap(fresh);  // `fresh` now holds the old stage and frees it
+    plan = next;
+    std::int64_t t1 = now_ns();
+    store->set(keys::done(version, rank),
+               to_bytes(nlohmann::json{{"stall_ms", (t1 - t0) * 1e-6}, {"end_ns", t1}}.dump()));
+    iter_start = now_ns();  // the stall is reported separately from the iteration's time
+  }
+};
+
+WorkerAgent::WorkerAgent(const JobSpec& job, const Plan& plan, const Schedule& schedule, int rank,
+                         c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, rank, std::move(store), std::move(pg), data, log)) {}
+WorkerAgent::~WorkerAgent() = default;
+EventSink* WorkerAgent::sink() { return impl_->measuring ? impl_->measuring.get() : impl_->log; }
+void WorkerAgent::before_iteration(std::int64_t it, StageExecutor& stage) { impl_->before(it, stage); }
+void WorkerAgent::after_iteration(std::int64_t it, StageExecutor& stage) { impl_->after(it, stage); }
+
+}  // namespace pw::rt::migration

@@ -1,0 +1,46 @@
+#pragma once
+#include <c10/util/intrusive_ptr.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+
+#include "core/events/event.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/spec/job_spec.h"
+#include "runtime/migration/settings.h"
+#include "runtime/stage.h"
+
+namespace c10d {
+class Store;
+}
+
+namespace pw::rt {
+class TrainData;
+}
+
+namespace pw::rt::migration {
+
+// The worker's side of live migration (docs/migration.md). Between two
+// iterations of a flush schedule it: schedules online proposals (rank 0),
+// applies a migration due at this iteration (layer state over Gloo p2p,
+// a StageExecutor for the new plan, ack, wait for the coordinator's
+// commit, swap), and reports per-iteration compute to the coordinator.
+// Its event sink measures forward/backward time and applies the provoked
+// slowdown. Inactive (a pass-through) when the job has no runtime section.
+class WorkerAgent {
+ public:
+  WorkerAgent(const JobSpec& job, const Plan& plan, const Schedule& schedule, int rank,
+              c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log);
+  ~WorkerAgent();
+  EventSink* sink();
+  void before_iteration(std::int64_t it, StageExecutor& stage);
+  void after_iteration(std::int64_t it, StageExecutor& stage);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pw::rt::migration

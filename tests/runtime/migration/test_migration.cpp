@@ -1,0 +1,220 @@
+// Live migration must not change the numbers: with flush schedules and
+// per-layer modules, a run whose layers move between stages at iteration
+// boundaries computes what a plain single-process loop computes (the
+// independent reference below), and bitwise what a run with the final
+// partition from the start computes.
+#include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+
+#include <fstream>
+
+#include "run_helpers.h"
+#include "runtime/data.h"
+#include "runtime/layers.h"
+
+namespace pw::rt {
+namespace {
+using namespace testing;
+
+struct Reference {
+  std::vector<double> losses;
+  std::vector<at::Tensor> weights;
+};
+
+Reference reference_loop(const JobSpec& job) {
+  auto layers = build_layers(job);
+  std::vector<at::Tensor> params;
+  for (auto& l : layers)
+    for (auto& p : l->parameters()) params.push_back(p);
+  torch::optim::Adam opt(params, torch::optim::AdamOptions(job.training.lr));
+  TrainData data(job);
+  int m = job.pipeline.microbatches;
+  Reference r;
+  for (int it = 0; it < job.training.iterations; ++it) {
+    opt.zero_grad();
+    double total = 0;
+    for (int k = 0; k < m; ++k) {
+      Batch b = data.microbatch(it, k);
+      at::Tensor x = b.input;
+      for (auto& l : layers) x = l->forward(x);
+      at::Tensor loss = torch::nn::functional::cross_entropy(x, b.target) / m;
+      loss.backward();
+      total += loss.item<double>();
+    }
+    opt.step();
+    r.losses.push_back(total);
+  }
+  for (auto& p : params) r.weights.push_back(p.detach().clone());
+  return r;
+}
+
+nlohmann::json ranges(std::vector<std::pair<int, int>> r) {
+  auto a = nlohmann::json::array();
+  for (auto [f, l] : r) a.push_back({f, l});
+  return a;
+}
+
+Plan plan_of(const nlohmann::json& doc, std::vector<std::pair<int, int>> r) {
+  Plan p = uniform_partition(doc["model"]["widths"].size() + 1, static_cast<int>(r.size()));
+  for (size_t i = 0; i < r.size(); ++i) p.stages[i] = {r[i].first, r[i].second};
+  return p;
+}
+
+nlohmann::json read_json(const std::string& f) {
+  std::ifstream in(f);
+  return nlohmann::json::parse(in);
+}
+
+struct Case {
+  const char* name;
+  int stages, microbatches, iterations;
+  std::vector<int> widths;
+  std::vector<std::pair<int, int>> initial;
+  std::vector<std::pair<std::int64_t, std::vector<std::pair<int, int>>>> moves;
+};
+
+class LiveMigration : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LiveMigration, SameWeightsAsReferenceAndAsTheFinalPartition) {
+  const Case& c = GetParam();
+  auto doc = mlp_job(c.stages, c.microbatches, "1f1b", c.widths, c.iterations);
+  auto script = nlohmann::json::array();
+  for (auto& [it, r] : c.moves) script.push_back({{"iteration", it}, {"stages", ranges(r)}});
+  auto migrating = doc;
+  migrating["runtime"] = {{"migrate", script}};
+
+  std::string dir = temp_dir("mig");
+  auto opt = options(migrating, dir);
+  opt.plan = plan_of(doc, c.initial);
+  RunResult run = run_job(opt);
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+
+  auto report = read_json(dir + "/migration.json");
+  ASSERT_EQ(report["migrations"].size(), c.moves.size());
+  for (size_t i = 0; i < c.moves.size(); ++i) {
+    EXPECT_EQ(report["migrations"][i]["iteration"], c.moves[i].first);
+    EXPECT_GT(report["migrations"][i]["moves"].size(), 0u);
+    EXPECT_GT(report["migrations"][i]["bytes"].get<std::int64_t>(), 0);
+  }
+  EXPECT_EQ(run.plan.stages.back().first_layer, c.moves.back().second.back().first);
+
+  // Independent reference: one process, no pipeline.
+  Reference ref = reference_loop(parse_job(doc));
+  ASSERT_EQ(run.losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-5 * std::abs(ref.losses[i])) << "iteration " << i;
+  auto w = run_weights(dir, c.stages);
+  ASSERT_EQ(w.size(), ref.weights.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    double scale = ref.weights[i].abs().max().item<double>();
+    EXPECT_LE((w[i] - ref.weights[i]).abs().max().item<double>(), 1e-5 * scale) << "parameter " << i;
+  }
+
+  // The final partition from the start: bitwise the same.
+  std::string dir2 = temp_dir("mig-static");
+  auto opt2 = options(doc, dir2);
+  opt2.plan = plan_of(doc, c.moves.back().second);
+  RunResult fixed = run_job(opt2);
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.error;
+  EXPECT_EQ(fixed.losses, run.losses);
+  auto w2 = run_weights(dir2, c.stages);
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(w[i].equal(w2[i])) << "parameter " << i;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runtime, LiveMigration,
+    ::testing::Values(
+        // Layers move forward (0 -> 1), then back (1 -> 0).
+        Case{"two_stages_both_ways", 2, 4, 5, {32, 32, 32}, {{0, 1}, {2, 3}},
+             {{2, {{0, 0}, {1, 3}}}, {3, {{0, 2}, {3, 3}}}}},
+        // Before the first iteration and before the last one.
+        Case{"first_and_last_iteration", 2, 2, 4, {32, 32, 32}, {{0, 1}, {2, 3}},
+             {{0, {{0, 2}, {3, 3}}}, {3, {{0, 0}, {1, 3}}}}},
+        Case{"four_stages", 4, 4, 4, {32, 32, 32, 32, 32}, {{0, 0}, {1, 2}, {3, 3}, {4, 5}},
+             {{2, {{0, 1}, {2, 2}, {3, 4}, {5, 5}}}}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A mismatch must be detectable: a migration that dropped the optimizer
+// state would differ from the reference; here another learning rate does.
+TEST(LiveMigrationCheck, ReferenceDetectsADifferentRun) {
+  auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 3);
+  doc["runtime"] = {{"migrate", {{{"iteration", 1}, {"stages", ranges({{0, 0}, {1, 3}})}}}}};
+  std::string dir = temp_dir("mig-neg");
+  RunResult run = run_job(options(doc, dir));
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+  doc["training"]["lr"] = 0.011;
+  Reference ref = reference_loop(parse_job(doc));
+  auto w = run_weights(dir, 2);
+  EXPECT_GT((w[0] - ref.weights[0]).abs().max().item<double>(), 1e-6);
+  std::filesystem::remove_all(dir);
+}
+
+// A worker that dies after sending its layers and before the commit: the
+// run fails, the message names the stage and the migration, the last
+// checkpoint (written before the migration) is intact and loads.
+TEST(LiveMigrationFailure, WorkerKilledMidMigrationFailsCleanly) {
+  auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 6);
+  doc["runtime"] = {{"migrate", {{{"iteration", 3}, {"stages", ranges({{0, 0}, {1, 3}})}}}},
+                    {"fail_in_migration", 0}};
+  std::string dir = temp_dir("mig-kill");
+  auto opt = options(doc, dir);
+  opt.plan = plan_of(doc, {{0, 1}, {2, 3}});
+  opt.checkpoint_every = 1;
+  RunResult run = run_job(opt);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.error.find("stage 0"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("killed by signal 9"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("live migration to plan version 1 at iteration 3"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("not committed"), std::string::npos) << run.error;
+  // The coordinator may not yet have recorded the last checkpoint when the worker died.
+  EXPECT_GE(read_json(dir + "/checkpoint/meta.json")["iteration"].get<int>(), 2);
+  // The checkpoint holds the old partition: stage 0 has layers 0-1 (4 tensors).
+  EXPECT_EQ(load_stage_parameters(dir + "/checkpoint/stage0.pt").size(), 4u);
+  EXPECT_EQ(load_stage_parameters(dir + "/checkpoint/stage1.pt").size(), 4u);
+  std::filesystem::remove_all(dir);
+}
+
+// A manual request re-plans with the measured slowdown and applies the plan
+// even when the automatic trigger's gain threshold would keep the old one.
+TEST(LiveMigrationCheck, ManualRebalanceMovesLayersOffASlowStage) {
+  auto doc = mlp_job(2, 4, "1f1b", {32, 32, 32}, 8);
+  doc["runtime"] = {{"slowdown", {1, 4}},
+                    {"replan", {{"min_gain", 100}, {"rebalance_at", 2}, {"cooldown_iterations", 100}}}};
+  std::string dir = temp_dir("mig-manual");
+  auto opt = options(doc, dir);
+  opt.plan = plan_of(doc, {{0, 1}, {2, 3}});
+  RunResult run = run_job(opt);
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+  auto rep = read_json(dir + "/migration.json");
+  ASSERT_EQ(rep["migrations"].size(), 1u) << rep.dump();
+  EXPECT_EQ(rep["migrations"][0]["reason"], "manual");
+  EXPECT_GE(rep["migrations"][0]["iteration"].get<int>(), 3);
+  // The slow stage 1 ends with fewer layers.
+  EXPECT_GT(run.plan.stages[1].first_layer, 2) << rep["final_plan"].dump();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LiveMigrationFailure, AsyncPipeDreamIsRefused) {
+  auto doc = mlp_job(2, 2, "pipedream", {32, 32, 32}, 3);
+  doc["runtime"] = {{"migrate", {{{"iteration", 1}, {"stages", ranges({{0, 0}, {1, 3}})}}}}};
+  RunResult run = run_job(options(doc, ""));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.error.find("flush"), std::string::npos) << run.error;
+}
+
+TEST(LiveMigrationFailure, BadRuntimeSectionNamesTheField) {
+  auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 3);
+  doc["runtime"] = {{"slowdown", {1, 2, 3}}};
+  try {
+    run_job(options(doc, ""));
+    FAIL() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("runtime.slowdown"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pw::rt
