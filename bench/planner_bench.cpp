@@ -1,0 +1,115 @@
+// Planner figures (issue 3): throughput of vpipe against gpipe, pipedream
+// and uniform on the scenario jobs (simulated), the optimality gap against
+// exact on random small instances, and planning times.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/job/job_plan.h"
+#include "core/plan/planner.h"
+#include "planner_instances.h"
+
+using namespace pw;
+
+namespace {
+
+std::string ratio(const Plan& v, const Plan& b) {
+  if (!b.feasible) return "  OOM  ";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+6.1f%%", (v.throughput_samples_per_s / b.throughput_samples_per_s - 1) * 100);
+  return buf;
+}
+
+void scenarios() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PW_SOURCE_DIR) + "/resources/jobs/scenarios")) {
+    std::string f = e.path().string();
+    if (f.find(".profile.json") == std::string::npos && f.size() > 5 && f.substr(f.size() - 5) == ".json") files.push_back(f);
+  }
+  std::sort(files.begin(), files.end());
+  std::printf("throughput of vpipe vs baselines, simulated (OOM = the baseline does not fit)\n");
+  std::printf("  same schedule as the job (1F1B): vpipe vs gpipe / pipedream / uniform; native: gpipe on GPipe's\n");
+  std::printf("  schedule, pipedream on its async 1F1B with weight stashing\n");
+  std::printf("  %-34s %9s %8s %8s %8s %12s %12s\n", "scenario", "vpipe s/s", "gpipe", "pipedrm", "uniform",
+              "gpipe(nat)", "pipedrm(nat)");
+  for (const auto& f : files) {
+    JobSpec job = load_job(f);
+    ModelProfile prof = job_profile(job);
+    PlanRequest req = plan_request(job, prof);
+    Plan v = run_planner("vpipe", req);
+    Plan g = run_planner("gpipe", req), p = run_planner("pipedream", req), u = run_planner("uniform", req);
+    PlanRequest gn = req, pn = req;
+    gn.schedule = ScheduleKind::GPipe;
+    pn.schedule = ScheduleKind::AsyncOneFOneB;
+    Plan gg = run_planner("gpipe", gn), pp = run_planner("pipedream", pn);
+    std::printf("  %-34s %9.1f %8s %8s %8s %12s %12s\n", job.name.c_str(), v.throughput_samples_per_s,
+                ratio(v, g).c_str(), ratio(v, p).c_str(), ratio(v, u).c_str(), ratio(v, gg).c_str(), ratio(v, pp).c_str());
+  }
+  std::printf("  (paper: +24.8%%..+291.3%% over GPipe, +61.4%%..+463.4%% over PipeDream)\n\n");
+}
+
+void gaps(ScheduleKind kind, int count, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> g;
+  int none = 0;
+  double t_exact = 0, t_vpipe = 0;
+  for (int i = 0; i < count; ++i) {
+    int L = 5 + static_cast<int>(rng() % 6), p = 2 + static_cast<int>(rng() % 3), m = p + static_cast<int>(rng() % (2 * p));
+    auto x = plantest::random_instance(rng, L, p, m, kind);
+    Plan e = run_planner("exact", x.req), v = run_planner("vpipe", x.req);
+    t_exact += e.planning_time_ms;
+    t_vpipe += v.planning_time_ms;
+    if (!e.feasible || !v.feasible) {
+      ++none;
+      continue;
+    }
+    g.push_back(v.iteration_time_ms / e.iteration_time_ms - 1);
+  }
+  std::sort(g.begin(), g.end());
+  int over2 = static_cast<int>(std::count_if(g.begin(), g.end(), [](double x) { return x > 0.02; }));
+  std::printf("  %-6s %3zu instances: median %.2f%%  p90 %.2f%%  worst %.2f%%  (>2%%: %d; no plan: %d)  "
+              "planning exact %.2f ms, vpipe %.2f ms each\n",
+              to_string(kind).c_str(), g.size(), g[g.size() / 2] * 100, g[g.size() * 9 / 10] * 100, g.back() * 100, over2,
+              none, t_exact / count, t_vpipe / count);
+}
+
+void timing() {
+  std::mt19937_64 rng(3);
+  std::printf("planning time (random NAS-like layers, memory binding, 1F1B)\n");
+  for (auto [L, p, m, target] : {std::tuple{100, 8, 32, 20.0}, std::tuple{1000, 64, 128, 2000.0}}) {
+    auto x = plantest::random_instance(rng, L, p, m);
+    Plan u = run_planner("uniform", x.req);
+    Plan v = run_planner("vpipe", x.req);
+    std::printf("  %4d layers x %2d stages: vpipe %8.2f ms (target < %.0f ms), %.3fx uniform's iteration time\n", L, p,
+                v.planning_time_ms, target, v.iteration_time_ms / u.iteration_time_ms);
+    ModelProfile changed = *x.profile;
+    changed.layers[L / 3].fwd_ms *= 1.5;
+    changed.layers[L / 3].bwd_ms *= 1.5;
+    PlanRequest r = x.req;
+    r.profile = &changed;
+    r.current = &v;
+    Plan inc = run_planner("vpipe", r);
+    r.current = nullptr;
+    Plan full = run_planner("vpipe", r);
+    std::printf("    incremental replan after one layer changes: %.2f ms, %d layers moved, iteration %.4fx a full "
+                "replan's (%.2f ms, %d layers moved)%s\n",
+                inc.planning_time_ms, inc.layers_moved, inc.iteration_time_ms / full.iteration_time_ms,
+                full.planning_time_ms, layers_moved(v, full), L == 100 ? " (target < 5 ms)" : "");
+  }
+}
+
+}  // namespace
+
+int main() {
+  scenarios();
+  std::printf("optimality gap of vpipe vs exact (simulated iteration time), random small instances\n");
+  gaps(ScheduleKind::OneFOneB, 200, 1);
+  gaps(ScheduleKind::GPipe, 100, 2);
+  gaps(ScheduleKind::AsyncOneFOneB, 100, 3);
+  std::printf("\n");
+  timing();
+  return 0;
+}
