@@ -100,6 +100,8 @@ bool RunModel::appendOne(const RunBatch& b) {
   }
   throughput_.insert(throughput_.end(), b.throughput.begin(), b.throughput.end());
   for (const auto& p : b.plans) {
+    // The same plan version can arrive twice (a live snapshot, then the message).
+    if (std::any_of(plans_.begin(), plans_.end(), [&](const PlanVersion& v) { return v.version == p.version; })) continue;
     auto it = std::upper_bound(plans_.begin(), plans_.end(), p.t_ns,
                                [](std::int64_t t, const PlanVersion& v) { return t < v.t_ns; });
     plans_.insert(it, p);

@@ -85,13 +85,14 @@ void LiveRunSource::run() {
     }
   };
   handle(*first);
-  // A late joiner missed the run's status and plan: ask the control
-  // endpoint for a snapshot and continue from it without gaps.
+  // A late joiner missed the run's status and plan: take them from a
+  // snapshot. The snapshot is not applied to the subscriber: it counts
+  // events without carrying them, so messages it covers must still reach
+  // the model.
   if (!sub.control_endpoint().empty()) {
     control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio");
     if (auto reply = control->snapshot(milliseconds(1000)); reply && reply->has_snapshot()) {
       const auto& snap = reply->snapshot();
-      sub.apply_snapshot(sub.run_id(), snap);
       ipc::pb::Envelope env;
       *env.mutable_status() = snap.status();
       handle({ipc::Topic::Status, env});
