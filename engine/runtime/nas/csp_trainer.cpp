@@ -9,6 +9,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -27,33 +28,42 @@ using Clock = std::chrono::steady_clock;
 constexpr int kActTag = 1, kGradTag = 2;
 
 // One direction of traffic with a neighbour: tensors of a fixed shape, the
-// subnet id riding in the last element. Sends are kept until complete.
+// subnet id riding in the last element. Gloo p2p work cannot be polled
+// (isCompleted() only turns true inside wait()), so a receiver thread
+// blocks on each recv in turn and queues what arrives; sends are kept
+// until drained.
 class Channel {
  public:
   Channel(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, int peer, int tag, std::int64_t numel, int expected)
-      : pg_(std::move(pg)), peer_(peer), tag_(tag), numel_(numel), expected_(expected) {}
+      : pg_(std::move(pg)), peer_(peer), tag_(tag), numel_(numel) {
+    if (expected > 0)
+      thread_ = std::thread([this, expected] {
+        for (int i = 0; i < expected; ++i) {
+          at::Tensor buf = at::empty({numel_ + 1}, at::kFloat);
+          std::vector<at::Tensor> v{buf};
+          pg_->recv(v, peer_, tag_)->wait();
+          std::lock_guard<std::mutex> lock(mu_);
+          queue_.push_back(buf);
+        }
+      });
+  }
+  ~Channel() {
+    if (thread_.joinable()) thread_.join();
+  }
   void send(int id, const at::Tensor& t) {
     at::Tensor buf = at::empty({numel_ + 1}, at::kFloat);
     buf.narrow(0, 0, numel_).copy_(t.reshape({-1}));
     buf[numel_] = static_cast<float>(id);
     std::vector<at::Tensor> v{buf};
     sends_.push_back({pg_->send(v, peer_, tag_), buf});
-    while (!sends_.empty() && sends_.front().first->isCompleted()) sends_.pop_front();
   }
-  // A received (id, tensor), if one has arrived.
   bool poll(int* id, at::Tensor* out) {
-    if (received_ >= expected_) return false;
-    if (!recv_) {
-      buf_ = at::empty({numel_ + 1}, at::kFloat);
-      std::vector<at::Tensor> v{buf_};
-      recv_ = pg_->recv(v, peer_, tag_);
-    }
-    if (!recv_->isCompleted()) return false;
-    recv_->wait();
-    recv_.reset();
-    ++received_;
-    *id = static_cast<int>(buf_[numel_].item<float>());
-    *out = buf_.narrow(0, 0, numel_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return false;
+    at::Tensor buf = queue_.front();
+    queue_.pop_front();
+    *id = static_cast<int>(buf[numel_].item<float>());
+    *out = buf.narrow(0, 0, numel_);
     return true;
   }
   void drain() {
@@ -65,9 +75,9 @@ class Channel {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
   int peer_, tag_;
   std::int64_t numel_;
-  int expected_, received_ = 0;
-  c10::intrusive_ptr<c10d::Work> recv_;
-  at::Tensor buf_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::deque<at::Tensor> queue_;
   std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, at::Tensor>> sends_;
 };
 
