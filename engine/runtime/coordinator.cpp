@@ -125,6 +125,7 @@ class Coordinator {
     }
     store_->set(keys::kConfig, to_bytes(cfg.dump()));
     result_.start_iteration = start_it_;
+    mig_->start_at(start_it_);  // migration hook
     if (obs_) obs_->on_start(prepared, static_cast<int>(start_it_));
 
     struct sigaction sa {}, old_int{}, old_term{};

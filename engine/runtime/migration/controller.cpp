@@ -156,7 +156,7 @@ void Controller::read_stats() {
       for (std::int64_t k = e.iteration; k < e.iteration + settings_.measure_iterations; ++k) s += iter_ms_[k];
       e.iteration_ms_after = s / settings_.measure_iterations;
       if (e.iteration_ms_before > 0) e.measured_gain = e.iteration_ms_before / e.iteration_ms_after - 1;
-      if (!quiet_) {
+      if (!quiet_ && e.iteration_ms_before > 0) {
         std::fprintf(stderr, "migration v%d: measured %.2f ms/iteration before, %.2f after (gain %+.1f%%)\n", e.version,
                      e.iteration_ms_before, e.iteration_ms_after, 100 * e.measured_gain);
       }
@@ -233,17 +233,19 @@ void Controller::advance(Pending& p) {
   e.moves = migration_moves(plan_, p.plan, job_.profile);
   e.predicted_gain = p.predicted_gain;
   e.slowdown = p.slowdown;
-  e.start_ns = INT64_MAX;
+  e.start_ns = 0;
   for (int r = 0; r < world_; ++r) {
     auto a = nlohmann::json::parse(from_bytes(store_->get(acks[r])));
     auto d = nlohmann::json::parse(from_bytes(store_->get(dones[r])));
     e.iteration = a.at("iteration").get<std::int64_t>();
     e.bytes += a.at("sent").get<std::int64_t>();
     e.prepare_ms = std::max(e.prepare_ms, a.at("prepare_ms").get<double>());
-    e.stall_ms = std::max(e.stall_ms, d.at("stall_ms").get<double>());
-    e.start_ns = std::min(e.start_ns, a.at("start_ns").get<std::int64_t>());
+    // The last worker to reach the boundary (stage 0, which drains last)
+    // starts the critical path; earlier ones would wait for it anyway.
+    e.start_ns = std::max(e.start_ns, a.at("start_ns").get<std::int64_t>());
     e.end_ns = std::max(e.end_ns, d.at("end_ns").get<std::int64_t>());
   }
+  e.stall_ms = (e.end_ns - e.start_ns) * 1e-6;
   int n = 0;
   for (std::int64_t k = std::max<std::int64_t>(0, e.iteration - settings_.measure_iterations); k < e.iteration; ++k)
     if (k < static_cast<std::int64_t>(iter_ms_.size()) && !std::isnan(iter_ms_[k])) {
@@ -251,11 +253,12 @@ void Controller::advance(Pending& p) {
       ++n;
     }
   if (n) e.iteration_ms_before /= n;
+  // Nominal predictions (no slowdown): observed_slowdown divides by them,
+  // so a plan evaluated under the slowdown would hide it and swing back.
   plan_ = p.plan;
-  if (plan_.predicted.empty()) {
-    PlanRequest req = plan_request(job_.job, job_.profile);
-    evaluate_plan(req, plan_);
-  }
+  plan_.predicted.clear();
+  PlanRequest nominal = plan_request(job_.job, job_.profile);
+  evaluate_plan(nominal, plan_);
   if (!quiet_) {
     std::ostringstream os;
     os << "migration v" << e.version << " (" << e.reason << ") at iteration " << e.iteration << ":";

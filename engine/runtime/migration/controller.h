@@ -32,7 +32,7 @@ struct MigrationEvent {
   Plan from, to;
   std::vector<LayerMove> moves;
   std::int64_t bytes = 0;       // serialized state that travelled
-  double stall_ms = 0;          // slowest worker: migration start to switch
+  double stall_ms = 0;          // last worker to reach the boundary -> last worker switched
   double prepare_ms = 0;        // slowest worker: transfer + build, before the ack
   double iteration_ms_before = 0;  // measured, mean of the iterations just before
   double iteration_ms_after = NAN;  // measured after (filled measure_iterations later)
@@ -55,6 +55,8 @@ class Controller {
   bool enabled() const { return settings_.present; }
   // Before the workers start.
   void publish();
+  // A resumed run: the first iteration the workers will report.
+  void start_at(std::int64_t iteration) { next_stat_ = iteration; }
   // Called every round of the coordinator's loop.
   void poll();
   // True while the coordinator should poll fast (a switch is being agreed).
