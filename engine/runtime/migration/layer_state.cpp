@@ -66,4 +66,20 @@ void import_layer(StageExecutor& stage, int layer, const std::string& blob, cons
   }
 }
 
+void copy_layer(StageExecutor& from, StageExecutor& to, int layer) {
+  auto src = owned(from, layer)->parameters();
+  auto dst = owned(to, layer)->parameters();
+  auto& s_state = from.optimizer().state();
+  auto& d_state = to.optimizer().state();
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < dst.size(); ++i) {
+    dst[i].copy_(src[i]);
+    auto it = s_state.find(state_key(src[i]));
+    if (it == s_state.end())
+      d_state.erase(state_key(dst[i]));
+    else
+      d_state[state_key(dst[i])] = it->second->clone();
+  }
+}
+
 }  // namespace pw::rt::migration

@@ -162,7 +162,7 @@ struct WorkerAgent::Impl {
     for (int l = 0; l < next.layer_count(); ++l) {
       if (device_of(next, l) != rank) continue;
       if (device_of(plan, l) == rank)
-        import_layer(fresh, l, export_layer(stage, l), job.training.optimizer);
+        copy_layer(stage, fresh, l);
       else
         import_layer(fresh, l, blobs.at(l), job.training.optimizer);
     }

@@ -180,7 +180,8 @@ TEST(LiveMigrationFailure, WorkerKilledMidMigrationFailsCleanly) {
 // A manual request re-plans with the measured slowdown and applies the plan
 // even when the automatic trigger's gain threshold would keep the old one.
 TEST(LiveMigrationCheck, ManualRebalanceMovesLayersOffASlowStage) {
-  auto doc = mlp_job(2, 4, "1f1b", {32, 32, 32}, 8);
+  // Enough iterations for the proposal to reach the workers on a loaded machine.
+  auto doc = mlp_job(2, 4, "1f1b", {32, 32, 32}, 30);
   doc["runtime"] = {{"slowdown", {1, 4}},
                     {"replan", {{"min_gain", 100}, {"rebalance_at", 2}, {"cooldown_iterations", 100}}}};
   std::string dir = temp_dir("mig-manual");
