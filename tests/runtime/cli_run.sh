@@ -25,4 +25,11 @@ grep -q "stage [01]: memory budget exceeded" "$T/err" || fail "error should name
 "$PW" profile "$JOB" -o "$T/prof.json" --repeats 2 > /dev/null 2> "$T/err" || fail "profile: $(cat "$T/err")"
 grep -q '"measured"' "$T/prof.json" || fail "profile source should be measured"
 "$PW" run "$JOB" --profile "$T/prof.json" --run-dir "$T/prof-run" --quiet > /dev/null 2> "$T/err" || fail "run from profile: $(cat "$T/err")"
+# Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.
+"$PW" run "$JOB" --run-dir "$T/rec" --db "$T/rec.pwrun.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run --db: $(cat "$T/err")"
+"$PW" replay "$T/rec.pwrun.sqlite" --json > "$T/replay.json" 2> "$T/err" || fail "replay of a real run: $(cat "$T/err")"
+grep -q '"status": "finished"' "$T/replay.json" || fail "recorded run not finished: $(grep status "$T/replay.json")"
+grep -q '"source": "run"' "$T/replay.json" || fail "recorded run source should be run"
+grep -q '"throughput_samples": 20' "$T/replay.json" || fail "want 20 throughput samples: $(grep throughput_samples "$T/replay.json")"
+grep -q '"forward": ' "$T/replay.json" || fail "no forward events recorded"
 echo "cli_run: ok"

@@ -7,6 +7,7 @@
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "cli/runtime/run_recording.h"
 #include "cli/format.h"
 #include "runtime/coordinator.h"
 
@@ -65,7 +66,7 @@ int positive(const CliArgs& a, const std::string& name, int fallback) {
 
 int cmd_run(const std::vector<std::string>& argv) {
   CliArgs args(argv, {"json", "attach", "eval", "quiet"},
-               {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker"});
+               {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker", "db", "listen"});
   rt::RunOptions o;
   std::string job_file;
   if (auto r = args.option("resume")) {
@@ -89,7 +90,13 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (o.attach && o.port == 0) throw UsageError("--attach needs --port (the MASTER_PORT the workers are given)");
 
   TerminalProgress progress;
-  rt::RunResult r = rt::run_job(o, args.flag("quiet") || args.flag("json") ? nullptr : &progress);
+  rt::RunObserver* observer = args.flag("quiet") || args.flag("json") ? nullptr : &progress;
+  std::unique_ptr<rt::RunObserver> recording;
+  if (args.option("db") || args.option("listen")) {
+    recording = make_run_recording({args.option("db").value_or(""), args.option("listen").value_or("")}, observer);
+    observer = recording.get();
+  }
+  rt::RunResult r = rt::run_job(o, observer);
   if (args.flag("json")) {
     nlohmann::json j{{"exit_code", r.exit_code}, {"losses", r.losses}, {"samples_per_s", r.samples_per_s},
                      {"iteration_ms", r.iteration_ms}, {"run_dir", o.run_dir}, {"stages", r.stages}};
@@ -113,7 +120,8 @@ int cmd_run(const std::vector<std::string>& argv) {
 std::vector<Command> runtime_commands() {
   return {{"run",
            "JOB.json [--planner P] [--profile FILE] [--run-dir DIR] [--checkpoint-every N] [--resume RUN] "
-           "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--json] [--quiet] [--set a.b=v ...]",
+           "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--db RUN.sqlite] [--listen tcp://127.0.0.1:PORT] "
+           "[--json] [--quiet] [--set a.b=v ...]",
            "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
            cmd_run},
           {"profile", "JOB.json -o FILE [--repeats N] [--threads N] [--set a.b=v ...]",

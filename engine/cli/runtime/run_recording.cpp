@@ -1,0 +1,154 @@
+#include "cli/runtime/run_recording.h"
+
+#include <chrono>
+#include <iostream>
+#include <stdexcept>
+
+#include "core/events/run_records.h"
+#include "core/model/profile_io.h"
+#ifdef PW_HAVE_DB
+#include "db/run_writer.h"
+#endif
+#ifdef PW_HAVE_IPC
+#include "ipc/endpoints.h"
+#include "ipc/publisher.h"
+#endif
+
+namespace pw::cli {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class RunRecording final : public rt::RunObserver {
+ public:
+  RunRecording(const RunRecordingOptions& o, rt::RunObserver* next) : opt_(o), next_(next) {
+#ifndef PW_HAVE_DB
+    if (!o.db_path.empty()) throw std::runtime_error("--db: this build has no SQLite recorder (pw_db)");
+#endif
+#ifndef PW_HAVE_IPC
+    if (!o.listen.empty()) throw std::runtime_error("--listen: this build has no telemetry (pw_ipc)");
+#endif
+  }
+
+  void on_start(const PreparedJob& p, int start) override {
+    run_id_ = new_run_id();
+#ifdef PW_HAVE_DB
+    if (!opt_.db_path.empty()) {
+      db::RunInfo info;
+      info.run_id = run_id_;
+      info.name = p.job.name;
+      info.source = "run";
+      info.stages = p.job.pipeline.stages;
+      db::RunWriterOptions wo;
+      wo.overwrite = true;
+      db_ = std::make_unique<db::RunWriter>(opt_.db_path, info, wo);
+      db_->job(p.job.raw);
+      db_->profile(profile_to_json(p.profile));
+      db_->plan(1, 0, "initial", to_json(p.plan));
+    }
+#endif
+#ifdef PW_HAVE_IPC
+    if (!opt_.listen.empty()) {
+      ipc::PublisherOptions po;
+      po.endpoint = opt_.listen;
+      pub_ = std::make_unique<ipc::Publisher>(run_id_, po);
+      pub_->set_run_info(p.job.name, p.job.pipeline.stages, "run", opt_.db_path);
+      pub_->status(RunStatus::Running);
+      pub_->plan(1, 0, "initial", to_json(p.plan));
+      std::cerr << "telemetry " << pub_->endpoint() << "\n";
+#ifdef PW_HAVE_DB
+      if (db_) db_->endpoint("telemetry", pub_->endpoint());
+#endif
+    }
+#endif
+    t0_ = now_ns();
+    if (next_) next_->on_start(p, start);
+  }
+
+  void on_iteration(std::int64_t it, double loss, double sps, double eta) override {
+    ThroughputSample t;
+    t.t_ns = now_ns() - t0_;
+    t.iteration = it;
+    t.samples_per_s = sps;
+    t.iteration_ms = last_ns_ ? (t.t_ns - last_ns_) / 1e6 : 0;
+    last_ns_ = t.t_ns;
+    losses_.push_back(loss);
+#ifdef PW_HAVE_DB
+    if (db_) db_->throughput(t);
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub_) pub_->throughput(t);
+#endif
+    if (next_) next_->on_iteration(it, loss, sps, eta);
+  }
+
+  void on_events(const std::vector<Event>& events) override {
+#ifdef PW_HAVE_DB
+    if (db_)
+      for (const auto& e : events) db_->on_event(e);
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub_)
+      for (const auto& e : events) pub_->on_event(e);
+#endif
+    if (next_) next_->on_events(events);
+  }
+
+  void on_migration(const std::vector<Migration>& moves, const nlohmann::json& event) override {
+#ifdef PW_HAVE_DB
+    if (db_)
+      for (const auto& m : moves) db_->migration(m);
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub_)
+      for (const auto& m : moves) pub_->migration(m);
+#endif
+    if (next_) next_->on_migration(moves, event);
+  }
+
+  void on_finish(const rt::RunResult& r) override {
+    RunStatus status = r.exit_code == 0 ? RunStatus::Finished : RunStatus::Failed;
+    nlohmann::json summary{{"losses", r.losses},
+                           {"samples_per_s", r.samples_per_s},
+                           {"iteration_ms", r.iteration_ms},
+                           {"stages", r.stages},
+                           {"exit_code", r.exit_code}};
+    if (r.accuracy >= 0) summary["accuracy"] = r.accuracy;
+#ifdef PW_HAVE_DB
+    if (db_) {
+      db_->summary(summary);
+      db_->finish(status, r.error);
+    }
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub_) {
+      pub_->status(status, r.error);
+      pub_->flush();
+    }
+#endif
+    if (next_) next_->on_finish(r);
+  }
+
+ private:
+  RunRecordingOptions opt_;
+  rt::RunObserver* next_;
+  std::string run_id_;
+  std::int64_t t0_ = 0, last_ns_ = 0;
+  std::vector<double> losses_;
+#ifdef PW_HAVE_DB
+  std::unique_ptr<db::RunWriter> db_;
+#endif
+#ifdef PW_HAVE_IPC
+  std::unique_ptr<ipc::Publisher> pub_;
+#endif
+};
+}  // namespace
+
+std::unique_ptr<rt::RunObserver> make_run_recording(const RunRecordingOptions& options, rt::RunObserver* next) {
+  return std::make_unique<RunRecording>(options, next);
+}
+
+}  // namespace pw::cli

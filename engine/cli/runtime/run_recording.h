@@ -1,0 +1,22 @@
+#pragma once
+#include <memory>
+#include <string>
+
+#include "runtime/coordinator.h"
+
+namespace pw::cli {
+
+// Where a real run goes besides the terminal: a run database (--db) and
+// live telemetry (--listen). Empty strings switch a part off.
+struct RunRecordingOptions {
+  std::string db_path;
+  std::string listen;
+};
+
+// A RunObserver that records the run into SQLite (pw_db's RunWriter) and
+// publishes it over ZeroMQ (pw_ipc's Publisher), then forwards every call to
+// `next` (the terminal progress line). Parts whose layer this build lacks
+// are refused with a clear error at construction.
+std::unique_ptr<rt::RunObserver> make_run_recording(const RunRecordingOptions& options, rt::RunObserver* next);
+
+}  // namespace pw::cli
