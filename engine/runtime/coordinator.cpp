@@ -169,6 +169,24 @@ class Coordinator {
     return "";
   }
 
+  // A stage that fails takes its neighbours down with transport errors
+  // (Gloo: "Connection closed by peer"), and those may be reported first.
+  // Give every worker a moment to report, then blame a stage whose error is
+  // not such a consequence.
+  static bool is_consequence(const std::string& e) {
+    return e.find("Connection closed by peer") != std::string::npos ||
+           e.find("Connection reset") != std::string::npos || e.find("gloo/transport") != std::string::npos;
+  }
+  std::pair<int, std::string> root_cause(int rank, const std::string& err) {
+    if (err.empty() || !is_consequence(err)) return {rank, err};
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int r = 0; r < world_; ++r) {
+      std::string e = worker_error(r);
+      if (!e.empty() && !is_consequence(e)) return {r, e};
+    }
+    return {rank, err};
+  }
+
   // Polls worker liveness, heartbeats and progress until every worker has
   // reported its result or something fails.
   void follow(const JobSpec& job) {
@@ -193,6 +211,8 @@ class Coordinator {
             std::string err = worker_error(r);
             std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                                   : "exited with status " + std::to_string(WEXITSTATUS(status));
+            auto [cause, cause_err] = root_cause(r, err);
+            if (cause != r) return fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
             return fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));
           }
         }
@@ -211,7 +231,10 @@ class Coordinator {
           return fail(1, "stage " + std::to_string(r) + " worker never connected");
         }
         std::string err = worker_error(r);
-        if (!err.empty()) return fail(1, "stage " + std::to_string(r) + ": " + err);
+        if (!err.empty()) {
+          auto [cause, cause_err] = root_cause(r, err);
+          return fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
+        }
       }
       while (next < iterations && store_->check({keys::loss(next)})) {
         auto j = nlohmann::json::parse(from_bytes(store_->get(keys::loss(next))));
