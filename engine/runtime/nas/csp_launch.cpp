@@ -4,10 +4,13 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
 
 namespace pw::rt::nas {
 
@@ -38,13 +41,27 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     }
     pids.push_back(pid);
   }
+  // Reap in exit order (only our own children); after the first failure
+  // stop the others, which would otherwise wait on the failed stage until
+  // Gloo's timeout.
   std::string failed;
-  for (int r = 0; r < l.workers; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  for (size_t left = pids.size(); left > 0;) {
+    bool reaped = false;
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (pids[r] <= 0) continue;
+      int status = 0;
+      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      pids[r] = -1;
+      --left;
+      reaped = true;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (failed.empty())
+        for (pid_t other : pids)
+          if (other > 0) kill(other, SIGTERM);
       failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) +
-                (WIFEXITED(status) ? " exited " + std::to_string(WEXITSTATUS(status)) : " was killed");
+                (WIFEXITED(status) ? " exited " + std::to_string(WEXITSTATUS(status)) : " was stopped");
+    }
+    if (!reaped && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed + " (stderr above)");
   CspRunResult res;

@@ -6,6 +6,9 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -32,23 +35,49 @@ constexpr int kActTag = 1, kGradTag = 2;
 // (isCompleted() only turns true inside wait()), so a receiver thread
 // blocks on each recv in turn and queues what arrives; sends are kept
 // until drained.
+// What the receiver threads of one stage deliver (one queue per channel),
+// with one condition variable so the trainer can sleep until anything
+// arrives instead of polling.
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<at::Tensor> queue[2];
+  bool any() const { return !queue[0].empty() || !queue[1].empty(); }
+  void wait_until(Clock::time_point until) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_until(lock, until, [&] { return any(); });
+  }
+};
+
 class Channel {
  public:
-  Channel(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, int peer, int tag, std::int64_t numel, int expected)
-      : pg_(std::move(pg)), peer_(peer), tag_(tag), numel_(numel) {
+  Channel(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, int peer, int tag, std::int64_t numel, int expected,
+          std::shared_ptr<Inbox> inbox = nullptr, int slot = 0)
+      : pg_(std::move(pg)), peer_(peer), tag_(tag), numel_(numel), in_(std::move(inbox)), slot_(slot) {
     if (expected > 0)
-      thread_ = std::thread([this, expected] {
+      thread_ = std::thread([pg = pg_, in = in_, peer, tag, numel, expected, slot] {
         for (int i = 0; i < expected; ++i) {
-          at::Tensor buf = at::empty({numel_ + 1}, at::kFloat);
+          at::Tensor buf = at::empty({numel + 1}, at::kFloat);
           std::vector<at::Tensor> v{buf};
-          pg_->recv(v, peer_, tag_)->wait();
-          std::lock_guard<std::mutex> lock(mu_);
-          queue_.push_back(buf);
+          try {
+            pg->recv(v, peer, tag)->wait();
+          } catch (...) {
+            return;  // the peer failed; the trainer reports its own error or times out
+          }
+          {
+            std::lock_guard<std::mutex> lock(in->mu);
+            in->queue[slot].push_back(buf);
+          }
+          in->cv.notify_all();
         }
       });
   }
   ~Channel() {
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    // Unwinding from an error: the peer may never send again, so do not
+    // wait for it (the thread owns what it touches; the process exits).
+    if (std::uncaught_exceptions() > 0) thread_.detach();
+    else thread_.join();
   }
   void send(int id, const at::Tensor& t) {
     at::Tensor buf = at::empty({numel_ + 1}, at::kFloat);
@@ -58,10 +87,11 @@ class Channel {
     sends_.push_back({pg_->send(v, peer_, tag_), buf});
   }
   bool poll(int* id, at::Tensor* out) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.empty()) return false;
-    at::Tensor buf = queue_.front();
-    queue_.pop_front();
+    std::lock_guard<std::mutex> lock(in_->mu);
+    auto& q = in_->queue[slot_];
+    if (q.empty()) return false;
+    at::Tensor buf = q.front();
+    q.pop_front();
     *id = static_cast<int>(buf[numel_].item<float>());
     *out = buf.narrow(0, 0, numel_);
     return true;
@@ -75,9 +105,9 @@ class Channel {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
   int peer_, tag_;
   std::int64_t numel_;
+  std::shared_ptr<Inbox> in_;
+  int slot_;
   std::thread thread_;
-  std::mutex mu_;
-  std::deque<at::Tensor> queue_;
   std::deque<std::pair<c10::intrusive_ptr<c10d::Work>, at::Tensor>> sends_;
 };
 
@@ -116,15 +146,17 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   std::int64_t numel = 1;
   for (auto d : shape) numel *= d;
   std::unique_ptr<Channel> act_in, act_out, grad_in, grad_out;
-  if (s > 0) act_in = std::make_unique<Channel>(pg, s - 1, kActTag, numel, n);
+  auto inbox = std::make_shared<Inbox>();
+  if (s > 0) act_in = std::make_unique<Channel>(pg, s - 1, kActTag, numel, n, inbox, 0);
   if (s + 1 < p) act_out = std::make_unique<Channel>(pg, s + 1, kActTag, numel, 0);
-  if (s + 1 < p) grad_in = std::make_unique<Channel>(pg, s + 1, kGradTag, numel, n);
+  if (s + 1 < p) grad_in = std::make_unique<Channel>(pg, s + 1, kGradTag, numel, n, inbox, 1);
   if (s > 0) grad_out = std::make_unique<Channel>(pg, s - 1, kGradTag, numel, 0);
 
   std::map<int, at::Tensor> arrived_act, arrived_grad;
   std::map<int, InFlight> live;
   std::map<int, float> losses;
   nlohmann::json events = nlohmann::json::array();
+  int idle_waits = 0;
   pg->barrier()->wait();
   auto t0 = Clock::now();
   auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
@@ -158,7 +190,10 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       }
     }
     if (!a) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      // Only an arrival can make work here (own actions were taken), so
+      // sleep until one; the timeout is a safety net, not a poll.
+      idle_waits++;
+      inbox->wait_until(Clock::now() + std::chrono::milliseconds(200));
       continue;
     }
     const int b = a->subnet;
@@ -216,6 +251,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
                      {"hash", std::to_string(net.hash())},
                      {"first_layer", nj.stages[s].first},
                      {"last_layer", nj.stages[s].last},
+                     {"idle_waits", idle_waits},
                      {"events", events}};
   if (net.has_head()) {
     nlohmann::json l = nlohmann::json::array();

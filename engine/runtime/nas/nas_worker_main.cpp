@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -83,7 +84,10 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "pw_nas_worker " << mode << " (rank " << w.rank << "): " << e.what() << "\n";
+    std::cerr << "pw_nas_worker " << mode << " (rank " << w.rank << "): " << e.what() << std::endl;
+    // A failed stage leaves receiver threads blocked on its neighbours:
+    // exit now rather than run destructors that would wait for them.
+    if (mode == "worker") std::_Exit(1);
     return 1;
   }
 }

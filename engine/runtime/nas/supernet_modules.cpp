@@ -76,7 +76,11 @@ void CnnSupernet::sgd_update(const pw::nas::Subnet& subnet, double lr) {
   for (int l = slots_.first; l <= slots_.last; ++l)
     for (auto& p : layers_[l - slots_.first][subnet[l]].params) {
       if (!p.grad().defined()) continue;
-      p.sub_(p.grad(), lr);
+      // Through variable_data(): the same in-place step, without bumping the
+      // autograd version. Under CSP no graph in flight holds this candidate;
+      // the racing baseline's graphs do, and must run on (reading the
+      // updated values) instead of aborting its backward.
+      p.variable_data().sub_(p.grad(), lr);
       p.mutable_grad() = at::Tensor();
     }
 }
