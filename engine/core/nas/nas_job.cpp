@@ -14,6 +14,7 @@ NasJob prepare_nas_job(const JobSpec& job) {
                                            std::to_string(nj.space.size()) + "), got " +
                                            std::to_string(job.pipeline.stages));
   supernet_mode(job);  // validates the schedule
+  nj.search = parse_evolution(job);
   nj.sequence = subnet_sequence(nj.space, job.training.seed, job.training.iterations);
   nj.stages = partition_supernet(nj.space, job.pipeline.stages);
   nj.budget_bytes = nj.space.device_budget_bytes > 0 ? nj.space.device_budget_bytes

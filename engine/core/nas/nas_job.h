@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "core/nas/evolution.h"
 #include "core/nas/search_space.h"
 #include "core/nas/subnet.h"
 #include "core/nas/supernet_sim.h"
@@ -17,6 +18,7 @@ struct NasJob {
   std::vector<Subnet> sequence;
   std::vector<StageSlots> stages;
   double budget_bytes = 0;
+  EvolutionConfig search;  // search_space.search
 };
 
 // Throws SpecError (naming the JSON path) for a bad search space or a

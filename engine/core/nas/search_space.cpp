@@ -276,6 +276,7 @@ SearchSpace parse_search_space(const JobSpec& job) {
   sp.shared = f.choice("shared", {"frozen", "train"}, "frozen") == "train" ? SharedRule::Train : SharedRule::Frozen;
   sp.sampler = f.choice("sampler", {"uniform", "list"}, "uniform");
   sp.subnet_file = f.str("subnet_file", "");
+  if (f.has("search")) f.raw("search");  // the evolutionary search's settings: parse_evolution
   if (sp.sampler == "list" && sp.subnet_file.empty())
     throw SpecError(f.path_of("subnet_file"), "is required when sampler is \"list\"");
   if (sp.kind == "evolved-transformer") build_et(job, f, sp);
