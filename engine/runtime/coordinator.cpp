@@ -1,5 +1,6 @@
 #include "runtime/coordinator.h"
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -15,6 +16,7 @@
 #include "runtime/data.h"
 #include "runtime/migration/controller.h"  // migration hook
 #include "runtime/protocol.h"
+#include "runtime/rendezvous.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
 
 namespace pw::rt {
@@ -30,7 +32,7 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-pid_t spawn_worker(const std::string& binary, int port, int rank, int world) {
+pid_t spawn_worker(const std::string& binary, const std::string& store_file, int rank, int world) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -39,7 +41,7 @@ pid_t spawn_worker(const std::string& binary, int port, int rank, int world) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(4);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    setenv("PW_STORE_FILE", store_file.c_str(), 1);
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
     execl(binary.c_str(), binary.c_str(), static_cast<char*>(nullptr));
@@ -91,13 +93,21 @@ class Coordinator {
     int threads = opt_.threads_per_worker;
     if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_);
 
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(opt_.port);
-    so.isServer = true;
-    so.waitWorkers = false;
-    so.timeout = std::chrono::seconds(60);
-    store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
-    int port = store_->getPort();
+    if (opt_.attach) {
+      // Workers on other hosts join through MASTER_ADDR:MASTER_PORT.
+      c10d::TCPStoreOptions so;
+      so.port = static_cast<std::uint16_t>(opt_.port);
+      so.isServer = true;
+      so.waitWorkers = false;
+      so.timeout = std::chrono::seconds(60);
+      store_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+    } else {
+      // Our own workers on this host: nothing needs to listen on the network.
+      local_store_ = std::make_unique<LocalStoreDir>();
+      auto fs = c10::make_intrusive<c10d::FileStore>(local_store_->file(), -1);
+      fs->setTimeout(std::chrono::seconds(60));
+      store_ = fs;
+    }
     // migration hook: online replanning and live migration (engine/runtime/migration)
     mig_ = std::make_unique<migration::Controller>(prepared, store_, obs_);
     mig_->publish();
@@ -137,7 +147,7 @@ class Coordinator {
     if (!opt_.attach) {
       std::string bin = opt_.worker_binary.empty() ? default_worker_binary() : opt_.worker_binary;
       if (access(bin.c_str(), X_OK) != 0) throw std::runtime_error("worker executable not found: " + bin);
-      for (int r = 0; r < world_; ++r) pids_.push_back(spawn_worker(bin, port, r, world_));
+      for (int r = 0; r < world_; ++r) pids_.push_back(spawn_worker(bin, local_store_->file(), r, world_));
     }
     try {
       follow(job);
@@ -348,7 +358,8 @@ class Coordinator {
   RunOptions opt_;
   RunObserver* obs_;
   RunResult result_;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  std::unique_ptr<LocalStoreDir> local_store_;  // before store_: the file outlives the store
+  c10::intrusive_ptr<c10d::Store> store_;
   std::vector<pid_t> pids_;
   std::unique_ptr<migration::Controller> mig_;  // migration hook
   int world_ = 1;

@@ -53,7 +53,8 @@ class RunObserver {
 };
 
 // Plans the job, starts (or attaches) one worker per stage, rendezvous over
-// a TCPStore on 127.0.0.1, follows progress, and shuts everything down:
+// a private FileStore (own workers) or a TCPStore on opt.port (attached
+// workers from other hosts), follows progress, and shuts everything down:
 // a worker that dies or stops sending heartbeats for heartbeat_timeout_s,
 // or SIGINT/SIGTERM, stops the others and makes the run fail.
 RunResult run_job(const RunOptions& options, RunObserver* observer = nullptr);

@@ -2,7 +2,6 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "runtime/memory.h"
 #include "runtime/migration/worker_agent.h"  // migration hook
 #include "runtime/protocol.h"
+#include "runtime/rendezvous.h"
 #include "runtime/stage.h"
 
 namespace pw::rt {
@@ -32,21 +32,12 @@ namespace {
 std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
 
-c10::intrusive_ptr<c10d::TCPStore> connect(const WorkerEnv& env, std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions o;
-  o.port = static_cast<std::uint16_t>(env.master_port);
-  o.isServer = false;
-  o.waitWorkers = false;
-  o.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
-}
-
 // Keeps the coordinator informed that this process is alive and obeys its
 // abort; if the coordinator itself disappears, the worker exits too (no
 // orphans even when the coordinator is SIGKILLed).
 class Heartbeat {
  public:
-  Heartbeat(const WorkerEnv& env) : store_(connect(env, std::chrono::seconds(10))), rank_(env.rank) {
+  Heartbeat(const WorkerEnv& env) : store_(connect_store(env, std::chrono::seconds(10))), rank_(env.rank) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Heartbeat() {
@@ -66,7 +57,7 @@ class Heartbeat {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -110,7 +101,9 @@ int env_int(const char* name) {
 WorkerEnv worker_env_from_environment() {
   WorkerEnv e;
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
-  e.master_port = env_int("MASTER_PORT");
+  if (const char* f = std::getenv("PW_STORE_FILE"); f && *f) e.store_file = f;
+  if (e.store_file.empty()) e.master_port = env_int("MASTER_PORT");
+  if (const char* l = std::getenv("LOCAL_RANK"); l && *l) e.local_rank = env_int("LOCAL_RANK");
   e.rank = env_int("RANK");
   e.world_size = env_int("WORLD_SIZE");
   if (e.rank >= e.world_size)
@@ -120,7 +113,7 @@ WorkerEnv worker_env_from_environment() {
 }
 
 int run_worker(const WorkerEnv& env) {
-  auto store = connect(env, std::chrono::seconds(120));
+  auto store = connect_store(env, std::chrono::seconds(120));
   Heartbeat heartbeat(env);
   try {
     auto cfg = nlohmann::json::parse(from_bytes(store->get(keys::kConfig)));
@@ -142,7 +135,7 @@ int run_worker(const WorkerEnv& env) {
     TrainData data(job);
     TensorBytes::install();
     auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(300));
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
+    opts->devices.push_back(gloo_device(env));
     opts->threads = 2;
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("pg", store),
                                                            env.rank, env.world_size, opts);

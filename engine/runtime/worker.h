@@ -4,12 +4,15 @@
 namespace pw::rt {
 
 // Where a worker finds its coordinator: the torchrun-style environment
-// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE).
+// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK), or, for the
+// workers a local coordinator starts itself, PW_STORE_FILE (a FileStore).
 struct WorkerEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   int rank = 0;
   int world_size = 1;
+  int local_rank = 0;      // the device index on this host (GPU builds)
+  std::string store_file;  // set: rendezvous through this FileStore, not MASTER_ADDR:MASTER_PORT
 };
 // Throws std::runtime_error naming a missing or malformed variable.
 WorkerEnv worker_env_from_environment();
