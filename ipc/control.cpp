@@ -235,6 +235,9 @@ std::optional<pb::ControlReply> ControlClient::set(const std::string& key, const
                  }),
                  t);
 }
+std::optional<pb::ControlReply> ControlClient::rebalance(std::chrono::milliseconds t) {
+  return request(make([](auto& r) { r.mutable_rebalance(); }), t);
+}
 std::optional<pb::ControlReply> ControlClient::query_status(std::chrono::milliseconds t) {
   return request(make([](auto& r) { r.mutable_query_status(); }), t);
 }

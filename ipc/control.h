@@ -80,6 +80,8 @@ class ControlClient {
   std::optional<pb::ControlReply> checkpoint(std::chrono::milliseconds timeout);
   std::optional<pb::ControlReply> set(const std::string& key, const std::string& value, std::chrono::milliseconds timeout);
   std::optional<pb::ControlReply> query_status(std::chrono::milliseconds timeout);
+  // Re-plan now and migrate layers if the new plan gains (real runs).
+  std::optional<pb::ControlReply> rebalance(std::chrono::milliseconds timeout);
   std::optional<pb::ControlReply> snapshot(std::chrono::milliseconds timeout);
   // True when the server answered a heartbeat within timeout.
   bool heartbeat(std::chrono::milliseconds timeout);

@@ -170,6 +170,7 @@ struct Publisher::Impl {
       h->set_control_endpoint(control_endpoint);
     }
     h->set_period_ms(static_cast<std::uint32_t>(opt.heartbeat.count()));
+    h->set_pipewright_version(PW_VERSION);
     send(Topic::Heartbeat, env);
   }
 
@@ -213,6 +214,7 @@ Publisher::Publisher(std::string run_id, PublisherOptions options) : impl_(std::
   I.sock.set(zmq::sockopt::linger, 200);
   I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.status.set_state(pb::RUNNING);
+  I.status.set_pipewright_version(PW_VERSION);
   I.thread = std::thread([this] { impl_->run_thread(); });
 }
 

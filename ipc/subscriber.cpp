@@ -72,6 +72,8 @@ std::optional<Subscriber::Message> Subscriber::decode(std::string_view topic_nam
   if (env.has_events()) stats_.events += env.events().events_size();
   if (env.has_heartbeat() && !env.heartbeat().control_endpoint().empty())
     control_endpoint_ = env.heartbeat().control_endpoint();
+  if (env.has_heartbeat() && !env.heartbeat().pipewright_version().empty())
+    publisher_version_ = env.heartbeat().pipewright_version();
   return m;
 }
 

@@ -66,6 +66,8 @@ class Subscriber {
   const std::string& run_id() const { return run_id_; }
   // The control endpoint advertised in the latest heartbeat, if any.
   const std::string& control_endpoint() const { return control_endpoint_; }
+  // The publishing process's Pipewright version, from its heartbeats.
+  const std::string& publisher_version() const { return publisher_version_; }
 
  private:
   struct Impl;
@@ -73,6 +75,7 @@ class Subscriber {
   SubscriberStats stats_;
   std::string run_id_;
   std::string control_endpoint_;
+  std::string publisher_version_;
   std::uint64_t expected_[kTopicCount] = {};  // next seq per topic; 0 unknown
 };
 

@@ -158,8 +158,11 @@ int cmd_watch(const std::vector<std::string>& argv) {
   }
   if (!have_snapshot) view.apply(first->envelope);
   if (!json) {
+    std::string version = !view.status.pipewright_version().empty() ? view.status.pipewright_version()
+                                                                    : sub.publisher_version();
     std::cout << "watching run " << sub.run_id() << " (" << view.status.job_name() << ") at " << endpoint
-              << (have_snapshot ? ", from a snapshot" : "") << std::endl;
+              << (version.empty() ? "" : ", pipewright " + version) << (have_snapshot ? ", from a snapshot" : "")
+              << std::endl;
     print_line(view, sub.stats());
   }
   // The publisher is gone after three missed heartbeats.
@@ -220,13 +223,14 @@ int cmd_control(const std::vector<std::string>& argv) {
   else if (what == "stop") r = c.stop(timeout);
   else if (what == "checkpoint") r = c.checkpoint(timeout);
   else if (what == "status") r = c.query_status(timeout);
+  else if (what == "rebalance") r = c.rebalance(timeout);
   else if (what == "set") {
     if (args.positional().size() != 3 || args.positional()[2].find('=') == std::string::npos)
       throw UsageError("set wants KEY=VALUE");
     const auto& kv = args.positional()[2];
     r = c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), timeout);
   } else {
-    throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, status, set)");
+    throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, rebalance, status, set)");
   }
   if (!r) {
     std::cerr << "error: no reply from " << endpoint << " within " << timeout.count() << " ms\n";

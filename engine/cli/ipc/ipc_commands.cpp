@@ -11,7 +11,7 @@ std::vector<Command> ipc_commands() {
       {"watch", "ENDPOINT [--json] [--timeout S] [--interval S] [--server-key SERVER.pub --client-key CLIENT.key]",
        "follow a live run's telemetry (tcp://127.0.0.1:PORT) and print its progress until it ends", cmd_watch},
       {"keys", "DIR", "generate CURVE keys for listening beyond loopback (server.key, client.key: mode 0600)", cmd_keys},
-      {"control", "ENDPOINT pause|resume|stop|checkpoint|status|set KEY=VALUE [--timeout S] [--server-key F --client-key F]",
+      {"control", "ENDPOINT pause|resume|stop|checkpoint|rebalance|status|set KEY=VALUE [--timeout S] [--server-key F --client-key F]",
        "send a control request to a live run (ENDPOINT: its telemetry or control address)", cmd_control},
   };
 }
