@@ -11,10 +11,14 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <thread>
 
 #include "runtime/data.h"
+#include "runtime/iteration_agreement.h"
 #include "runtime/migration/controller.h"  // migration hook
+#include "runtime/migration/keys.h"
 #include "runtime/protocol.h"
 #include "runtime/rendezvous.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
@@ -50,13 +54,10 @@ pid_t spawn_worker(const std::string& binary, const std::string& store_file, int
   return pid;
 }
 
-std::vector<Event> read_events(const std::string& file) {
-  std::vector<Event> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
+std::optional<Event> parse_event_line(const std::string& line) {
+  {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;
+    if (j.is_discarded()) return std::nullopt;
     Event e;
     e.kind = event_kind_from_string(j.value("kind", "idle")).value_or(EventKind::Idle);
     e.stage = j.value("stage", 0);
@@ -67,10 +68,34 @@ std::vector<Event> read_events(const std::string& file) {
     e.bytes = j.value("bytes", 0LL);
     e.first_layer = j.value("first_layer", -1);
     e.last_layer = j.value("last_layer", -1);
-    out.push_back(e);
+    return e;
   }
-  return out;
 }
+
+// Follows a stage's event file (JSON lines) as the worker appends to it;
+// a line without its newline yet waits for the next poll.
+class EventTail {
+ public:
+  explicit EventTail(std::string file) : file_(std::move(file)) {}
+  void poll(std::vector<Event>& out) {
+    std::ifstream in(file_, std::ios::binary);
+    if (!in) return;
+    in.seekg(pos_);
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    pos_ += static_cast<std::streamoff>(chunk.size());
+    partial_ += chunk;
+    size_t start = 0;
+    for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1)
+      if (auto e = parse_event_line(partial_.substr(start, nl - start))) out.push_back(*e);
+    partial_.erase(0, start);
+  }
+
+ private:
+  std::string file_;
+  std::streamoff pos_ = 0;
+  std::string partial_;
+};
+
 
 class Coordinator {
  public:
@@ -87,6 +112,8 @@ class Coordinator {
                                     " stages, the job " + std::to_string(prepared.schedule->virtual_stages()));
       prepared.plan = *opt_.plan;
     }
+    nlohmann::json resume;
+    if (!opt_.resume_dir.empty()) resume = read_resume_point(prepared);
     result_.plan = prepared.plan;
     const JobSpec& job = prepared.job;
     world_ = job.pipeline.stages;
@@ -120,19 +147,27 @@ class Coordinator {
                        {"checkpoint_every", opt_.checkpoint_every},
                        {"eval", opt_.eval || data.eval}};
     start_it_ = 0;
-    if (!opt_.resume_dir.empty()) {
-      std::ifstream in(opt_.resume_dir + "/checkpoint/meta.json");
-      if (!in) throw std::runtime_error(opt_.resume_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
-      auto meta = nlohmann::json::parse(in);
-      start_it_ = meta.at("iteration").get<std::int64_t>();
+    if (!resume.is_null()) {
+      start_it_ = resume.at("iteration").get<std::int64_t>();
       cfg["start_iteration"] = start_it_;
-      cfg["resume_file"] = opt_.resume_dir + "/checkpoint";
+      cfg["resume_file"] = resume.at("dir").get<std::string>();
     }
+    last_checkpoint_ = start_it_;
     if (!opt_.run_dir.empty()) {
       std::filesystem::create_directories(opt_.run_dir);
       std::ofstream(opt_.run_dir + "/job.json") << job.raw.dump(2) << "\n";
       std::ofstream(opt_.run_dir + "/plan.json") << to_json(prepared.plan).dump(2) << "\n";
     }
+    if (opt_.commands) {
+      RunCommands::Abilities a;
+      a.flushes = prepared.schedule->flushes();
+      a.checkpoints = !opt_.run_dir.empty();
+      a.rebalances = mig_->enabled();
+      opt_.commands->set_abilities(a);
+    }
+    if (!opt_.run_dir.empty())
+      for (int r = 0; r < world_; ++r)
+        tails_.emplace_back(opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl");
     store_->set(keys::kConfig, to_bytes(cfg.dump()));
     result_.start_iteration = start_it_;
     mig_->start_at(start_it_);  // migration hook
@@ -151,6 +186,8 @@ class Coordinator {
     }
     try {
       follow(job);
+      // Also after a failure: the stages' completed checkpoints stay usable.
+      if (!opt_.run_dir.empty()) note_checkpoints();
     } catch (const std::exception& e) {
       fail(1, std::string("coordinator: ") + e.what());
     }
@@ -207,7 +244,7 @@ class Coordinator {
     double first_t = -1, last_t = -1;
     std::int64_t first_it = -1;
     double started = now_s();
-    std::int64_t next_ckpt = opt_.checkpoint_every > 0 ? (start_it_ / opt_.checkpoint_every + 1) * opt_.checkpoint_every : -1;
+    std::int64_t polls = 0;
     while (true) {
       if (g_interrupted) return fail(130, "interrupted");
       // A worker process that ended: fine only after it reported a result.
@@ -228,7 +265,7 @@ class Coordinator {
         }
       }
       for (int r = 0; r < world_; ++r) {
-        std::int64_t b = store_->add(keys::heartbeat(r), 0);
+        std::int64_t b = read_counter(*store_, keys::heartbeat(r));
         double t = now_s();
         if (b != beats[r]) {
           beats[r] = b;
@@ -246,6 +283,10 @@ class Coordinator {
           return fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
         }
       }
+      // Results first: a worker reports its last loss before its result, so
+      // once every result is in, so is every loss read below.
+      bool all = true;
+      for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::result(r)});
       while (next < iterations && store_->check({keys::loss(next)})) {
         auto j = nlohmann::json::parse(from_bytes(store_->get(keys::loss(next))));
         double loss = j.at("loss").get<double>();
@@ -267,13 +308,9 @@ class Coordinator {
         if (obs_) obs_->on_iteration(next, loss, sps, eta);
         ++next;
       }
-      while (next_ckpt > 0 && next_ckpt <= iterations &&
-             store_->add(keys::checkpoint(next_ckpt), 0) >= world_) {
-        std::ofstream(opt_.run_dir + "/checkpoint/meta.json") << nlohmann::json{{"iteration", next_ckpt}}.dump() << "\n";
-        next_ckpt += opt_.checkpoint_every;
-      }
-      bool all = true;
-      for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::result(r)});
+      take_commands();
+      if (!opt_.run_dir.empty()) note_checkpoints();
+      if (obs_ && ++polls % 4 == 0) stream_events();
       if (all) return;
       if (mig_) mig_->poll();  // migration hook
       std::this_thread::sleep_for(std::chrono::milliseconds(mig_ && mig_->busy() ? 1 : 50));
@@ -323,6 +360,102 @@ class Coordinator {
     }
   }
 
+  // Where a resumed run starts: the newest checkpoint every stage completed,
+  // with the partition it was saved under (a live migration may have
+  // changed it from the job's plan).
+  nlohmann::json read_resume_point(PreparedJob& prepared) {
+    namespace fs = std::filesystem;
+    std::ifstream in(opt_.resume_dir + "/checkpoint/meta.json");
+    if (!in) throw std::runtime_error(opt_.resume_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
+    auto meta = nlohmann::json::parse(in);
+    std::string dir = opt_.resume_dir + "/" + meta.value("dir", std::string("checkpoint"));
+    if (!opt_.plan && fs::exists(dir + "/plan.json")) {
+      Plan saved = plan_from_json(nlohmann::json::parse(std::ifstream(dir + "/plan.json")));
+      validate_plan(saved, prepared.profile.size());
+      prepared.plan = saved;
+    }
+    return {{"iteration", meta.at("iteration")}, {"dir", dir}};
+  }
+
+  // A checkpoint is complete when every stage has saved it; meta.json then
+  // points at it (written atomically) and older ones are removed.
+  void note_checkpoints() {
+    std::int64_t complete = std::numeric_limits<std::int64_t>::max();
+    for (int r = 0; r < world_; ++r) complete = std::min(complete, read_counter(*store_, keys::checkpoint_saved(r)));
+    if (complete <= last_checkpoint_) return;
+    namespace fs = std::filesystem;
+    fs::path root = fs::path(opt_.run_dir) / "checkpoint";
+    std::ofstream(root / "meta.json.tmp")
+        << nlohmann::json{{"iteration", complete}, {"dir", "checkpoint/" + std::to_string(complete)}}.dump() << "\n";
+    fs::rename(root / "meta.json.tmp", root / "meta.json");
+    std::error_code ec;
+    for (const auto& d : fs::directory_iterator(root, ec)) {
+      const std::string name = d.path().filename().string();
+      if (d.is_directory() && !name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
+          std::stoll(name) < complete)
+        fs::remove_all(d.path(), ec);
+    }
+    last_checkpoint_ = complete;
+    if (obs_) obs_->on_checkpoint(complete);
+  }
+
+  void stream_events() {
+    std::vector<Event> batch;
+    for (auto& t : tails_) t.poll(batch);
+    if (!batch.empty()) obs_->on_events(batch);
+  }
+
+  void notice(const std::string& m) {
+    if (obs_) obs_->on_notice(m);
+  }
+
+  void take_commands() {
+    if (!opt_.commands) return;
+    auto can = opt_.commands->abilities();
+    for (RunCommand c : opt_.commands->take()) {
+      bool at_flush = c == RunCommand::Pause || c == RunCommand::Stop || c == RunCommand::Checkpoint;
+      if (at_flush && !can.flushes) {
+        notice("the pipedream schedule has no flush to pause, stop or checkpoint at; use SIGINT to end the run");
+        continue;
+      }
+      switch (c) {
+        case RunCommand::Pause:
+          if (pause_state_ != 0) break;
+          store_->add(keys::kPauseRequests, 1);
+          pause_state_ = 1;
+          break;
+        case RunCommand::Resume:
+          if (pause_state_ == 0) break;
+          for (int r = 0; r < world_; ++r) store_->deleteKey(keys::paused(r));
+          store_->add(keys::kResumes, 1);
+          if (pause_state_ == 2 && obs_) obs_->on_paused(false);
+          pause_state_ = 0;
+          break;
+        case RunCommand::Stop:
+          if (result_.stopped) break;
+          store_->add(keys::kStopRequests, 1);
+          result_.stopped = true;
+          break;
+        case RunCommand::Checkpoint:
+          if (!can.checkpoints) notice("this run has no run directory to checkpoint into");
+          else store_->add(keys::kCheckpointRequests, 1);
+          break;
+        case RunCommand::Rebalance:
+          if (!mig_ || !mig_->enabled()) notice("online replanning is off for this job (runtime.replan in the job)");
+          else store_->add(migration::keys::kRebalance, 1);
+          break;
+      }
+    }
+    if (pause_state_ == 1) {
+      bool all = true;
+      for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::paused(r)});
+      if (all) {
+        pause_state_ = 2;
+        if (obs_) obs_->on_paused(true);
+      }
+    }
+  }
+
   void collect(const JobSpec& job) {
     for (int r = 0; r < world_; ++r) {
       auto j = nlohmann::json::parse(from_bytes(store_->get(keys::result(r))));
@@ -337,15 +470,10 @@ class Coordinator {
         fail(1, std::string("saving the trained TorchScript model: ") + e.what());
       }
     }
-    if (obs_) {
-      std::vector<Event> all;
-      for (int r = 0; r < world_; ++r) {
-        auto ev = read_events(opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl");
-        all.insert(all.end(), ev.begin(), ev.end());
-      }
-      obs_->on_events(all);
-    }
+    if (obs_) stream_events();  // the rest
+    note_checkpoints();
     nlohmann::json out{{"job", job.name},
+                       {"stopped", result_.stopped},
                        {"losses", result_.losses},
                        {"start_iteration", result_.start_iteration},
                        {"samples_per_s", result_.samples_per_s},
@@ -364,6 +492,9 @@ class Coordinator {
   std::unique_ptr<migration::Controller> mig_;  // migration hook
   int world_ = 1;
   std::int64_t start_it_ = 0;
+  std::int64_t last_checkpoint_ = 0;
+  int pause_state_ = 0;  // 0 running, 1 pause requested, 2 every stage paused
+  std::vector<EventTail> tails_;
 };
 }  // namespace
 

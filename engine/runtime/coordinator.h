@@ -8,6 +8,7 @@
 #include "core/events/run_records.h"  // migration hook
 #include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
+#include "runtime/run_commands.h"
 
 namespace pw::rt {
 
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string resume_dir;       // a previous run_dir with a checkpoint
   bool eval = false;            // test accuracy after training (also data.eval)
   double heartbeat_timeout_s = 2.0;
+  RunCommands* commands = nullptr;  // pause/resume/stop/checkpoint/rebalance from outside (may be null)
 };
 
 struct RunResult {
@@ -34,6 +36,7 @@ struct RunResult {
   double iteration_ms = 0;     // mean, after the first iteration
   double accuracy = -1;        // when evaluated
   std::int64_t start_iteration = 0;
+  bool stopped = false;        // ended early on a stop request (exit_code 0, weights saved)
   std::vector<nlohmann::json> stages;  // each worker's report
   Plan plan;
 };
@@ -45,7 +48,14 @@ class RunObserver {
   virtual ~RunObserver() = default;
   virtual void on_start(const PreparedJob& job, int start_iteration) {}
   virtual void on_iteration(std::int64_t iteration, double loss, double samples_per_s, double eta_s) {}
+  // Events as the stages write them (streamed while the run goes on).
   virtual void on_events(const std::vector<Event>& events) {}
+  // Every stage stopped at the agreed iteration (true), or resumed (false).
+  virtual void on_paused(bool paused) {}
+  // A checkpoint every stage has written completely (run_dir/checkpoint/N).
+  virtual void on_checkpoint(std::int64_t iteration) {}
+  // Something the user should know that is not an error (a refused command).
+  virtual void on_notice(const std::string& message) {}
   // A live migration (engine/runtime/migration): one record per moved layer,
   // and the whole event (reason, stall, predicted and measured gain) as JSON.
   virtual void on_migration(const std::vector<Migration>& moves, const nlohmann::json& event) {}

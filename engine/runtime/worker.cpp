@@ -20,6 +20,7 @@
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
 #include "runtime/data.h"
+#include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
 #include "runtime/migration/worker_agent.h"  // migration hook
 #include "runtime/protocol.h"
@@ -63,25 +64,61 @@ class Heartbeat {
   std::thread thread_;
 };
 
-// Events of this worker, written to the run directory at the end (JSON
-// lines, one per event). The seam for live telemetry is the EventSink.
+// Events of this worker as JSON lines in the run directory, flushed after
+// every iteration: the coordinator tails the file and streams the events
+// to telemetry and the database while the run goes on.
 class EventLog final : public EventSink {
  public:
-  void on_event(const Event& e) override { events_.push_back(e); }
-  void write(const std::string& file) const {
-    std::ofstream out(file);
-    for (const auto& e : events_)
-      out << nlohmann::json{{"kind", to_string(e.kind)}, {"stage", e.stage}, {"mb", e.microbatch},
-                            {"chunk", e.chunk}, {"start_ns", e.start_ns}, {"end_ns", e.end_ns},
-                            {"bytes", e.bytes}, {"first_layer", e.first_layer}, {"last_layer", e.last_layer}}
-                 .dump()
-          << "\n";
+  explicit EventLog(const std::string& file) {
+    if (file.empty()) return;
+    std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+    out_.open(file, std::ios::trunc);
   }
-  size_t size() const { return events_.size(); }
+  void on_event(const Event& e) override {
+    ++count_;
+    if (!out_.is_open()) return;
+    out_ << nlohmann::json{{"kind", to_string(e.kind)}, {"stage", e.stage}, {"mb", e.microbatch},
+                           {"chunk", e.chunk}, {"start_ns", e.start_ns}, {"end_ns", e.end_ns},
+                           {"bytes", e.bytes}, {"first_layer", e.first_layer}, {"last_layer", e.last_layer}}
+                .dump()
+         << "\n";
+  }
+  void flush() {
+    if (out_.is_open()) out_.flush();
+  }
+  size_t size() const { return count_; }
 
  private:
-  std::vector<Event> events_;
+  std::ofstream out_;
+  size_t count_ = 0;
 };
+
+// Saves this stage's state for iteration `iteration` (after it) into its
+// own directory, so a stage that is an iteration ahead never overwrites a
+// checkpoint another stage has not completed yet.
+void save_checkpoint(StageExecutor& stage, const Plan& plan, const std::string& run_dir, int rank,
+                     std::int64_t iteration) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(run_dir) / "checkpoint" / std::to_string(iteration);
+  fs::create_directories(dir);
+  std::string f = (dir / ("stage" + std::to_string(rank) + ".pt")).string();
+  stage.save(f + ".tmp");
+  fs::rename(f + ".tmp", f);
+  if (rank == 0) {  // the partition this checkpoint's stage files follow (live migration changes it)
+    std::ofstream(dir / "plan.json.tmp") << to_json(plan).dump(2) << "\n";
+    fs::rename(dir / "plan.json.tmp", dir / "plan.json");
+  }
+}
+
+// Between two iterations while the run is paused: the heartbeat thread keeps
+// the coordinator informed; a stop while paused ends the run right here.
+bool wait_while_paused(c10d::Store& store, std::int64_t pause_number, std::int64_t it, IterationAgreement& stop) {
+  while (read_counter(store, keys::kResumes) < pause_number) {
+    if (stop.due_after(it, /*here=*/true)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -139,7 +176,7 @@ int run_worker(const WorkerEnv& env) {
     opts->threads = 2;
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("pg", store),
                                                            env.rank, env.world_size, opts);
-    EventLog log;
+    EventLog log(run_dir.empty() ? "" : run_dir + "/events/stage" + std::to_string(env.rank) + ".jsonl");
     migration::WorkerAgent migration(job, plan, *schedule, env.rank, store, pg, data, &log);  // migration hook
     StageExecutor stage(job, plan, *schedule, env.rank, pg, data, migration.sink());
     if (cfg.contains("resume_file")) {
@@ -155,20 +192,28 @@ int run_worker(const WorkerEnv& env) {
       if (ckpt_every > 0) throw std::runtime_error("checkpoints need a schedule with a flush (gpipe, 1f1b)");
       stage.run_async(first_it, iterations, report);
     }
+    IterationAgreement pause(store, keys::kPauseRequests), stop(store, keys::kStopRequests),
+        checkpoint(store, keys::kCheckpointRequests);
+    std::int64_t pauses = 0;
     for (std::int64_t it = first_it; stage.flushes() && it < iterations; ++it) {
       migration.before_iteration(it, stage);  // migration hook
       double loss = stage.run_iteration(it);
       migration.after_iteration(it, stage);  // migration hook
+      log.flush();
       if (!std::isnan(loss)) report(it, loss);
-      if (ckpt_every > 0 && !run_dir.empty() && (it + 1) % ckpt_every == 0) {
-        namespace fs = std::filesystem;
-        fs::path dir = fs::path(run_dir) / "checkpoint";
-        fs::create_directories(dir);
-        std::string f = (dir / ("stage" + std::to_string(env.rank) + ".pt")).string();
-        stage.save(f + ".tmp");
-        fs::rename(f + ".tmp", f);
-        store->add(keys::checkpoint(it + 1), 1);
+      bool asked = checkpoint.due_after(it);
+      if (!run_dir.empty() && (asked || (ckpt_every > 0 && (it + 1) % ckpt_every == 0))) {
+        save_checkpoint(stage, migration.plan(), run_dir, env.rank, it + 1);
+        store->set(keys::checkpoint_saved(env.rank), to_bytes(std::to_string(it + 1)));
       }
+      if (pause.due_after(it)) {
+        store->set(keys::paused(env.rank), to_bytes(std::to_string(it + 1)));
+        if (wait_while_paused(*store, ++pauses, it, stop)) {
+          iterations = it + 1;
+          break;
+        }
+      }
+      if (stop.due_after(it)) iterations = it + 1;
     }
     double accuracy = NAN;
     if (cfg.value("eval", false)) accuracy = stage.evaluate(data.test());
@@ -181,19 +226,21 @@ int run_worker(const WorkerEnv& env) {
                           {"optimizer_bytes", mem.optimizer},
                           {"events", log.size()}};
     if (!std::isnan(accuracy)) result["accuracy"] = accuracy;
+    result["iterations"] = iterations;  // fewer than the job's when the run was stopped
     if (!run_dir.empty()) {
       namespace fs = std::filesystem;
       fs::create_directories(fs::path(run_dir) / "weights");
-      fs::create_directories(fs::path(run_dir) / "events");
       stage.save((fs::path(run_dir) / "weights" / ("stage" + std::to_string(env.rank) + ".pt")).string());
-      log.write((fs::path(run_dir) / "events" / ("stage" + std::to_string(env.rank) + ".jsonl")).string());
     }
+    log.flush();
     store->set(keys::result(env.rank), to_bytes(result.dump()));
     return 0;
   } catch (const std::exception& e) {
     std::string msg = e.what();
     // c10 errors carry a backtrace after the first line; the user needs the reason.
     if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
+    // The coordinator names the stage; drop our own prefix (memory errors carry it).
+    if (std::string own = "stage " + std::to_string(env.rank) + ": "; msg.rfind(own, 0) == 0) msg.erase(0, own.size());
     try {
       store->set(keys::error(env.rank), to_bytes(msg));
     } catch (...) {

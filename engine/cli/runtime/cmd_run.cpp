@@ -38,8 +38,12 @@ class TerminalProgress final : public rt::RunObserver {
               << (sps > 0 ? fixed(eta, 1) + " s" : std::string("-")) << (tty_ ? "   " : "\n");
     if (tty_ && last) std::cerr << "\n";
   }
+  void on_paused(bool paused) override { line(paused ? "paused (every stage at the same iteration)" : "resumed"); }
+  void on_checkpoint(std::int64_t it) override { line("checkpoint complete at iteration " + std::to_string(it)); }
+  void on_notice(const std::string& m) override { line("note: " + m); }
 
  private:
+  void line(const std::string& s) { std::cerr << (tty_ ? "\n" : "") << "  " << s << "\n"; }
   std::int64_t total_ = 0, every_ = 1;
   bool tty_ = false;
 };
@@ -65,8 +69,9 @@ int positive(const CliArgs& a, const std::string& name, int fallback) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "attach", "eval", "quiet"},
-               {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker", "db", "listen"});
+  CliArgs args(argv, {"json", "attach", "eval", "quiet", "allow-remote"},
+               {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker", "db", "listen",
+                "curve-dir"});
   rt::RunOptions o;
   std::string job_file;
   if (auto r = args.option("resume")) {
@@ -92,19 +97,29 @@ int cmd_run(const std::vector<std::string>& argv) {
   TerminalProgress progress;
   rt::RunObserver* observer = args.flag("quiet") || args.flag("json") ? nullptr : &progress;
   std::unique_ptr<rt::RunObserver> recording;
+  rt::RunCommands commands;
   if (args.option("db") || args.option("listen")) {
-    recording = make_run_recording({args.option("db").value_or(""), args.option("listen").value_or("")}, observer);
+    RunRecordingOptions ro;
+    ro.db_path = args.option("db").value_or("");
+    ro.listen = args.option("listen").value_or("");
+    ro.allow_remote = args.flag("allow-remote");
+    ro.curve_dir = args.option("curve-dir").value_or("");
+    if (!ro.listen.empty()) {
+      ro.commands = &commands;
+      o.commands = &commands;
+    }
+    recording = make_run_recording(ro, observer);
     observer = recording.get();
   }
   rt::RunResult r = rt::run_job(o, observer);
   if (args.flag("json")) {
-    nlohmann::json j{{"exit_code", r.exit_code}, {"losses", r.losses}, {"samples_per_s", r.samples_per_s},
+    nlohmann::json j{{"exit_code", r.exit_code}, {"stopped", r.stopped}, {"losses", r.losses}, {"samples_per_s", r.samples_per_s},
                      {"iteration_ms", r.iteration_ms}, {"run_dir", o.run_dir}, {"stages", r.stages}};
     if (!r.error.empty()) j["error"] = r.error;
     if (r.accuracy >= 0) j["accuracy"] = r.accuracy;
     std::cout << j.dump(2) << "\n";
   } else if (r.exit_code == 0) {
-    std::cout << "done: " << r.losses.size() << " iterations, final loss "
+    std::cout << (r.stopped ? "stopped on request: " : "done: ") << r.losses.size() << " iterations, final loss "
               << (r.losses.empty() ? std::string("-") : fixed(r.losses.back(), 4)) << ", "
               << fixed(r.samples_per_s, 1) << " samples/s (" << fixed(r.iteration_ms, 2) << " ms/iteration)";
     if (r.accuracy >= 0) std::cout << ", test accuracy " << fixed(100 * r.accuracy, 2) << "%";
@@ -121,6 +136,7 @@ std::vector<Command> runtime_commands() {
   return {{"run",
            "JOB.json [--planner P] [--profile FILE] [--run-dir DIR] [--checkpoint-every N] [--resume RUN] "
            "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--db RUN.sqlite] [--listen tcp://127.0.0.1:PORT] "
+           "[--allow-remote --curve-dir DIR] "
            "[--json] [--quiet] [--set a.b=v ...]",
            "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
            cmd_run},

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "core/events/run_records.h"
@@ -10,6 +12,8 @@
 #include "db/run_writer.h"
 #endif
 #ifdef PW_HAVE_IPC
+#include "ipc/control.h"
+#include "ipc/curve.h"
 #include "ipc/endpoints.h"
 #include "ipc/publisher.h"
 #endif
@@ -52,15 +56,34 @@ class RunRecording final : public rt::RunObserver {
 #endif
 #ifdef PW_HAVE_IPC
     if (!opt_.listen.empty()) {
+      std::optional<ipc::CurveServer> curve;
+      if (!opt_.curve_dir.empty()) curve = ipc::curve_server_from_dir(opt_.curve_dir);
       ipc::PublisherOptions po;
       po.endpoint = opt_.listen;
+      po.allow_remote = opt_.allow_remote;
+      po.curve = curve;
       pub_ = std::make_unique<ipc::Publisher>(run_id_, po);
       pub_->set_run_info(p.job.name, p.job.pipeline.stages, "run", opt_.db_path);
       pub_->status(RunStatus::Running);
       pub_->plan(1, 0, "initial", to_json(p.plan));
-      std::cerr << "telemetry " << pub_->endpoint() << "\n";
+      std::string control;
+      if (opt_.commands) {
+        ipc::ControlServerOptions co;
+        // Control binds on the telemetry host, ephemeral port; clients learn it from heartbeats.
+        co.endpoint = pub_->endpoint().substr(0, pub_->endpoint().rfind(':')) + ":*";
+        co.allow_remote = opt_.allow_remote;
+        co.curve = curve;
+        ctl_ = std::make_unique<ipc::ControlServer>([this](const ipc::pb::ControlRequest& r) { return handle(r); },
+                                                    pub_.get(), co);
+        pub_->set_control_endpoint(ctl_->endpoint());
+        control = ctl_->endpoint();
+      }
+      std::cerr << "telemetry " << pub_->endpoint() << (control.empty() ? "" : "  control " + control) << std::endl;
 #ifdef PW_HAVE_DB
-      if (db_) db_->endpoint("telemetry", pub_->endpoint());
+      if (db_) {
+        db_->endpoint("telemetry", pub_->endpoint());
+        if (!control.empty()) db_->endpoint("control", control);
+      }
 #endif
     }
 #endif
@@ -109,8 +132,26 @@ class RunRecording final : public rt::RunObserver {
     if (next_) next_->on_migration(moves, event);
   }
 
+  void on_paused(bool paused) override {
+#ifdef PW_HAVE_IPC
+    if (pub_) pub_->paused(paused);
+#endif
+    log(LogLevel::Info, paused ? "paused: every stage stopped at the same iteration" : "resumed");
+    if (next_) next_->on_paused(paused);
+  }
+
+  void on_checkpoint(std::int64_t iteration) override {
+    log(LogLevel::Info, "checkpoint complete at iteration " + std::to_string(iteration));
+    if (next_) next_->on_checkpoint(iteration);
+  }
+
+  void on_notice(const std::string& message) override {
+    log(LogLevel::Warning, message);
+    if (next_) next_->on_notice(message);
+  }
+
   void on_finish(const rt::RunResult& r) override {
-    RunStatus status = r.exit_code == 0 ? RunStatus::Finished : RunStatus::Failed;
+    RunStatus status = r.exit_code != 0 ? RunStatus::Failed : r.stopped ? RunStatus::Stopped : RunStatus::Finished;
     nlohmann::json summary{{"losses", r.losses},
                            {"samples_per_s", r.samples_per_s},
                            {"iteration_ms", r.iteration_ms},
@@ -129,10 +170,78 @@ class RunRecording final : public rt::RunObserver {
       pub_->flush();
     }
 #endif
+#ifdef PW_HAVE_IPC
+    ctl_.reset();  // before the publisher it reads snapshots from
+#endif
     if (next_) next_->on_finish(r);
   }
 
  private:
+  void log(LogLevel level, const std::string& message) {
+    LogRecord l;
+    l.t_ns = now_ns() - t0_;
+    l.level = level;
+    l.source = "coordinator";
+    l.message = message;
+#ifdef PW_HAVE_DB
+    if (db_) db_->log(l);
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub_) pub_->log(l);
+#endif
+  }
+
+#ifdef PW_HAVE_IPC
+  // On the control server's thread: the coordinator takes posted commands
+  // at its next poll; the reply says what was accepted.
+  ipc::pb::ControlReply handle(const ipc::pb::ControlRequest& req) {
+    namespace pb = ipc::pb;
+    using R = pb::ControlRequest;
+    auto can = opt_.commands->abilities();
+    std::lock_guard lk(mu_);
+    auto flush_needed = [&]() -> std::optional<pb::ControlReply> {
+      if (can.flushes) return std::nullopt;
+      return ipc::error_reply(pb::UNSUPPORTED, "the pipedream schedule has no flush to pause, stop or checkpoint at");
+    };
+    switch (req.command_case()) {
+      case R::kPause:
+        if (auto e = flush_needed()) return *e;
+        if (paused_) return ipc::error_reply(pb::WRONG_STATE, "already paused");
+        paused_ = true;
+        opt_.commands->post(rt::RunCommand::Pause);
+        break;
+      case R::kResume:
+        if (!paused_) return ipc::error_reply(pb::WRONG_STATE, "not paused");
+        paused_ = false;
+        opt_.commands->post(rt::RunCommand::Resume);
+        break;
+      case R::kStop:
+        if (auto e = flush_needed()) return *e;
+        opt_.commands->post(rt::RunCommand::Stop);
+        break;
+      case R::kCheckpoint:
+        if (auto e = flush_needed()) return *e;
+        if (!can.checkpoints) return ipc::error_reply(pb::UNSUPPORTED, "this run has no run directory");
+        opt_.commands->post(rt::RunCommand::Checkpoint);
+        break;
+      case R::kRebalance:
+        if (!can.rebalances)
+          return ipc::error_reply(pb::UNSUPPORTED, "online replanning is off for this job (runtime.replan)");
+        opt_.commands->post(rt::RunCommand::Rebalance);
+        break;
+      case R::kSet:
+        return ipc::error_reply(pb::INVALID, "setting \"" + req.set().key() + "\" cannot change during a run");
+      case R::kQueryStatus: break;
+      default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
+    }
+    pb::ControlReply reply;
+    *reply.mutable_status() = pub_->snapshot().status();
+    return reply;
+  }
+  std::mutex mu_;
+  bool paused_ = false;  // as requested (the stages pause at their next agreed iteration)
+#endif
+
   RunRecordingOptions opt_;
   rt::RunObserver* next_;
   std::string run_id_;
@@ -143,6 +252,7 @@ class RunRecording final : public rt::RunObserver {
 #endif
 #ifdef PW_HAVE_IPC
   std::unique_ptr<ipc::Publisher> pub_;
+  std::unique_ptr<ipc::ControlServer> ctl_;  // after pub_: destroyed first
 #endif
 };
 }  // namespace

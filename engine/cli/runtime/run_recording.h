@@ -11,11 +11,16 @@ namespace pw::cli {
 struct RunRecordingOptions {
   std::string db_path;
   std::string listen;
+  bool allow_remote = false;  // --allow-remote: a non-loopback --listen (needs curve_dir)
+  std::string curve_dir;      // server keys from `pipewright keys` (CURVE)
+  // With --listen: a control server (pause, resume, stop, checkpoint,
+  // rebalance) on the telemetry host posts into this.
+  rt::RunCommands* commands = nullptr;
 };
 
 // A RunObserver that records the run into SQLite (pw_db's RunWriter) and
-// publishes it over ZeroMQ (pw_ipc's Publisher), then forwards every call to
-// `next` (the terminal progress line). Parts whose layer this build lacks
+// publishes it over ZeroMQ (pw_ipc's Publisher) with a control server
+// beside it, then forwards every call to `next` (the terminal progress line). Parts whose layer this build lacks
 // are refused with a clear error at construction.
 std::unique_ptr<rt::RunObserver> make_run_recording(const RunRecordingOptions& options, rt::RunObserver* next);
 

@@ -37,6 +37,8 @@ class WorkerAgent {
   EventSink* sink();
   void before_iteration(std::int64_t it, StageExecutor& stage);
   void after_iteration(std::int64_t it, StageExecutor& stage);
+  // The plan this stage runs now (the last committed migration's).
+  const Plan& plan() const;
 
  private:
   struct Impl;

@@ -172,9 +172,42 @@ TEST(LiveMigrationFailure, WorkerKilledMidMigrationFailsCleanly) {
   // The coordinator may not yet have recorded the last checkpoint when the worker died.
   EXPECT_GE(read_json(dir + "/checkpoint/meta.json")["iteration"].get<int>(), 2);
   // The checkpoint holds the old partition: stage 0 has layers 0-1 (4 tensors).
-  EXPECT_EQ(load_stage_parameters(dir + "/checkpoint/stage0.pt").size(), 4u);
-  EXPECT_EQ(load_stage_parameters(dir + "/checkpoint/stage1.pt").size(), 4u);
+  std::string ckpt = dir + "/" + read_json(dir + "/checkpoint/meta.json")["dir"].get<std::string>();
+  EXPECT_EQ(load_stage_parameters(ckpt + "/stage0.pt").size(), 4u);
+  EXPECT_EQ(load_stage_parameters(ckpt + "/stage1.pt").size(), 4u);
+  EXPECT_EQ(plan_from_json(read_json(ckpt + "/plan.json")).stages[1].first_layer, 2);
   std::filesystem::remove_all(dir);
+}
+
+// A checkpoint taken after a migration holds the migrated partition; a run
+// resumed from it continues on that partition and ends bitwise where the
+// uninterrupted run ends.
+TEST(LiveMigrationResume, ResumesOnTheMigratedPartition) {
+  auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 6);
+  doc["runtime"] = {{"migrate", {{{"iteration", 2}, {"stages", ranges({{0, 0}, {1, 3}})}}}}};
+  std::string a = temp_dir("mig-ckpt"), b = temp_dir("mig-resumed");
+  auto opt = options(doc, a);
+  opt.plan = plan_of(doc, {{0, 1}, {2, 3}});
+  opt.checkpoint_every = 4;
+  RunResult full = run_job(opt);
+  ASSERT_EQ(full.exit_code, 0) << full.error;
+  auto meta = read_json(a + "/checkpoint/meta.json");
+  ASSERT_EQ(meta["iteration"], 4);
+  EXPECT_EQ(plan_from_json(read_json(a + "/" + meta["dir"].get<std::string>() + "/plan.json")).stages[1].first_layer, 1);
+
+  auto again = options(doc, b);
+  again.resume_dir = a;
+  RunResult resumed = run_job(again);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.error;
+  EXPECT_EQ(resumed.start_iteration, 4);
+  EXPECT_EQ(resumed.plan.stages[1].first_layer, 1);
+  ASSERT_EQ(resumed.losses.size(), 2u);
+  EXPECT_EQ(resumed.losses[1], full.losses[5]);
+  auto wa = run_weights(a, 2), wb = run_weights(b, 2);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(wa[i].equal(wb[i])) << "parameter " << i;
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
 }
 
 // A manual request re-plans with the measured slowdown and applies the plan
