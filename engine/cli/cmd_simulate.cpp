@@ -112,7 +112,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
-  if (nas::is_supernet_job(job)) return simulate_supernet_command(job, args.flag("json"), args.option("trace"));  // NAS
+  if (nas::is_supernet_job(job)) return simulate_supernet_command(job, args);  // NAS: --json --trace --db --listen
   PreparedJob p = prepare_job(job, args.option("planner").value_or(""));
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";

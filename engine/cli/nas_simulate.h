@@ -10,6 +10,9 @@ namespace pw::cli {
 // the job's schedule (csp, or a baseline: gpipe, 1f1b = VPipe-style,
 // async-1f1b = PipeDream) on the supernet simulator and, for comparison,
 // sequential training of the same subnet sequence.
-int simulate_supernet_command(const JobSpec& job, bool json, const std::optional<std::string>& trace);
+// --json, --trace; --db FILE records events, subnets, subnet phases and CSP
+// wait edges; --listen publishes them as telemetry.
+class CliArgs;
+int simulate_supernet_command(const JobSpec& job, const CliArgs& args);
 
 }  // namespace pw::cli
