@@ -91,9 +91,10 @@ SearchResult evolutionary_search(const SearchSpace& space, const EvolutionConfig
   Evaluator eval(score, cfg.evaluations, out);
   Rng rng(cfg.seed);
   std::vector<Member> pop;
-  // Initial population: the uniform sampler's subnets, from the search seed.
+  // Initial population: the uniform sampler's subnets from the search seed,
+  // i.e. exactly random_search's first ones with that seed (a fair start).
   for (std::int64_t i = 0; static_cast<int>(pop.size()) < cfg.population && !eval.exhausted() && i < 64LL * cfg.population; ++i) {
-    Subnet s = uniform_subnet(space, cfg.seed ^ 0x5EA4C4ull, i);
+    Subnet s = uniform_subnet(space, cfg.seed, i);
     if (eval.seen(s)) continue;
     pop.push_back({s, *eval(s)});
   }

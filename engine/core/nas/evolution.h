@@ -42,7 +42,8 @@ struct SearchResult {
 SearchResult evolutionary_search(const SearchSpace& space, const EvolutionConfig& cfg, const SubnetScorer& score);
 
 // The baseline with the same budget: `evaluations` uniform subnets (the
-// training sampler's, from `seed`), best of them.
+// training sampler's, from `seed`), best of them. With the search's seed its
+// first `population` subnets are the evolution's initial population.
 SearchResult random_search(const SearchSpace& space, int evaluations, std::uint64_t seed, const SubnetScorer& score);
 
 }  // namespace pw::nas

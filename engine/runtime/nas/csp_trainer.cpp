@@ -19,7 +19,7 @@
 #include "core/nas/csp_policy.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
-#include "runtime/nas/fmnist_batches.h"
+#include "runtime/data.h"
 #include "runtime/nas/supernet_modules.h"
 
 namespace pw::rt::nas {
@@ -126,7 +126,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   const int n = static_cast<int>(nj.sequence.size());
   const int s = cfg.rank, p = cfg.world;
   CnnSupernet net(job, nj.space, nj.stages[s]);
-  FmnistBatches data(job);
+  pw::rt::TrainData data(job);  // subnet b trains on microbatch (b, 0)
   int window = cfg.window > 0 ? cfg.window : nj.space.window;
   CspStage csp(s, p, nj.stages[s], &nj.sequence, window);
 
@@ -203,7 +203,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       csp.forward_started(b);
       InFlight f;
       if (s == 0) {
-        f.input = net.stem(data.images(b));
+        f.input = net.stem(data.microbatch(b, 0).input);
       } else {
         f.input = arrived_act[b];
         arrived_act.erase(b);
@@ -211,7 +211,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       }
       f.output = net.layers(subnet, f.input);
       if (net.has_head()) {
-        f.loss = loss(net.head(f.output), data.labels(b));
+        f.loss = loss(net.head(f.output), data.microbatch(b, 0).target);
         losses[b] = f.loss.item<float>();
         csp.backward_ready(b);
       } else {
@@ -258,6 +258,8 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     for (int b = 0; b < n; ++b) l.push_back(losses[b]);
     out["losses"] = l;
   }
+  // The trained candidates, for the evolutionary search (supernet_search.h).
+  net.save(cfg.out_dir + "/stage" + std::to_string(s) + ".bin");
   std::ofstream(cfg.out_dir + "/stage" + std::to_string(s) + ".json") << out.dump() << "\n";
 }
 

@@ -5,6 +5,9 @@
 //       launches P workers and prints subnets/s, per-stage parameter hashes and the last losses
 //   pw_nas_worker bench JOB [--workers P] [--set k=v]...
 //       CSP against a one-subnet-at-a-time pipeline on the same job: subnets/s and the ratio
+//   pw_nas_worker search JOB --out DIR [--set k=v]...
+//       after `run ... --out DIR`: evolutionary search (search_space.search) over the trained
+//       supernet, subnets scored by validation accuracy, against random search with the same budget
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,12 +20,13 @@
 #include "core/spec/spec_error.h"
 #include "runtime/nas/csp_launch.h"
 #include "runtime/nas/csp_trainer.h"
+#include "runtime/nas/supernet_search.h"
 
 using namespace pw::rt::nas;
 
 namespace {
 int usage() {
-  std::cerr << "usage: pw_nas_worker worker|run|bench JOB [--workers P] [--rank R --world P --port N] [--out DIR]\n"
+  std::cerr << "usage: pw_nas_worker worker|run|bench|search JOB [--workers P] [--rank R --world P --port N] [--out DIR]\n"
                "                     [--window W] [--no-csp] [--set key=value]...\n";
   return 2;
 }
@@ -64,6 +68,15 @@ int main(int argc, char** argv) {
       std::printf("%d subnets on %d workers in %.2f s: %.2f subnets/s\n", r.subnets, workers, r.seconds, r.subnets_per_s());
       for (size_t s = 0; s < r.stage_hashes.size(); ++s) std::printf("stage %zu parameter hash %016llx\n", s, (unsigned long long)r.stage_hashes[s]);
       if (!r.losses.empty()) std::printf("loss: first %.4f, last %.4f\n", r.losses.front(), r.losses.back());
+      return 0;
+    }
+    if (mode == "search") {
+      auto r = search_trained_supernet(w.job_file, w.overrides, out);
+      std::printf("evolutionary search: %d subnets scored on %d validation samples\n", r.evolution.evaluations,
+                  r.validation_samples);
+      std::printf("  best  %s  accuracy %.4f\n", pw::nas::to_string(r.evolution.best).c_str(), r.evolution.best_score);
+      std::printf("random search, same budget: best %s  accuracy %.4f\n", pw::nas::to_string(r.random.best).c_str(),
+                  r.random.best_score);
       return 0;
     }
     if (mode == "bench") {

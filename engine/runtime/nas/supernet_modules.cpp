@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 namespace pw::rt::nas {
 namespace {
@@ -17,8 +19,10 @@ at::Generator gen(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
 
 at::Tensor Candidate::forward(const at::Tensor& x) const {
   if (kernel == 0) return x;
+  // Residual cell: the stem's features pass through, so the frozen head
+  // sees signal from the first step and every candidate learns a correction.
   auto y = at::relu(at::conv2d(x, params[0], params[1], 1, kernel / 2));
-  return at::relu(at::conv2d(y, params[2], params[3]));
+  return x + at::conv2d(y, params[2], params[3]);
 }
 
 CnnSupernet::CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, pw::nas::StageSlots slots)
@@ -53,7 +57,11 @@ CnnSupernet::CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, 
   std::int64_t in = job.model.in_channels, C = channels_;
   stem_w_ = init({C, in, 3, 3}, in * 9, g);
   stem_b_ = init({C}, in * 9, g);
-  head_w_ = init({job.model.classes, C}, C, g);
+  // Frozen head over the whole feature map (not its global mean): a fixed
+  // random projection the trained candidates can shape features for; after
+  // a global mean a frozen 16 -> 10 map left too little to learn.
+  std::int64_t features = C * half_ * half_;
+  head_w_ = init({job.model.classes, features}, features / 4.0, g);
   head_b_ = init({job.model.classes}, C, g);
 }
 
@@ -62,7 +70,7 @@ at::Tensor CnnSupernet::stem(const at::Tensor& images) const {
 }
 
 at::Tensor CnnSupernet::head(const at::Tensor& x) const {
-  return at::linear(x.mean({2, 3}), head_w_, head_b_);
+  return at::linear(x.flatten(1), head_w_, head_b_);
 }
 
 at::Tensor CnnSupernet::layers(const pw::nas::Subnet& subnet, const at::Tensor& x) const {
@@ -93,6 +101,40 @@ std::uint64_t fnv1a(const at::Tensor& t, std::uint64_t h) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+void CnnSupernet::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& layer : layers_)
+    for (const auto& cand : layer)
+      for (const auto& p : cand.params) {
+        at::Tensor c = p.detach().contiguous();
+        out.write(static_cast<const char*>(c.data_ptr()), c.numel() * static_cast<std::streamsize>(c.element_size()));
+      }
+  if (!out) throw std::runtime_error("cannot write \"" + path + "\"");
+}
+
+void CnnSupernet::load(const std::string& path, int first, int last) {
+  if (first < slots_.first || last > slots_.last)
+    throw std::invalid_argument("\"" + path + "\": layers " + std::to_string(first) + ".." + std::to_string(last) +
+                                " are not all held here");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error("cannot read \"" + path + "\"");
+  std::streamsize size = in.tellg(), need = 0;
+  for (int l = first; l <= last; ++l)
+    for (const auto& cand : layers_[l - slots_.first])
+      for (const auto& p : cand.params) need += p.numel() * static_cast<std::streamsize>(p.element_size());
+  if (size != need)
+    throw std::runtime_error("\"" + path + "\": " + std::to_string(size) + " bytes, layers " + std::to_string(first) +
+                             ".." + std::to_string(last) + " of this job need " + std::to_string(need));
+  in.seekg(0);
+  at::NoGradGuard ng;
+  for (int l = first; l <= last; ++l)
+    for (auto& cand : layers_[l - slots_.first])
+      for (auto& p : cand.params) {
+        at::Tensor v = p.variable_data();
+        in.read(static_cast<char*>(v.data_ptr()), v.numel() * static_cast<std::streamsize>(v.element_size()));
+      }
 }
 
 std::uint64_t CnnSupernet::hash() const { return hash_range(slots_.first, slots_.last); }

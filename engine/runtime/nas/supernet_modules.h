@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/nas/csp_policy.h"
@@ -42,6 +43,11 @@ class CnnSupernet {
   // The same over choice layers [first, last] only (a sub-range of those held).
   std::uint64_t hash_range(int first, int last) const;
   const pw::nas::StageSlots& slots() const { return slots_; }
+  // The raw bytes of every candidate parameter of layers [first, last], in
+  // hash order: what a stage writes after training and a search loads.
+  // load() throws naming the file when its size does not match.
+  void save(const std::string& path) const;
+  void load(const std::string& path, int first, int last);
   std::vector<std::int64_t> activation_shape(int batch) const { return {batch, channels_, half_, half_}; }
 
  private:

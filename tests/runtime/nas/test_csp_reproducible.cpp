@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/nas/nas_job.h"
-#include "runtime/nas/fmnist_batches.h"
+#include "runtime/data.h"
 #include "runtime/nas/csp_launch.h"
 #include "runtime/nas/supernet_modules.h"
 
@@ -40,10 +40,11 @@ Reference sequential_reference(int stages) {
   r.nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
   const auto& job = r.nj.job;
   r.net = std::make_unique<CnnSupernet>(job, r.nj.space, pw::nas::StageSlots{0, r.nj.space.size() - 1});
-  FmnistBatches data(job);
+  pw::rt::TrainData data(job);
   for (size_t i = 0; i < r.nj.sequence.size(); ++i) {
-    auto x = r.net->stem(data.images(static_cast<std::int64_t>(i)));
-    auto l = loss(r.net->head(r.net->layers(r.nj.sequence[i], x)), data.labels(static_cast<std::int64_t>(i)));
+    auto batch = data.microbatch(static_cast<std::int64_t>(i), 0);
+    auto x = r.net->stem(batch.input);
+    auto l = loss(r.net->head(r.net->layers(r.nj.sequence[i], x)), batch.target);
     r.losses.push_back(l.item<float>());
     if (l.requires_grad()) l.backward();
     r.net->sgd_update(r.nj.sequence[i], job.training.lr);

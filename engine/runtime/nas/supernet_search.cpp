@@ -1,0 +1,54 @@
+#include "runtime/nas/supernet_search.h"
+
+#include <ATen/Parallel.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "core/nas/nas_job.h"
+#include "runtime/data.h"
+#include "runtime/nas/supernet_modules.h"
+
+namespace pw::rt::nas {
+
+SupernetSearch search_trained_supernet(const std::string& job_file, const std::vector<std::string>& overrides,
+                                       const std::string& run_dir) {
+  at::set_num_threads(1);
+  pw::nas::NasJob nj = pw::nas::prepare_nas_job(load_job(job_file, overrides));
+  const int last = nj.space.size() - 1;
+  CnnSupernet net(nj.job, nj.space, pw::nas::StageSlots{0, last});
+  // Stage files in rank order must tile the choice layers.
+  int next = 0;
+  for (int r = 0; next <= last; ++r) {
+    std::string meta = run_dir + "/stage" + std::to_string(r) + ".json";
+    std::ifstream in(meta);
+    if (!in) throw std::runtime_error("cannot read \"" + meta + "\" (layers " + std::to_string(next) + ".." +
+                                      std::to_string(last) + " missing): run the supernet with --out " + run_dir);
+    auto j = nlohmann::json::parse(in);
+    int first = j.at("first_layer").get<int>(), until = j.at("last_layer").get<int>();
+    if (first != next) throw std::runtime_error("\"" + meta + "\": starts at layer " + std::to_string(first) +
+                                                ", expected " + std::to_string(next));
+    net.load(run_dir + "/stage" + std::to_string(r) + ".bin", first, until);
+    next = until + 1;
+  }
+  Dataset val = TrainData(nj.job).test();
+  SupernetSearch out;
+  out.validation_samples = static_cast<int>(val.size());
+  auto accuracy = [&](const pw::nas::Subnet& s) {
+    at::NoGradGuard ng;
+    std::int64_t correct = 0;
+    for (std::int64_t i = 0; i < val.size(); i += 500) {
+      std::int64_t n = std::min<std::int64_t>(500, val.size() - i);
+      auto logits = net.head(net.layers(s, net.stem(val.inputs.narrow(0, i, n))));
+      correct += logits.argmax(1).eq(val.labels.narrow(0, i, n)).sum().item<std::int64_t>();
+    }
+    return static_cast<double>(correct) / static_cast<double>(val.size());
+  };
+  out.evolution = pw::nas::evolutionary_search(nj.space, nj.search, accuracy);
+  out.random = pw::nas::random_search(nj.space, out.evolution.evaluations, nj.search.seed, accuracy);
+  return out;
+}
+
+}  // namespace pw::rt::nas
