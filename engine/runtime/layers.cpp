@@ -2,6 +2,7 @@
 
 #include <torch/nn/cloneable.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -149,13 +150,23 @@ bool model_takes_tokens(const JobSpec& job) {
   return job.model.kind == "gpt" || job.model.kind == "bert";
 }
 
+at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target) {
+  if (logits.dim() == 3)
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
+  return torch::nn::functional::cross_entropy(logits, target);
+}
+
 std::vector<std::vector<int64_t>> layer_boundary_shapes(std::vector<torch::nn::Sequential>& layers,
                                                         const std::vector<int64_t>& input_shape, bool tokens) {
   torch::NoGradGuard ng;
   std::vector<std::vector<int64_t>> shapes{input_shape};
   auto x = torch::zeros(input_shape, tokens ? at::kLong : at::kFloat);
   for (auto& l : layers) {
+    // Eval mode: a zero batch must not update a BatchNorm's running stats.
+    bool training = l->is_training();
+    l->eval();
     x = l->forward(x);
+    l->train(training);
     shapes.push_back(x.sizes().vec());
   }
   return shapes;

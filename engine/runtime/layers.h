@@ -20,6 +20,11 @@ std::vector<int64_t> model_input_shape(const JobSpec& job);
 // True when the model's input is token ids (int64) rather than features.
 bool model_takes_tokens(const JobSpec& job);
 
+// The training loss on the last layer's output: cross entropy over classes,
+// or over tokens for [b, s, vocab] logits (labels -100 are not scored, as
+// masked LM needs). One definition for the engine and the profiler.
+at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target);
+
 // Input shape of every layer plus the model's output shape (size layers+1),
 // found by running a zero microbatch through the layers without autograd.
 std::vector<std::vector<int64_t>> layer_boundary_shapes(std::vector<torch::nn::Sequential>& layers,

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
@@ -19,6 +18,7 @@
 
 #include "runtime/data.h"
 #include "runtime/layers.h"
+#include "runtime/send_reaper.h"
 
 namespace pw::rt {
 namespace {
@@ -26,14 +26,6 @@ namespace {
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// Cross entropy over classes, or over tokens for [b, s, vocab] logits
-// (labels -100 are ignored, as for masked LM).
-at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& target) {
-  if (logits.dim() == 3)
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
-  return torch::nn::functional::cross_entropy(logits, target);
 }
 
 enum Dir : int { kActivation = 0, kGradient = 1 };
@@ -82,7 +74,7 @@ struct StageExecutor::Impl {
   StageMemory memory;
   std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
   std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
-  std::vector<Comm> sends;
+  SendReaper sends;
   std::int64_t iteration = 0;
   std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
   bool async = false;
@@ -215,14 +207,11 @@ struct StageExecutor::Impl {
     // The receiver's tag names the virtual stage that receives (activation)
     // or whose output the gradient belongs to.
     c.work = pg->send(c.buf, peer_of(to), tag(dir, mb, dir == kActivation ? to : to));
-    sends.push_back(std::move(c));
+    sends.push(std::move(c.buf), std::move(c.work));
     emit(EventKind::Send, t0, mb, chunk, t.nbytes());
-    // Drop finished sends so their buffers stop counting.
-    std::erase_if(sends, [](Comm& s) { return s.work->isCompleted(); });
   }
   void wait_sends() {
-    for (auto& s : sends) s.work->wait();
-    sends.clear();
+    sends.drain();
   }
 
   // Posts the receives the next actions will need, so a peer's send never waits on us.
@@ -288,7 +277,7 @@ struct StageExecutor::Impl {
       at::Tensor logits = x.detach().requires_grad_(true);
       // Flush schedules accumulate the batch's gradient over microbatches;
       // PipeDream updates after every microbatch.
-      at::Tensor l = classification_loss(logits, batch.target) / (async ? 1 : microbatches);
+      at::Tensor l = pipeline_loss(logits, batch.target) / (async ? 1 : microbatches);
       l.backward();
       st.out_grad = logits.grad();
       loss = l.item<double>();
