@@ -27,6 +27,14 @@ nlohmann::json ranges(const Plan& p) {
 
 double or_null(double x) { return x; }
 
+// Layers whose memory policy differs: [layer, from, to].
+nlohmann::json policy_changes(const Plan& a, const Plan& b) {
+  auto out = nlohmann::json::array();
+  for (size_t l = 0; l < a.policy.size() && l < b.policy.size(); ++l)
+    if (a.policy[l] != b.policy[l]) out.push_back({l, to_string(a.policy[l]), to_string(b.policy[l])});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json MigrationEvent::to_json() const {
@@ -36,6 +44,7 @@ nlohmann::json MigrationEvent::to_json() const {
                    {"detail", detail},           {"iteration", iteration},
                    {"from", ranges(from)},       {"to", ranges(to)},
                    {"moves", mv},                {"bytes", bytes},
+                   {"policy_changes", policy_changes(from, to)},
                    {"stall_ms", stall_ms},       {"prepare_ms", prepare_ms},
                    {"iteration_ms_before", iteration_ms_before},
                    {"slowdown", slowdown}};
@@ -80,7 +89,8 @@ void Controller::publish() {
   for (const auto& m : settings_.migrate) {
     Pending p;
     p.version = ++version_;
-    p.plan = with_stages(base, m.stages);
+    p.plan = m.stages.empty() ? base : with_stages(base, m.stages);
+    if (!m.policy.empty()) p.plan.policy = m.policy;
     p.reason = "scripted";
     p.detail = "runtime.migrate at iteration " + std::to_string(m.iteration);
     p.iteration = m.iteration;
@@ -184,19 +194,19 @@ void Controller::replan(std::int64_t it, const std::vector<StageObservation>& ob
   Plan next = run_planner(settings_.planner, req);
   double gain = current.throughput_samples_per_s > 0 ? next.throughput_samples_per_s / current.throughput_samples_per_s - 1 : 0;
   bool manual = d.reason == ReplanReason::Manual;
-  bool moves = layers_moved(plan_, next) > 0;
+  // A new partition, or only new memory policies (keep / recompute /
+  // swap per layer): both switch through the same migration.
+  bool moves = layers_moved(plan_, next) > 0 || next.policy != plan_.policy;
   if (!quiet_)
     std::fprintf(stderr, "replan at iteration %lld (%s: %s): predicted gain %+.1f%%, %d layers would move%s\n",
                  static_cast<long long>(it), to_string(d.reason), d.detail.c_str(), 100 * gain,
                  layers_moved(plan_, next),
-                 !next.feasible ? " - infeasible, kept" : !moves ? " - same partition, kept"
+                 !next.feasible ? " - infeasible, kept" : !moves ? " - same plan, kept"
                  : (manual || trigger_.worth_it(current.throughput_samples_per_s, next.throughput_samples_per_s))
                      ? ""
                      : " - below runtime.replan.min_gain, kept");
   if (!next.feasible || !moves) return;
   if (!manual && !trigger_.worth_it(current.throughput_samples_per_s, next.throughput_samples_per_s)) return;
-  // The memory policies stay (changing them online is not implemented yet).
-  next.policy = plan_.policy;
   Pending p;
   p.version = ++version_;
   p.plan = next;

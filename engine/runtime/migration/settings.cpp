@@ -70,7 +70,23 @@ Settings parse_settings(const nlohmann::json& raw, int stages, int layers) {
       sm.iteration = e["iteration"].get<std::int64_t>();
       if (sm.iteration <= prev) throw SpecError(path + ".iteration", "must be larger than the previous one");
       prev = sm.iteration;
-      if (!e.contains("stages") || !e["stages"].is_array() || static_cast<int>(e["stages"].size()) != stages)
+      if (!e.contains("stages") && !e.contains("policy"))
+        throw SpecError(path, "needs \"stages\" (layer ranges), \"policy\" (per-layer memory policies) or both");
+      if (e.contains("policy")) {
+        const auto& pol = e["policy"];
+        if (!pol.is_array() || static_cast<int>(pol.size()) != layers)
+          throw SpecError(path + ".policy", "must list one memory policy per layer (" + std::to_string(layers) + ")");
+        for (size_t k = 0; k < pol.size(); ++k) {
+          auto mp = pol[k].is_string() ? memory_policy_from_string(pol[k].get<std::string>()) : std::nullopt;
+          if (!mp) throw SpecError(path + ".policy[" + std::to_string(k) + "]", "must be \"keep\", \"recompute\" or \"swap\"");
+          sm.policy.push_back(*mp);
+        }
+      }
+      if (!e.contains("stages")) {
+        s.migrate.push_back(sm);
+        continue;
+      }
+      if (!e["stages"].is_array() || static_cast<int>(e["stages"].size()) != stages)
         throw SpecError(path + ".stages", "must list " + std::to_string(stages) + " [first, last] layer ranges");
       int next = 0;
       for (size_t k = 0; k < e["stages"].size(); ++k) {

@@ -9,10 +9,12 @@
 namespace pw::rt::migration {
 
 // A migration fixed in the job (tests, demos): at `iteration`, switch to
-// these stage ranges (memory policies stay).
+// these stage ranges and/or these per-layer memory policies (empty: keep
+// the current ones).
 struct ScriptedMigration {
   std::int64_t iteration = 0;
   std::vector<StageRange> stages;
+  std::vector<MemoryPolicy> policy;
 };
 
 // The job's "runtime" section (all optional):
@@ -21,7 +23,8 @@ struct ScriptedMigration {
 //   "replan": {"enabled": true, "planner": "vpipe", "imbalance_threshold": .15, "imbalance_release": .05,
 //              "sustain_iterations": 2, "cooldown_iterations": 5, "min_gain": .05, "memory_pressure": .95,
 //              "measure_iterations": 3, "rebalance_at": 10}
-//   "migrate": [{"iteration": 3, "stages": [[0, 0], [1, 3]]}]
+//   "migrate": [{"iteration": 3, "stages": [[0, 0], [1, 3]]},
+//               {"iteration": 5, "policy": ["recompute", "keep", "swap", "keep"]}]
 //   "fail_in_migration": 1        test hook: that rank dies after sending its layers
 struct Settings {
   bool present = false;  // the job has a runtime section: the migration agent runs

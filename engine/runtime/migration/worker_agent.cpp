@@ -158,6 +158,10 @@ struct WorkerAgent::Impl {
     if (settings.fail_in_migration == rank) std::raise(SIGKILL);  // test hook: die while prepared
     // The new owner builds every layer from the job seed (StageExecutor does)
     // and only loads state: received layers, and the layers it keeps.
+    // The process's bytes before any model existed: the new stage's account
+    // starts from there once the old stage is freed (not from now, which
+    // still counts the old stage).
+    std::int64_t baseline = stage.memory().baseline();
     StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get());
     for (int l = 0; l < next.layer_count(); ++l) {
       if (device_of(next, l) != rank) continue;
@@ -182,6 +186,7 @@ struct WorkerAgent::Impl {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     stage.swap(fresh);  // `fresh` now holds the old stage and frees it
+    stage.memory().set_baseline(baseline);
     plan = next;
     std::int64_t t1 = now_ns();
     store->set(keys::done(version, rank),

@@ -179,6 +179,46 @@ TEST(LiveMigrationFailure, WorkerKilledMidMigrationFailsCleanly) {
   std::filesystem::remove_all(dir);
 }
 
+// Memory policies change online through the same switch, and never change
+// the numbers: keep -> recompute/swap mid-run ends bitwise where an all-keep
+// run ends; the switch is reported with its policy changes; the stage's
+// memory account after the switch does not still count the old stage.
+TEST(LiveMigration, MemoryPoliciesChangeOnline) {
+  auto doc = mlp_job(2, 4, "1f1b", {64, 64, 64}, 5);
+  auto changing = doc;
+  changing["runtime"] = {{"migrate", {{{"iteration", 2}, {"policy", {"recompute", "swap", "recompute", "keep"}}}}}};
+  std::string a = temp_dir("pol-online"), b = temp_dir("pol-keep");
+  auto opt = options(changing, a);
+  opt.plan = plan_of(doc, {{0, 1}, {2, 3}});
+  RunResult run = run_job(opt);
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+  auto rep = read_json(a + "/migration.json");
+  ASSERT_EQ(rep["migrations"].size(), 1u) << rep.dump();
+  EXPECT_EQ(rep["migrations"][0]["moves"].size(), 0u);
+  ASSERT_EQ(rep["migrations"][0]["policy_changes"].size(), 3u) << rep.dump();
+  EXPECT_EQ(rep["migrations"][0]["policy_changes"][1][2], "swap");
+  EXPECT_EQ(run.plan.policy[0], MemoryPolicy::Recompute);
+
+  auto keep = options(doc, b);
+  keep.plan = plan_of(doc, {{0, 1}, {2, 3}});
+  RunResult fixed = run_job(keep);
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.error;
+  EXPECT_EQ(fixed.losses, run.losses);
+  auto w = run_weights(a, 2), w2 = run_weights(b, 2);
+  ASSERT_EQ(w.size(), w2.size());
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(w[i].equal(w2[i])) << "parameter " << i;
+  // Parameters and optimizer state are the same tensors after the switch;
+  // the activations part can only shrink (recompute/swap), never hide
+  // behind a baseline that still counted the old stage (it would go < 0).
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(run.stages[r]["params_bytes"], fixed.stages[r]["params_bytes"]) << "stage " << r;
+    EXPECT_GE(run.stages[r]["peak_bytes"].get<std::int64_t>(), run.stages[r]["params_bytes"].get<std::int64_t>())
+        << "stage " << r;
+  }
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+}
+
 // A checkpoint taken after a migration holds the migrated partition; a run
 // resumed from it continues on that partition and ends bitwise where the
 // uninterrupted run ends.
