@@ -39,6 +39,7 @@ class StageMemory {
   // Bytes the process held before the stage's model existed (data sets,
   // receive buffers of the runtime): excluded from the stage's account.
   void set_baseline(std::int64_t bytes) { baseline_ = bytes; }
+  std::int64_t baseline() const { return baseline_; }
   void set_static(std::int64_t params, std::int64_t grads, std::int64_t optimizer, std::int64_t stashed);
   void add_host(std::int64_t bytes) { host_ += bytes; }
   // Checks the peak since the last check; throws MemoryBudgetError naming
