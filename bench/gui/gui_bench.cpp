@@ -1,8 +1,9 @@
 // pw_bench_gui: the studio's figures, each against a baseline measured in
 // the same process.
 //   1. Timeline replot with ~1M bars, median ms, zoomed out and zoomed in
-//      (target <= 16 ms); baseline: the same plottable drawing every bar
-//      from the first (no binary search, no folding).
+//      (target <= 16 ms); baselines: the same plottable folding bar by bar
+//      (no level-of-detail buckets), and drawing every bar from the first
+//      (no binary search, no folding).
 //   2. Open a ~1M-event run to first paint (target <= 1.5 s); baseline:
 //      just reading the events (database: RunReader; else: the simulator).
 //   3. Live ingestion: the highest offered rate (events/s) at which the
@@ -24,6 +25,7 @@
 #include "gui/models/run_source.h"
 #include "gui/models/simulated_iteration.h"
 #include "gui/models/simulated_run_source.h"
+#include "gui/models/track_lod.h"
 #include "gui/widgets/timeline_plottable.h"
 #include "gui/widgets/timeline_view.h"
 #ifdef PW_STUDIO_HAVE_DB
@@ -124,15 +126,42 @@ int main(int argc, char** argv) {
   for (int zoomed = 0; zoomed < 2; ++zoomed) {
     if (zoomed) view.setVisibleRange(mid, mid + narrow);
     else view.zoomToFit();
-    view.bars()->setNaive(false);
-    double fast = replot_ms(view, 15);
-    std::size_t rects = view.bars()->lastDrawnRects(), folds = view.bars()->lastFoldedBlocks();
-    view.bars()->setNaive(true);
+    auto* bars = view.bars();
+    bars->setNaive(false);
+    bars->setUseLod(true);
+    double fast = replot_ms(view, 31);
+    std::size_t rects = bars->lastDrawnRects(), folds = bars->lastFoldedBlocks(), lod_rows = bars->lastLodRows();
+    // The plottable's own share: the same frame with no bars at all.
+    bars->setVisible(false);
+    double frame = replot_ms(view, 15);
+    bars->setVisible(true);
+    bars->setUseLod(false);
+    double fold = replot_ms(view, 15);
+    bars->setUseLod(true);
+    bars->setNaive(true);
     double naive = replot_ms(view, zoomed ? 15 : 3);
-    view.bars()->setNaive(false);
-    std::printf("  %-11s median %7.2f ms (target <= 16)  [%zu bars drawn, %zu folded blocks]   baseline (draw all, "
-                "linear scan) %8.2f ms   speedup %.1fx\n",
-                zoomed ? "zoomed in" : "zoomed out", fast, rects, folds, naive, naive / std::max(fast, 1e-6));
+    bars->setNaive(false);
+    std::printf("  %-11s median %7.2f ms (target <= 16)  [%zu bars drawn, %zu folded blocks, %zu of 24 rows from buckets]\n"
+                "              axes/grid/frame alone %.2f ms; bars %.2f ms\n"
+                "              baseline: per-bar folding, no buckets %.2f ms (%.1fx); draw all, linear scan %.2f ms (%.1fx)\n",
+                zoomed ? "zoomed in" : "zoomed out", fast, rects, folds, lod_rows, frame, fast - frame, fold,
+                fold / std::max(fast, 1e-6), naive, naive / std::max(fast, 1e-6));
+  }
+  {
+    // What the buckets cost: memory, and time per event at ingestion.
+    std::size_t bytes = 0;
+    for (int s = 0; s < model.stageCount(); ++s)
+      for (int r = 0; r < kTrackRowCount; ++r) {
+        const TrackLod& lod = model.track(s, static_cast<TrackRow>(r)).lod();
+        for (int l = 0; l < lod.levels(); ++l) bytes += lod.level(l).size() * sizeof(TrackLod::Bucket);
+      }
+    RunBatch again = repeat_iteration(it, iterations);
+    std::vector<TrackLod> lods(8);
+    QElapsedTimer e;
+    e.start();
+    for (const auto& ev : again.events) lods[ev.stage % 8].add(ev.start_ns, ev.end_ns, ev.kind);
+    std::printf("  buckets: %.1f MB for the run; building them %.1f ns/event at ingestion\n", bytes / 1048576.0,
+                e.nsecsElapsed() / static_cast<double>(again.events.size()));
   }
 
   // 2. Open to first paint.

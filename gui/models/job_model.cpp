@@ -2,10 +2,48 @@
 
 #include <QFile>
 #include <QStringList>
+#include <algorithm>
 
 #include "core/spec/spec_error.h"
 
 namespace pw::gui {
+namespace {
+
+// "model.widths[1]" -> the key that holds it, as a JSON pointer ("/model/widths").
+std::optional<nlohmann::json::json_pointer> field_pointer(const std::string& path) {
+  if (path.empty() || path == "$") return std::nullopt;
+  std::string p = path.substr(0, path.find('['));
+  std::string ptr;
+  std::size_t from = 0;
+  for (;;) {
+    std::size_t dot = p.find('.', from);
+    ptr += "/" + p.substr(from, dot - from);
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  return nlohmann::json::json_pointer(ptr);
+}
+
+// Makes `path` acceptable to the parser, so that parsing again reaches the
+// next problem. False when nothing could be changed.
+bool repair(nlohmann::json& doc, const std::string& path, const nlohmann::json& fallback) {
+  auto ptr = field_pointer(path);
+  if (!ptr) return false;
+  if (fallback.contains(*ptr) && (!doc.contains(*ptr) || doc.at(*ptr) != fallback.at(*ptr))) {
+    // Missing parents become objects, then the field takes the fallback.
+    nlohmann::json::json_pointer up = ptr->parent_pointer();
+    if (!up.empty() && (!doc.contains(up) || !doc.at(up).is_object())) doc[up] = nlohmann::json::object();
+    doc[*ptr] = fallback.at(*ptr);
+    return true;
+  }
+  if (!doc.contains(*ptr)) return false;
+  nlohmann::json& holder = doc.at(ptr->parent_pointer());
+  if (!holder.is_object()) return false;
+  holder.erase(ptr->back());
+  return true;
+}
+
+}  // namespace
 
 JobModel::JobModel(QObject* parent) : QObject(parent) { setDocument(defaultDocument()); modified_ = false; }
 
@@ -28,18 +66,39 @@ void JobModel::setDocument(const nlohmann::json& doc) {
 
 void JobModel::validate() {
   ++revision_;
-  try {
-    spec_ = parse_job(doc_);
-    error_path_.clear();
-    error_.clear();
-  } catch (const SpecError& e) {
-    spec_.reset();
-    error_path_ = QString::fromStdString(e.path());
-    error_ = QString::fromStdString(e.reason());
-  } catch (const std::exception& e) {
-    spec_.reset();
-    error_path_ = QStringLiteral("$");
-    error_ = QString::fromUtf8(e.what());
+  errors_.clear();
+  error_path_.clear();
+  error_.clear();
+  spec_.reset();
+  static const nlohmann::json fallback = defaultDocument();
+  nlohmann::json probe = doc_;
+  std::vector<std::string> repaired, kind_objects;
+  // Each round repairs one field; a job has a few dozen at most.
+  for (int round = 0; round < 64; ++round) {
+    std::string path, reason;
+    try {
+      JobSpec spec = parse_job(probe);
+      if (round == 0) spec_ = std::move(spec);
+      break;
+    } catch (const SpecError& e) {
+      path = e.path();
+      reason = e.reason();
+    } catch (const std::exception& e) {
+      path = "$";
+      reason = e.what();
+    }
+    const bool again = std::find(repaired.begin(), repaired.end(), path) != repaired.end();
+    const bool consequence = std::any_of(kind_objects.begin(), kind_objects.end(),
+                                         [&](const std::string& o) { return path.rfind(o + ".", 0) == 0; });
+    if (!again && !consequence) errors_.push_back({QString::fromStdString(path), QString::fromStdString(reason)});
+    repaired.push_back(path);
+    // A repaired field that fails again gets removed instead (its default).
+    if (!(again ? repair(probe, path, nlohmann::json::object()) : repair(probe, path, fallback))) break;
+    if (path.size() > 5 && path.compare(path.size() - 5, 5, ".kind") == 0) kind_objects.push_back(path.substr(0, path.size() - 5));
+  }
+  if (!errors_.isEmpty()) {
+    error_path_ = errors_.front().path;
+    error_ = errors_.front().message;
   }
   emit changed();
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <QList>
 #include <QObject>
 #include <QString>
 #include <QVariant>
@@ -36,8 +37,18 @@ class JobModel : public QObject {
 
   bool isValid() const { return spec_.has_value(); }
   const std::optional<JobSpec>& spec() const { return spec_; }
-  QString errorPath() const { return error_path_; }
+  QString errorPath() const { return error_path_; }  // the first error
   QString errorMessage() const { return error_; }
+  // Every error found, by field path (first one included). pw_core's parser
+  // stops at the first problem; the others are found by parsing again with
+  // each reported field repaired (the default job's value, or the field
+  // removed so the parser's default applies), so no validation rule is
+  // restated here. Errors inside an object whose "kind" was itself wrong
+  // are left out: they would be about the repaired kind, not the user's.
+  struct FieldError {
+    QString path, message;
+  };
+  const QList<FieldError>& errors() const { return errors_; }
   quint64 revision() const { return revision_; }
 
   static nlohmann::json defaultDocument();
@@ -54,6 +65,7 @@ class JobModel : public QObject {
   nlohmann::json doc_;
   std::optional<JobSpec> spec_;
   QString error_path_, error_;
+  QList<FieldError> errors_;
   QString file_;
   bool modified_ = false;
   quint64 revision_ = 0;

@@ -17,6 +17,7 @@ Prediction predict(const JobSpec& job) {
       if (out.layer_names.empty()) {
         out.layers = p.profile.size();
         for (const auto& l : p.profile.layers) out.layer_names.push_back(l.name);
+        out.profile = p.profile;
       }
       o.iteration = simulate_iteration(p);
       o.ok = true;

@@ -21,6 +21,7 @@ struct Prediction {
   std::vector<PlannerOutcome> outcomes;
   int layers = 0;
   std::vector<std::string> layer_names;
+  ModelProfile profile;  // the job's layer costs (analytic or measured)
   const PlannerOutcome* chosen() const { return outcomes.empty() ? nullptr : &outcomes.front(); }
 };
 

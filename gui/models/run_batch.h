@@ -39,6 +39,10 @@ struct RunBatch {
   std::vector<SubnetState> subnet_states;
   std::vector<SubnetEdge> subnet_edges;
   bool finished = false;  // the run ended (engine stopped, file fully read)
+  // The run's state as its producer reports it (live status, recorded
+  // status, the launcher seeing its engine exit), with the reason if any.
+  std::optional<RunStatus> status;
+  std::string status_reason;
 
   std::size_t size() const {
     return events.size() + memory.size() + throughput.size() + plans.size() + migrations.size() +

@@ -21,6 +21,8 @@ void RunModel::clear() {
   begin_ns_ = end_ns_ = 0;
   has_span_ = false;
   finished_ = false;
+  status_ = RunStatus::Running;
+  status_reason_.clear();
   ++revision_;
   emit reset();
   emit changed();
@@ -59,7 +61,11 @@ void RunModel::append(const std::vector<RunBatch>& batches) {
 }
 
 bool RunModel::appendOne(const RunBatch& b) {
-  if (b.size() == 0 && !b.info && !b.finished) return false;
+  if (b.size() == 0 && !b.info && !b.finished && !b.status) return false;
+  if (b.status && status_ == RunStatus::Running) {
+    status_ = *b.status;
+    status_reason_ = b.status_reason;
+  }
   if (b.info) {
     info_ = *b.info;
     ensureStages(info_.stages);

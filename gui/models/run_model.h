@@ -33,6 +33,10 @@ class RunModel : public QObject {
   std::int64_t endNs() const { return end_ns_; }
   bool isEmpty() const { return event_count_ == 0 && memory_count_ == 0; }
   bool finished() const { return finished_; }
+  // Running until a producer reports otherwise; a terminal state (finished,
+  // failed, stopped) is kept: a late "running" cannot revive a dead run.
+  RunStatus status() const { return status_; }
+  const std::string& statusReason() const { return status_reason_; }
 
   // Memory of a stage over time (sorted by t).
   const std::vector<MemorySample>& memory(int stage) const { return memory_[stage]; }
@@ -84,6 +88,8 @@ class RunModel : public QObject {
   std::int64_t begin_ns_ = 0, end_ns_ = 0;
   bool has_span_ = false;
   bool finished_ = false;
+  RunStatus status_ = RunStatus::Running;
+  std::string status_reason_;
   quint64 revision_ = 0;
 };
 

@@ -84,6 +84,10 @@ void DbRunSource::run() {
   }
   RunBatch end;
   end.finished = true;
+  if (!stopRequested()) {
+    end.status = reader.run().status;
+    if (end.status == RunStatus::Running) end.status.reset();
+  }
   publish(std::move(end));
 }
 

@@ -9,7 +9,8 @@
 
 namespace pw::gui {
 
-LiveRunSource::LiveRunSource(std::string endpoint, QObject* parent) : RunSource(parent), endpoint_(std::move(endpoint)) {}
+LiveRunSource::LiveRunSource(std::string endpoint, std::optional<ipc::CurveClient> curve, QObject* parent)
+    : RunSource(parent), endpoint_(std::move(endpoint)), curve_(std::move(curve)) {}
 
 LiveRunSource::~LiveRunSource() { stop(); }
 
@@ -19,7 +20,10 @@ QString LiveRunSource::description() const {
 
 void LiveRunSource::run() {
   using namespace std::chrono;
-  ipc::Subscriber sub(endpoint_);
+  ipc::SubscriberOptions so;
+  so.curve = curve_;
+  ipc::Subscriber sub(endpoint_, so);
+  const ipc::CurveClient* curve = curve_ ? &*curve_ : nullptr;
   // Wait for the first message in short slices so stop() stays prompt.
   auto t0 = steady_clock::now();
   std::optional<ipc::Subscriber::Message> first;
@@ -27,8 +31,10 @@ void LiveRunSource::run() {
     if (stopRequested()) return;
     first = sub.wait_connected(milliseconds(100));
     if (!first && steady_clock::now() - t0 > milliseconds(kSilenceMs))
-      throw std::runtime_error("no telemetry from " + endpoint_ + " within " + std::to_string(kSilenceMs / 1000) +
-                               " s (is the coordinator running?)");
+      throw std::runtime_error("no telemetry from " + endpoint_ + " within " + std::to_string(kSilenceMs / 1000) + " s (" +
+                               (curve_ ? "the coordinator refused this client's CURVE key, or is not running: check the "
+                                         "server's public key and that the client key is in its authorized_clients"
+                                       : "is the coordinator running?") + ")");
   }
   alive_ = true;
   emit status(QStringLiteral("connected to %1").arg(QString::fromStdString(endpoint_)));
@@ -76,6 +82,10 @@ void LiveRunSource::run() {
         }
         if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED) {
           batch.finished = true;
+          batch.status = s.state() == ipc::pb::FINISHED ? RunStatus::Finished
+                         : s.state() == ipc::pb::FAILED ? RunStatus::Failed
+                                                        : RunStatus::Stopped;
+          batch.status_reason = s.reason();
           emit status(QStringLiteral("run %1%2").arg(QLatin1String(ipc::to_string(s.state())),
                                                      s.reason().empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(s.reason())));
         }
@@ -90,7 +100,7 @@ void LiveRunSource::run() {
   // events without carrying them, so messages it covers must still reach
   // the model.
   if (!sub.control_endpoint().empty()) {
-    control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio");
+    control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio", curve);
     if (auto reply = control->snapshot(milliseconds(1000)); reply && reply->has_snapshot()) {
       const auto& snap = reply->snapshot();
       ipc::pb::Envelope env;
@@ -127,7 +137,7 @@ void LiveRunSource::run() {
       }
     }
     if (int req = pending_.exchange(0)) {
-      if (!control && !sub.control_endpoint().empty()) control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio");
+      if (!control && !sub.control_endpoint().empty()) control = std::make_unique<ipc::ControlClient>(sub.control_endpoint(), "studio", curve);
       if (!control) {
         emit status(QStringLiteral("the run advertises no control endpoint"));
         continue;

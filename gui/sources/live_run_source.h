@@ -1,8 +1,10 @@
 #pragma once
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "gui/models/run_source.h"
+#include "ipc/curve.h"
 
 namespace pw::gui {
 
@@ -11,12 +13,15 @@ namespace pw::gui {
 // GUI are queued and sent from there with a short timeout, so a dead
 // engine never blocks the GUI. No message (heartbeats included) for
 // kSilenceMs marks the engine as gone (failed()); it recovers if messages
-// resume.
+// resume. With `curve` (a coordinator listening beyond loopback) both
+// sockets authenticate with CURVE; a coordinator that refuses the key
+// simply never answers, which shows as the same timeout, worded so.
 class LiveRunSource final : public RunSource {
   Q_OBJECT
  public:
   static constexpr int kSilenceMs = 3000;
-  explicit LiveRunSource(std::string endpoint, QObject* parent = nullptr);
+  explicit LiveRunSource(std::string endpoint, std::optional<ipc::CurveClient> curve = std::nullopt,
+                         QObject* parent = nullptr);
   ~LiveRunSource() override;
   QString description() const override;
 
@@ -33,6 +38,7 @@ class LiveRunSource final : public RunSource {
  private:
   enum : int { kPause = 1, kResume = 2, kStop = 4, kRebalance = 8 };
   std::string endpoint_;
+  std::optional<ipc::CurveClient> curve_;
   std::atomic<int> pending_{0};
   std::atomic<bool> alive_{false};
 };

@@ -2,6 +2,13 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QTabWidget>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHeaderView>
@@ -9,6 +16,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScopedValueRollback>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -20,10 +28,13 @@
 #include "core/plan/planner.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/device.h"
+#include "core/model/profile_io.h"
 #include "gui/models/job_model.h"
+#include "gui/models/layer_table_model.h"
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
 #include "gui/widgets/plan_view.h"
+#include "gui/widgets/run_launcher.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_view.h"
 
@@ -60,6 +71,11 @@ QComboBox* combo(const QStringList& items) {
 }
 
 const QStringList kTransformerKinds{"transformer", "bert", "gpt"};
+
+// Parameter counts from bytes: fp16 (mixed precision) keeps 2-byte weights.
+bool weights_are_fp16(const JobModel& job) {
+  return job.value(QStringLiteral("model.precision")).toString() != QLatin1String("fp32");
+}
 const QStringList kBertGpt{"bert", "gpt"};
 
 }  // namespace
@@ -76,7 +92,12 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
       table_(new QTableView(this)),
       comparison_(new PlannerComparisonModel(this)),
       timeline_(new TimelineView(this)),
-      predicted_run_(new RunModel(this)) {
+      predicted_run_(new RunModel(this)),
+      right_tabs_(new QTabWidget(this)),
+      layers_(new LayerTableModel(this)),
+      layer_table_(new QTableView(this)),
+      layer_source_(new QLabel(this)),
+      measure_(new QPushButton(tr("Measure costs"), this)) {
   setObjectName(QStringLiteral("designer"));
   auto* split = new QSplitter(Qt::Horizontal, this);
   auto* lay = new QVBoxLayout(this);
@@ -112,8 +133,28 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  mid->addWidget(table_);
+  right_tabs_->setObjectName(QStringLiteral("designerTabs"));
+  right_tabs_->addTab(table_, tr("Planners"));
+  auto* layers_page = new QWidget;
+  auto* lp = new QVBoxLayout(layers_page);
+  lp->setContentsMargins(2, 2, 2, 2);
+  auto* lh = new QHBoxLayout;
+  layer_source_->setObjectName(QStringLiteral("layerSource"));
+  layer_source_->setWordWrap(true);
+  measure_->setObjectName(QStringLiteral("measureLayers"));
+  measure_->setToolTip(tr("Time every layer's forward and backward on this machine (libtorch), then plan with those costs"));
+  lh->addWidget(layer_source_, 1);
+  lh->addWidget(measure_);
+  lp->addLayout(lh);
+  layer_table_->setModel(layers_);
+  layer_table_->setObjectName(QStringLiteral("layerTable"));
+  layer_table_->verticalHeader()->setVisible(false);
+  layer_table_->horizontalHeader()->setStretchLastSection(true);
+  lp->addWidget(layer_table_);
+  right_tabs_->addTab(layers_page, tr("Layers"));
+  mid->addWidget(right_tabs_);
   mid->setStretchFactor(1, 2);
+  connect(measure_, &QPushButton::clicked, this, [this] { measureLayers(); });
   timeline_->setRun(predicted_run_);
   timeline_->setMinimumHeight(150);
   right->addWidget(timeline_);
@@ -131,7 +172,11 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
     }
   });
   connect(job_, &JobModel::changed, this, [this] {
-    if (!loading_) showValidation();
+    inspectModel();
+    // A change made elsewhere (a document set from outside the form, a
+    // measured profile) shows in the editors too.
+    if (!editing_ && !loading_) loadFromModel();
+    else if (!loading_) showValidation();
     schedulePrediction();
   });
   connect(job_, &JobModel::fileChanged, this, &DesignerWidget::loadFromModel);
@@ -139,7 +184,148 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   schedulePrediction();
 }
 
-DesignerWidget::~DesignerWidget() { watcher_.waitForFinished(); }
+DesignerWidget::~DesignerWidget() {
+  watcher_.waitForFinished();
+  if (measuring()) {
+    profiler_->disconnect(this);
+    profiler_->kill();
+    profiler_->waitForFinished(1000);
+  }
+}
+
+QString DesignerWidget::modelPath() const {
+  QString p = job_->value(QStringLiteral("model.path")).toString();
+  if (p.isEmpty() || QFileInfo(p).isAbsolute()) return p;
+  const QString base = job_->fileName().isEmpty() ? QDir::currentPath() : QFileInfo(job_->fileName()).absolutePath();
+  return QDir(base).absoluteFilePath(p);
+}
+
+bool DesignerWidget::inspectionPending() const { return measuring(); }
+
+void DesignerWidget::showLayersTab() { right_tabs_->setCurrentIndex(1); }
+
+void DesignerWidget::inspectModel() {
+  const bool ts = job_->value(QStringLiteral("model.kind")).toString() == QLatin1String("torchscript");
+  measure_->setVisible(ts);
+  measure_->setEnabled(ts && !measuring() && inspect_error_.isEmpty() && !inspected_path_.isEmpty());
+  if (!ts) {
+    inspected_path_.clear();
+    inspect_error_.clear();
+    return;
+  }
+  const QString path = modelPath();
+  if (path == inspected_path_ || measuring()) return;  // a running one re-checks when done
+  inspected_path_ = path;
+  inspect_error_.clear();
+  layers_->setRows({}, QString());
+  if (path.isEmpty()) {
+    layer_source_->setText(tr("Pick a TorchScript file to see its layers."));
+    return;
+  }
+  layer_source_->setText(tr("Reading %1…").arg(QFileInfo(path).fileName()));
+  runProfiler(false);
+}
+
+bool DesignerWidget::measureLayers() {
+  if (!job_->isValid() || job_->spec()->model.kind != "torchscript" || measuring() || inspected_path_.isEmpty() ||
+      !inspect_error_.isEmpty())
+    return false;
+  return runProfiler(true);
+}
+
+bool DesignerWidget::runProfiler(bool measure) {
+  // `pipewright profile` in a child process: libtorch loads and times the
+  // model there, never inside the studio (an in-process libtorch corrupted
+  // the studio's heap now and then), and the GUI thread only hears when it
+  // is done. Reading the layers is the same call with one timed run.
+  nlohmann::json doc = job_->document();
+  doc["model"]["path"] = inspected_path_.toStdString();
+  doc["model"].erase("profile");
+  const QString dir = QDir::temp().filePath(QStringLiteral("pipewright-studio"));
+  QDir().mkpath(dir);
+  const QString stem = dir + "/" + QFileInfo(inspected_path_).completeBaseName() + "-" + QString::number(QCoreApplication::applicationPid());
+  QFile f(stem + ".job.json");
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  f.write(QByteArray::fromStdString(doc.dump(2)));
+  f.close();
+  if (!profiler_) {
+    profiler_ = new QProcess(this);
+    profiler_->setProcessChannelMode(QProcess::MergedChannels);
+    connect(profiler_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus st) {
+      ModelInspection r;
+      const bool measured = profiler_->property("measure").toBool();
+      const QString out = profiler_->property("out").toString();
+      if (st != QProcess::NormalExit || code != 0) {
+        QString text = QString::fromUtf8(profiler_->readAll()).trimmed();
+        r.error = tr("pipewright profile failed: %1").arg(text.isEmpty() ? tr("exit code %1").arg(code) : text.section('\n', -1));
+      } else {
+        try {
+          r.profile = load_profile_file(out.toStdString(), 0);
+          r.rows = LayerTableModel::rowsFromProfile(r.profile, 4);  // TorchScript weights are fp32
+        } catch (const std::exception& e) {
+          r.error = QString::fromUtf8(e.what());
+        }
+      }
+      inspect_measuring_ = measured;
+      applyInspection(r);
+    }, Qt::QueuedConnection);  // after QProcess is done with itself: applyInspection may start it again
+    connect(profiler_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+      if (e != QProcess::FailedToStart) return;
+      inspect_measuring_ = profiler_->property("measure").toBool();
+      applyInspection({{}, {}, tr("cannot start %1: %2").arg(profiler_->program(), profiler_->errorString())});
+    }, Qt::QueuedConnection);
+  }
+  profiler_->setProperty("out", stem + ".profile.json");
+  profiler_->setProperty("measure", measure);
+  measure_->setEnabled(false);
+  if (measure) layer_source_->setText(tr("Measuring every layer on this machine (pipewright profile)…"));
+  profiler_->start(find_pipewright(), {QStringLiteral("profile"), f.fileName(), QStringLiteral("-o"), stem + ".profile.json",
+                                        QStringLiteral("--repeats"), measure ? QStringLiteral("10") : QStringLiteral("1")});
+  return true;
+}
+
+bool DesignerWidget::measuring() const { return profiler_ && profiler_->state() != QProcess::NotRunning; }
+
+void DesignerWidget::applyInspection(const ModelInspection& r) {
+  const bool measured = inspect_measuring_;
+  inspect_measuring_ = false;
+  measure_->setEnabled(true);
+  if (!r.error.isEmpty()) {
+    if (measured) {
+      layer_source_->setText(QStringLiteral("<span style='color:#d9534f'>%1</span>").arg(r.error.toHtmlEscaped()));
+    } else {
+      inspect_error_ = r.error;
+      layer_source_->setText(tr("Cannot use this model: see the TorchScript file field."));
+    }
+  } else if (measured) {
+    layers_->applyProfile(r.profile, QStringLiteral("measured"));
+    // Beside the model, so `pipewright run` can take it too; the temp
+    // folder where that is not writable.
+    QString out = inspected_path_ + QStringLiteral(".profile.json");
+    if (!QFileInfo(QFileInfo(out).absolutePath()).isWritable())
+      out = QDir::temp().filePath(QFileInfo(inspected_path_).fileName() + QStringLiteral(".profile.json"));
+    try {
+      save_profile_file(r.profile, out.toStdString());
+      layer_source_->setText(tr("Measured on this machine; saved to %1").arg(out));
+      job_->setValue(QStringLiteral("model.profile"), out);
+    } catch (const std::exception& e) {
+      layer_source_->setText(tr("Measured (not saved: %1)").arg(QString::fromUtf8(e.what())));
+    }
+  } else {
+    layers_->setRows(r.rows, QStringLiteral("torchscript"));
+    layer_source_->setText(tr("%n layer(s) from %1, timed once: Measure costs for steady figures the planner uses.", nullptr,
+                              static_cast<int>(r.rows.size()))
+                               .arg(QFileInfo(inspected_path_).fileName()));
+  }
+  showValidation();
+  // The path may have changed while this ran.
+  const QString now = modelPath();
+  if (job_->value(QStringLiteral("model.kind")).toString() == QLatin1String("torchscript") && now != inspected_path_) {
+    inspected_path_.clear();
+    inspect_error_.clear();
+  }
+  inspectModel();
+}
 
 void DesignerWidget::buildForm(QWidget* host) {
   auto* lay = new QVBoxLayout(host);
@@ -157,8 +343,21 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "name", tr("Name"), new QLineEdit);
 
   f = group(tr("Model"));
-  addField(f, "model.kind", tr("Kind"), combo({"transformer", "bert", "gpt", "mlp", "cnn", "uniform"}), {},
-           tr("transformer: encoder-decoder; bert/gpt: encoder/decoder stacks; uniform: identical layers with costs given directly"));
+  addField(f, "model.kind", tr("Kind"), combo({"transformer", "bert", "gpt", "mlp", "cnn", "uniform", "torchscript"}), {},
+           tr("transformer: encoder-decoder; bert/gpt: encoder/decoder stacks; uniform: identical layers with costs given "
+              "directly; torchscript: your own scripted nn.Sequential (.pt)"));
+  auto* browse = new QPushButton(tr("Browse…"));
+  browse->setObjectName(QStringLiteral("browseModel"));
+  addField(f, "model.path", tr("TorchScript file"), new QLineEdit, {"torchscript"},
+           tr("A module saved by torch.jit.save whose top-level children run in sequence"), browse);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    QString file = QFileDialog::getOpenFileName(this, tr("TorchScript model"), QString(), tr("TorchScript (*.pt *.pth);;All files (*)"));
+    if (!file.isEmpty()) static_cast<QLineEdit*>(fields_["model.path"].editor)->setText(file);
+  });
+  addField(f, "model.input.shape", tr("Input shape"), new QLineEdit, {"torchscript"},
+           tr("one sample's shape, comma-separated, e.g. 1, 28, 28"));
+  addField(f, "model.input.dtype", tr("Input type"), combo({"float32", "int64"}), {"torchscript"},
+           tr("int64: token ids (a language model over `classes` symbols)"));
   addField(f, "model.layers", tr("Layers"), spin(1, 4096), {"bert", "gpt", "uniform"});
   addField(f, "model.encoder_layers", tr("Encoder layers"), spin(0, 4096), {"transformer"});
   addField(f, "model.decoder_layers", tr("Decoder layers"), spin(0, 4096), {"transformer"});
@@ -172,7 +371,7 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "model.image_size", tr("Image size"), spin(4, 8192, tr("default")), {"cnn"});
   addField(f, "model.in_channels", tr("Input channels"), spin(1, 4096, tr("default")), {"cnn"});
   addField(f, "model.channels", tr("Channels per conv"), new QLineEdit, {"cnn"}, tr("comma-separated, e.g. 32, 64"));
-  addField(f, "model.classes", tr("Classes"), spin(1, 1 << 20, tr("default")), {"mlp", "cnn"});
+  addField(f, "model.classes", tr("Classes"), spin(1, 1 << 20, tr("default")), {"mlp", "cnn", "torchscript"});
   addField(f, "model.fwd_ms", tr("Forward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
   addField(f, "model.bwd_ms", tr("Backward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
   addField(f, "model.activation_mb", tr("Activation MB/layer"), dspin(0, 1e7, 2), {"uniform"});
@@ -233,6 +432,7 @@ void DesignerWidget::buildForm(QWidget* host) {
         err->setVisible(false);
         auto doc = job_->document();
         doc.erase(key.toStdString());
+        QScopedValueRollback<bool> editing(editing_, true);
         job_->setDocument(doc);
         return;
       }
@@ -245,6 +445,7 @@ void DesignerWidget::buildForm(QWidget* host) {
       err->setVisible(false);
       auto doc = job_->document();
       doc[key.toStdString()] = j;
+      QScopedValueRollback<bool> editing(editing_, true);
       job_->setDocument(doc);
     });
   }
@@ -264,7 +465,7 @@ void DesignerWidget::buildForm(QWidget* host) {
 }
 
 void DesignerWidget::addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
-                              const QStringList& kinds, const QString& tip) {
+                              const QStringList& kinds, const QString& tip, QWidget* extra) {
   auto* err = new QLabel;
   err->setObjectName(QStringLiteral("error:") + path);
   err->setWordWrap(true);
@@ -276,7 +477,15 @@ void DesignerWidget::addField(QFormLayout* form, const QString& path, const QStr
   auto* v = new QVBoxLayout(col);
   v->setContentsMargins(0, 0, 0, 0);
   v->setSpacing(1);
-  v->addWidget(editor);
+  if (extra) {
+    auto* h = new QHBoxLayout;
+    h->setSpacing(4);
+    h->addWidget(editor, 1);
+    h->addWidget(extra);
+    v->addLayout(h);
+  } else {
+    v->addWidget(editor);
+  }
   v->addWidget(err);
   form->addRow(label, col);
   fields_[path] = Field{path, editor, err, form, kinds};
@@ -315,7 +524,7 @@ QVariant DesignerWidget::editorValue(const Field& f) const {
   if (auto* l = qobject_cast<QLineEdit*>(f.editor)) {
     QString t = l->text().trimmed();
     if (t.isEmpty()) return {};
-    if (f.path == "model.widths" || f.path == "model.channels") {
+    if (f.path == "model.widths" || f.path == "model.channels" || f.path == "model.input.shape") {
       QVariantList list;
       for (const auto& part : t.split(',', Qt::SkipEmptyParts)) {
         bool ok = false;
@@ -381,6 +590,7 @@ void DesignerWidget::updateKindVisibility() {
 void DesignerWidget::onEditorChanged(const QString& path) {
   if (loading_) return;
   if (path == "model.kind") return onKindChanged();
+  QScopedValueRollback<bool> editing(editing_, true);
   job_->setValue(path, editorValue(fields_[path]));
 }
 
@@ -398,10 +608,13 @@ void DesignerWidget::onKindChanged() {
     if (!v.isValid() || (v.typeId() == QMetaType::Int && v.toInt() == 0 && !f.kinds.isEmpty() && f.path != "model.encoder_layers" &&
                          f.path != "model.decoder_layers"))
       continue;
-    model[f.path.mid(6).toStdString()] = JobModel::toJson(v);
+    model[nlohmann::json::json_pointer("/" + f.path.mid(6).replace('.', '/').toStdString())] = JobModel::toJson(v);
   }
   doc["model"] = model;
-  job_->setDocument(doc);
+  {
+    QScopedValueRollback<bool> editing(editing_, true);
+    job_->setDocument(doc);
+  }
   loading_ = true;
   for (const auto& f : fields_)
     if (f.path.startsWith("model.")) setEditorValue(f, job_->value(f.path));
@@ -417,15 +630,36 @@ void DesignerWidget::showValidation() {
     f.editor->setStyleSheet(QString());
   }
   general_error_->setVisible(false);
+  if (!inspect_error_.isEmpty()) {
+    const Field& f = fields_["model.path"];
+    f.error->setText(inspect_error_);
+    f.error->setVisible(true);
+    f.editor->setStyleSheet(QStringLiteral("border: 1px solid #d9534f"));
+  }
   if (job_->isValid()) return;
-  const QString path = job_->errorPath();
-  auto it = fields_.find(path);
-  if (it != fields_.end() && it->editor->isVisibleTo(this)) {
-    it->error->setText(job_->errorMessage());
-    it->error->setVisible(true);
-    it->editor->setStyleSheet(QStringLiteral("border: 1px solid #d9534f"));
-  } else {
-    general_error_->setText(QStringLiteral("<span style='color:#d9534f'><b>%1</b>: %2</span>").arg(path, job_->errorMessage().toHtmlEscaped()));
+  // Every error at once, each under its field; the rest (no visible field
+  // for the path) listed at the top.
+  QStringList general;
+  QMap<QString, QStringList> by_field;
+  for (const auto& e : job_->errors()) {
+    auto it = fields_.find(e.path);
+    if (it == fields_.end()) it = fields_.find(e.path.left(e.path.indexOf('[')));  // model.widths[1]
+    if (it != fields_.end() && it->editor->isVisibleTo(this)) {
+      by_field[it->path] << (e.path == it->path ? e.message : e.path.mid(it->path.size()) + ": " + e.message);
+    } else {
+      general << QStringLiteral("<b>%1</b>: %2").arg(e.path.toHtmlEscaped(), e.message.toHtmlEscaped());
+    }
+  }
+  if (!inspect_error_.isEmpty()) by_field[QStringLiteral("model.path")] << inspect_error_;
+  for (auto it = by_field.begin(); it != by_field.end(); ++it) {
+    const Field& f = fields_[it.key()];
+    it.value().removeDuplicates();
+    f.error->setText(it.value().join('\n'));
+    f.error->setVisible(true);
+    f.editor->setStyleSheet(QStringLiteral("border: 1px solid #d9534f"));
+  }
+  if (!general.isEmpty()) {
+    general_error_->setText(QStringLiteral("<span style='color:#d9534f'>%1</span>").arg(general.join(QStringLiteral("<br>"))));
     general_error_->setVisible(true);
   }
 }
@@ -462,6 +696,17 @@ void DesignerWidget::applyPrediction(const Prediction& p) {
     QString note = tr("%1 samples/s, bubble %2%").arg(r.throughput_samples_per_s, 0, 'f', 1).arg(100 * r.bubble_fraction, 0, 'f', 1);
     if (!r.feasible) note += QStringLiteral(" — ") + QString::fromStdString(r.reason);
     rows.push_back({QString::fromStdString(o.planner), o.iteration.plan.plan, note});
+  }
+  if (!p.profile.layers.empty()) {
+    const bool fp16 = weights_are_fp16(*job_);
+    if (job_->value(QStringLiteral("model.kind")).toString() == QLatin1String("torchscript")) {
+      // The file's own layers stay; a profile only adds their costs.
+      if (layers_->rowCount() > 0) layers_->applyProfile(p.profile, QString::fromStdString(p.profile.source));
+    } else
+      layers_->setRows(LayerTableModel::rowsFromProfile(p.profile, fp16 ? 2 : 4), QString::fromStdString(p.profile.source));
+    if (job_->value(QStringLiteral("model.kind")).toString() != QLatin1String("torchscript"))
+      layer_source_->setText(tr("%n layer(s), %1 costs for %2", nullptr, static_cast<int>(p.profile.layers.size()))
+                                 .arg(QString::fromStdString(p.profile.source), QString::fromStdString(p.profile.device)));
   }
   plan_view_->setLayerNames(p.layer_names);
   plan_view_->setRows(std::move(rows));

@@ -5,16 +5,21 @@
 #include <QWidget>
 
 #include "gui/models/prediction.h"
+#include "gui/widgets/model_inspector.h"
 
 class QCustomPlot;
 class QFormLayout;
 class QLabel;
 class QPlainTextEdit;
+class QProcess;
+class QPushButton;
 class QTableView;
+class QTabWidget;
 
 namespace pw::gui {
 
 class JobModel;
+class LayerTableModel;
 class PlanView;
 class PlannerComparisonModel;
 class RunModel;
@@ -42,6 +47,19 @@ class DesignerWidget : public QWidget {
   TimelineView* timeline() const { return timeline_; }
   QCustomPlot* memoryPlot() const { return memory_plot_; }
   PlannerComparisonModel* comparison() const { return comparison_; }
+  // The layer table: the job's profile, or a TorchScript file's children
+  // (read by `pipewright profile` in a child process: name, class,
+  // parameters, costs).
+  LayerTableModel* layers() const { return layers_; }
+  QTableView* layerTable() const { return layer_table_; }
+  bool inspectionPending() const;
+  // Measures the TorchScript model's layers with `pipewright profile` in a
+  // child process, shows the costs, saves them beside the model
+  // (MODEL.pt.profile.json) and sets model.profile so the prediction uses
+  // them. False if there is nothing to measure.
+  bool measureLayers();
+  bool measuring() const;
+  void showLayersTab();
 
  signals:
   void predictionUpdated();
@@ -58,7 +76,7 @@ class DesignerWidget : public QWidget {
   };
   void buildForm(QWidget* host);
   void addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
-                const QStringList& kinds = {}, const QString& tip = {});
+                const QStringList& kinds = {}, const QString& tip = {}, QWidget* extra = nullptr);
   QVariant editorValue(const Field& f) const;
   void setEditorValue(const Field& f, const QVariant& v);
   void onEditorChanged(const QString& path);
@@ -69,6 +87,10 @@ class DesignerWidget : public QWidget {
   void startPrediction();
   void applyPrediction(const Prediction& p);
   void updateKindVisibility();
+  QString modelPath() const;  // model.path resolved against the job file
+  void inspectModel();
+  void applyInspection(const ModelInspection& r);
+  bool runProfiler(bool measure);  // measure: 10 timed runs, then set model.profile
 
   JobModel* job_;
   QMap<QString, Field> fields_;
@@ -84,8 +106,18 @@ class DesignerWidget : public QWidget {
   RunModel* predicted_run_;
   QTimer debounce_;
   QFutureWatcher<Prediction> watcher_;
+  QTabWidget* right_tabs_;
+  LayerTableModel* layers_;
+  QTableView* layer_table_;
+  QLabel* layer_source_;
+  QPushButton* measure_;
+  bool inspect_measuring_ = false;   // the result being applied is a measurement
+  QProcess* profiler_ = nullptr;     // `pipewright profile` while measuring
+  QString inspected_path_;           // the file the table shows
+  QString inspect_error_;            // shown under model.path
   Prediction prediction_;
   bool loading_ = false;
+  bool editing_ = false;  // the form itself is changing the job
   bool again_ = false;  // an edit arrived while a prediction was running
   quint64 requested_revision_ = 0;
 };

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <qcustomplot.h>
 
+#include "gui/models/engine_process.h"
 #include "gui/models/job_model.h"
 #include "gui/models/migrations_model.h"
 #include "gui/models/planner_comparison_model.h"
@@ -50,6 +51,10 @@
 namespace pw::gui {
 namespace {
 constexpr int kMaxRecent = 10;
+// How long the launched engine's final telemetry may trail its exit.
+constexpr int kEngineSettleMs = 500;
+// How long a launched engine asked to stop may take before it is terminated.
+constexpr int kGracefulStopMs = 3000;
 bool is_run_file(const QString& f) {
   const QString ext = QFileInfo(f).suffix().toLower();
   return ext == "db" || ext == "sqlite" || ext == "pwrun" || ext == "sqlite3";
@@ -155,10 +160,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() {
   feeder_->setSource(nullptr);
   source_.reset();
-  if (engine_ && engine_->state() != QProcess::NotRunning) {
-    engine_->terminate();
-    engine_->waitForFinished(2000);
-  }
+  delete engine_;  // kills an engine still running: it would outlive its monitor
 }
 
 void MainWindow::buildActions() {
@@ -212,10 +214,7 @@ void MainWindow::buildActions() {
   connect(attach_, &QAction::triggered, this, &MainWindow::onAttach);
   connect(pause_, &QAction::triggered, this, [this] { if (source_) source_->pause(); });
   connect(resume_, &QAction::triggered, this, [this] { if (source_) source_->resume(); });
-  connect(stop_, &QAction::triggered, this, [this] {
-    if (source_) source_->requestStop();
-    if (engine_ && engine_->state() != QProcess::NotRunning) engine_->terminate();
-  });
+  connect(stop_, &QAction::triggered, this, &MainWindow::stopRun);
   connect(rebalance_, &QAction::triggered, this, [this] { if (source_) source_->rebalance(); });
   connect(freeze_, &QAction::toggled, this, &MainWindow::onFreeze);
   connect(compare_act_, &QAction::triggered, this, &MainWindow::onCompare);
@@ -310,9 +309,12 @@ void MainWindow::setSource(RunSource* source) {
   freeze_->setChecked(false);
   replay_->goLive();
   run_->clear();
+  source_error_.clear();
   if (!source) return;
   source->setParent(nullptr);
   connect(source, &RunSource::failed, this, [this](const QString& why) {
+    source_error_ = why;
+    updateStatus();
     log(tr("run source failed: %1").arg(why));
     statusBar()->showMessage(tr("Failed: %1").arg(why), 10000);
   });
@@ -433,53 +435,100 @@ void MainWindow::onLaunch() {
 }
 
 bool MainWindow::launch(const LaunchRequest& req) {
-  if (engine_ && engine_->state() != QProcess::NotRunning) return false;
-  delete engine_;
-  engine_ = new QProcess(this);
-  engine_->setProcessChannelMode(QProcess::MergedChannels);
-  connect(engine_, &QProcess::readyRead, this, [this] {
-    for (const auto& line : QString::fromUtf8(engine_->readAll()).split('\n', Qt::SkipEmptyParts)) {
-      log(line);
-      // An engine that publishes telemetry says where ("telemetry tcp://...
-      // control tcp://..."): switch from tailing its database to live.
-      static const QRegularExpression re(QStringLiteral("telemetry\\s+(tcp://\\S+)"));
-      auto m = re.match(line);
-      if (m.hasMatch() && !(source_ && source_->canControl())) {
-        if (RunSource* live = make_attach_source(m.captured(1))) {
-          log(tr("attaching to the engine's telemetry at %1").arg(m.captured(1)));
-          setSource(live);
-        }
-      }
-    }
-  });
-  connect(engine_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
-    if (e == QProcess::FailedToStart) log(tr("engine failed to start: %1").arg(engine_->errorString()));
-  });
-  connect(engine_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus st) {
-    QString what = st == QProcess::CrashExit ? tr("engine crashed") : tr("engine exited with code %1").arg(code);
-    log(what);
-    statusBar()->showMessage(what, 10000);
-    updateStatus();
-  });
+  if (engine_ && engine_->isRunning()) return false;
+  if (!engine_) {
+    engine_ = new EngineProcess(this);
+    connect(engine_, &EngineProcess::output, this, &MainWindow::log);
+    connect(engine_, &EngineProcess::telemetry, this, [this](const QString& endpoint) {
+      RunSource* live = make_attach_source(endpoint);
+      if (!live) return;
+      log(tr("following the engine's telemetry at %1").arg(endpoint));
+      setSource(live);
+      launched_source_ = live;
+    });
+    connect(engine_, &EngineProcess::exited, this, &MainWindow::onEngineExited);
+  }
+  setSource(nullptr);
+  launched_source_ = nullptr;
   log(tr("launching %1 %2").arg(req.program, req.arguments.join(' ')));
   engine_->start(req.program, req.arguments);
-  RunSource* src = make_launch_source(req);
-  if (src) setSource(src);
+  showTab(QStringLiteral("monitor"));
+  statusBar()->showMessage(tr("Starting the engine…"), 5000);
+  updateStatus();
   return true;
 }
 
+void MainWindow::onEngineExited(int code, bool crashed, const QString& why) {
+  log(why);
+  statusBar()->showMessage(why, 10000);
+  // The engine's last telemetry (its final status) may still be in flight:
+  // give it a moment, then settle the run from the exit if it said nothing.
+  QTimer::singleShot(kEngineSettleMs, this, [this, code, crashed, why] {
+    RunSource* launched = launched_source_.data();
+    bool ours = launched && launched == source_.get();
+    if (ours) {
+      feeder_->drain();
+      launched->stop();
+      feeder_->drain();
+    }
+    if (ours || !source_) {
+      if (run_->status() == RunStatus::Running) {
+        RunBatch end;
+        end.finished = true;
+        end.status = code == 0 && !crashed ? RunStatus::Finished : RunStatus::Failed;
+        end.status_reason = why.toStdString();
+        run_->append(end);
+      }
+    }
+    updateStatus();
+  });
+  updateStatus();
+}
+
+void MainWindow::stopRun() {
+  if (engine_ && engine_->isRunning()) {
+    log(tr("stopping the engine"));
+    // Said now, so the engine's own report of being interrupted (a
+    // failure, to it) does not read as one here.
+    RunBatch stopped;
+    stopped.status = RunStatus::Stopped;
+    stopped.status_reason = "stopped from the studio";
+    run_->append(stopped);
+    // Ask the engine over its control socket first (a graceful stop saves
+    // the run); terminate it if it is still there kGracefulStopMs later.
+    if (source_ && source_.get() == launched_source_.data() && source_->canControl()) {
+      source_->requestStop();
+      QPointer<EngineProcess> e = engine_;
+      QTimer::singleShot(kGracefulStopMs, this, [e] {
+        if (e && e->isRunning()) e->stop();
+      });
+    } else {
+      engine_->stop();
+    }
+  } else if (source_) {
+    source_->requestStop();
+  }
+}
+
 void MainWindow::onAttach() {
-  bool ok = false;
-  QString endpoint = QInputDialog::getText(this, tr("Attach"), tr("Telemetry endpoint of a running coordinator (or its run database):"),
-                                           QLineEdit::Normal, QSettings().value("attach/last", "tcp://127.0.0.1:5555").toString(), &ok);
-  if (!ok || endpoint.isEmpty()) return;
-  QSettings().setValue("attach/last", endpoint);
-  RunSource* src = make_attach_source(endpoint);
+  AttachDialog d(this);
+  if (d.exec() != QDialog::Accepted || d.request().target.isEmpty()) return;
+  d.remember();
+  attach(d.request());
+}
+
+bool MainWindow::attach(const AttachRequest& req) {
+  QString error;
+  RunSource* src = make_attach_source(req, &error);
   if (!src) {
-    QMessageBox::warning(this, tr("Attach"), tr("This studio was built without live telemetry (pw_ipc)."));
-    return;
+    log(tr("cannot attach to %1: %2").arg(req.target, error));
+    statusBar()->showMessage(tr("Cannot attach: %1").arg(error), 10000);
+    source_error_ = error;
+    updateStatus();
+    return false;
   }
   setSource(src);
+  return true;
 }
 
 bool MainWindow::compareWith(RunSource* source) {
@@ -560,11 +609,18 @@ QString MainWindow::statusText() const {
 
 void MainWindow::updateStatus() {
   bool live_ctl = source_ && source_->canControl();
-  for (auto* a : {pause_, resume_, stop_, rebalance_}) a->setEnabled(live_ctl || (a == stop_ && engine_ && engine_->state() != QProcess::NotRunning));
+  for (auto* a : {pause_, resume_, stop_, rebalance_}) a->setEnabled(live_ctl || (a == stop_ && engine_ && engine_->isRunning()));
   QString src = source_ ? source_->description() : tr("No run: File > Open, drop a run file here, or Run > Simulate (F5)");
-  if (source_ && source_->isRunning() && !run_->finished()) src += tr(" — receiving");
-  else if (run_->finished()) src += tr(" — complete");
-  if (engine_ && engine_->state() == QProcess::NotRunning && engine_->exitStatus() == QProcess::CrashExit) src += tr(" — engine dead");
+  if (!source_error_.isEmpty() && run_->status() == RunStatus::Running) src += tr(" — %1").arg(source_error_);
+  if (!source_ && engine_ && engine_->isRunning()) src = tr("Engine starting (pid %1), waiting for its telemetry").arg(engine_->pid());
+  if (run_->status() != RunStatus::Running) {
+    src += tr(" — run %1").arg(QLatin1String(to_string(run_->status())));
+    if (!run_->statusReason().empty()) src += QStringLiteral(": ") + QString::fromStdString(run_->statusReason());
+  } else if (source_ && source_->isRunning() && !run_->finished()) {
+    src += tr(" — receiving");
+  } else if (run_->finished()) {
+    src += tr(" — complete");
+  }
   status_source_->setText(src);
   status_events_->setText(tr("%L1 events, %2 stages%3")
                               .arg(run_->eventCount())

@@ -1,7 +1,6 @@
 #pragma once
 #include <QMainWindow>
 #include <QPointer>
-#include <QProcess>
 #include <memory>
 
 #include "core/spec/job_spec.h"
@@ -17,8 +16,10 @@ class QTimer;
 namespace pw::gui {
 
 class CompareWidget;
+struct AttachRequest;
 struct LaunchRequest;
 class DesignerWidget;
+class EngineProcess;
 class JobModel;
 class MemoryView;
 class MigrationsModel;
@@ -50,10 +51,21 @@ class MainWindow : public QMainWindow {
   // Simulates the designer's job as a run; speed 0 = all at once.
   bool simulateJob(int iterations = 20, double speed = 0);
   bool compareWith(RunSource* source);
-  // Starts the engine as a child process and follows its run; false while
-  // an engine launched from here still runs.
+  // Starts the engine as a child process and follows its run live once it
+  // says where it publishes; false while an engine launched from here
+  // still runs. When the engine exits the run's status is settled from its
+  // own last report, or from its exit (a killed engine shows as failed).
   bool launch(const LaunchRequest& req);
-  QProcess* engine() const { return engine_; }
+  EngineProcess* engine() const { return engine_; }
+  // Attaches to a running coordinator (or opens a run database); false with
+  // the reason in the status bar when the request cannot be used. A
+  // coordinator that does not answer (wrong key, nothing there) shows as
+  // failed within LiveRunSource::kSilenceMs.
+  bool attach(const AttachRequest& req);
+  // The last reason the monitored source gave up, or empty.
+  QString sourceError() const { return source_error_; }
+  // Stop: a launched engine is terminated; an attached run is asked to stop.
+  void stopRun();
 
   RunModel* run() const { return run_; }
   RunFeeder* feeder() const { return feeder_; }
@@ -122,7 +134,10 @@ class MainWindow : public QMainWindow {
   QTimer* status_timer_;
   QMenu* recent_menu_ = nullptr;
   QMenu* view_menu_ = nullptr;
-  QProcess* engine_ = nullptr;
+  void onEngineExited(int code, bool crashed, const QString& why);
+  EngineProcess* engine_ = nullptr;
+  QPointer<RunSource> launched_source_;
+  QString source_error_;  // the live source of the launched engine
   QAction *open_, *open_job_, *save_job_, *save_job_as_, *export_plot_, *export_trace_, *export_csv_, *quit_;
   QAction *simulate_, *launch_, *attach_, *pause_, *resume_, *stop_, *rebalance_, *freeze_, *compare_act_;
   QAction *fit_, *play_, *dark_, *light_, *about_;

@@ -4,6 +4,11 @@
 #include <QDateTime>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
 #include <QDir>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -13,12 +18,14 @@
 #include <QStandardPaths>
 #include <fstream>
 
+#include "gui/models/engine_process.h"
 #include "gui/models/job_model.h"
 #ifdef PW_STUDIO_HAVE_DB
 #include "gui/sources/db_run_source.h"
 #endif
 #ifdef PW_STUDIO_HAVE_IPC
 #include "gui/sources/live_run_source.h"
+#include "ipc/curve.h"
 #endif
 
 namespace pw::gui {
@@ -43,7 +50,7 @@ bool LaunchDialog::ask(QWidget* parent, const JobModel& job, LaunchRequest& out)
   d.setWindowTitle(QObject::tr("Launch pipewright run"));
   auto* form = new QFormLayout(&d);
   auto* program = new QLineEdit(find_pipewright());
-  auto* args = new QLineEdit(QStringLiteral("run %1 --run-dir %2").arg(out.job_file, out.run_dir));
+  auto* args = new QLineEdit(EngineProcess::runArguments(out.job_file, out.run_dir, out.run_dir + "/run.db").join(' '));
   args->setMinimumWidth(520);
   form->addRow(QObject::tr("Program"), program);
   form->addRow(QObject::tr("Arguments"), args);
@@ -68,12 +75,83 @@ bool LaunchDialog::ask(QWidget* parent, const JobModel& job, LaunchRequest& out)
   return true;
 }
 
-RunSource* make_launch_source(const LaunchRequest& req) {
-#ifdef PW_STUDIO_HAVE_DB
-  // The engine creates the file once its workers are up: allow it 60 s.
-  return new DbRunSource((req.run_dir + "/run.db").toStdString(), 60000);
+AttachDialog::AttachDialog(QWidget* parent)
+    : QDialog(parent), target_(new QLineEdit(this)), server_key_(new QLineEdit(this)), client_key_(new QLineEdit(this)) {
+  setWindowTitle(tr("Attach to a run"));
+  setObjectName(QStringLiteral("attachDialog"));
+  auto* form = new QFormLayout(this);
+  target_->setObjectName(QStringLiteral("attachTarget"));
+  server_key_->setObjectName(QStringLiteral("attachServerKey"));
+  client_key_->setObjectName(QStringLiteral("attachClientKey"));
+  target_->setMinimumWidth(420);
+  target_->setPlaceholderText(tr("tcp://host:port, or a run database"));
+  server_key_->setPlaceholderText(tr("server.pub (only for a coordinator beyond loopback)"));
+  client_key_->setPlaceholderText(tr("client.key, written by `pipewright keys`"));
+  auto file_row = [this, form](const QString& label, QLineEdit* edit, const QString& filter) {
+    auto* row = new QHBoxLayout;
+    auto* browse = new QPushButton(tr("Browse…"), this);
+    row->addWidget(edit, 1);
+    row->addWidget(browse);
+    form->addRow(label, row);
+    connect(browse, &QPushButton::clicked, this, [this, edit, filter] {
+      QString f = QFileDialog::getOpenFileName(this, tr("Key file"), edit->text(), filter);
+      if (!f.isEmpty()) edit->setText(f);
+    });
+  };
+  form->addRow(tr("Endpoint or file"), target_);
+  file_row(tr("Server public key"), server_key_, tr("Public keys (*.pub *.key);;All files (*)"));
+  file_row(tr("Client key"), client_key_, tr("Secret keys (*.key);;All files (*)"));
+  auto* note = new QLabel(tr("Key files are needed only when the coordinator listens beyond loopback (CURVE)."), this);
+  note->setWordWrap(true);
+  form->addRow(note);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  form->addRow(buttons);
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  QSettings st;
+  setRequest({st.value("attach/last", "tcp://127.0.0.1:5555").toString(), st.value("attach/server_key").toString(),
+              st.value("attach/client_key").toString()});
+}
+
+AttachRequest AttachDialog::request() const {
+  return {target_->text().trimmed(), server_key_->text().trimmed(), client_key_->text().trimmed()};
+}
+
+void AttachDialog::setRequest(const AttachRequest& r) {
+  target_->setText(r.target);
+  server_key_->setText(r.server_public_key);
+  client_key_->setText(r.client_key);
+}
+
+void AttachDialog::remember() const {
+  QSettings st;
+  AttachRequest r = request();
+  st.setValue("attach/last", r.target);
+  st.setValue("attach/server_key", r.server_public_key);
+  st.setValue("attach/client_key", r.client_key);
+}
+
+RunSource* make_attach_source(const AttachRequest& r, QString* error) {
+  const bool keys = !r.server_public_key.isEmpty() || !r.client_key.isEmpty();
+  if (!keys) {
+    RunSource* s = make_attach_source(r.target);
+    if (!s && error) *error = QObject::tr("this studio was built without live telemetry (pw_ipc)");
+    return s;
+  }
+#ifdef PW_STUDIO_HAVE_IPC
+  if (r.server_public_key.isEmpty() || r.client_key.isEmpty()) {
+    if (error) *error = QObject::tr("CURVE needs both the server's public key file and this client's key file");
+    return nullptr;
+  }
+  try {
+    ipc::CurveClient c = ipc::curve_client_from_files(r.server_public_key.toStdString(), r.client_key.toStdString());
+    return new LiveRunSource(r.target.toStdString(), c);
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return nullptr;
+  }
 #else
-  (void)req;
+  if (error) *error = QObject::tr("this studio was built without live telemetry (pw_ipc)");
   return nullptr;
 #endif
 }

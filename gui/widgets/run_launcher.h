@@ -1,7 +1,9 @@
 #pragma once
+#include <QDialog>
 #include <QString>
 #include <QStringList>
 
+class QLineEdit;
 class QWidget;
 
 namespace pw::gui {
@@ -14,7 +16,7 @@ struct LaunchRequest {
   QString program;      // the pipewright executable
   QStringList arguments;
   QString job_file;     // the job as saved for the engine
-  QString run_dir;      // --run-dir: the engine records run.db there
+  QString run_dir;      // --run-dir: the engine records run.db there (--db)
 };
 
 // Finds the pipewright executable: beside the studio (installed), in the
@@ -28,10 +30,32 @@ class LaunchDialog {
   static bool ask(QWidget* parent, const JobModel& job, LaunchRequest& out);
 };
 
-// The source that follows a launched engine: its run database, tailed as
-// it is written (live telemetry when the build has pw_ipc and the run
-// publishes it). nullptr when the build has no reader at all.
-RunSource* make_launch_source(const LaunchRequest& req);
+// What to attach to: a coordinator's telemetry endpoint (tcp://...) or a
+// run database; for a coordinator listening beyond loopback, the key files
+// `pipewright keys` wrote: the server's public key (server.pub) and this
+// client's key pair (client.key, mode 0600).
+struct AttachRequest {
+  QString target;
+  QString server_public_key;  // empty: no CURVE
+  QString client_key;
+};
+
+// Endpoint and key files, remembered between sessions (QSettings).
+class AttachDialog : public QDialog {
+  Q_OBJECT
+ public:
+  explicit AttachDialog(QWidget* parent = nullptr);
+  AttachRequest request() const;
+  void setRequest(const AttachRequest& r);
+  void remember() const;
+
+ private:
+  QLineEdit *target_, *server_key_, *client_key_;
+};
+
+// nullptr with *error set when the key files cannot be used (unreadable,
+// readable by others, not keys) or the build lacks the reader needed.
+RunSource* make_attach_source(const AttachRequest& request, QString* error);
 // Attach by endpoint (tcp://...) with pw_ipc, or by a run database path.
 RunSource* make_attach_source(const QString& endpoint_or_file);
 

@@ -1,6 +1,7 @@
 #include "gui/widgets/timeline_plottable.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "gui/models/run_model.h"
@@ -73,7 +74,7 @@ std::optional<TimelineHit> TimelinePlottable::hitAt(const QPointF& px) const {
 }
 
 void TimelinePlottable::draw(QCPPainter* painter) {
-  drawn_rects_ = folded_blocks_ = 0;
+  drawn_rects_ = folded_blocks_ = lod_rows_ = 0;
   if (!run_ || !mKeyAxis || !mValueAxis) return;
   painter->setAntialiasing(false);
   const QCPRange kr = mKeyAxis->range();
@@ -109,6 +110,7 @@ void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, double y0, dou
                                 std::int64_t hi) {
   if (t.empty() || hi <= lo) return;
   const double h = y1 - y0;
+  if (drawRowLod(t, y0, h, lo, hi)) return;
   const bool labels = h >= 12;
   std::size_t i = naive_ ? 0 : t.first_ending_after(lo);
   const std::size_t n = t.size();
@@ -157,6 +159,86 @@ void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, double y0, dou
   }
 }
 
+bool TimelinePlottable::drawRowLod(const EventTrack& t, double y0, double h, std::int64_t lo, std::int64_t hi) {
+  const TrackLod& lod = t.lod();
+  if (naive_ || !use_lod_ || lod.levels() == 0 || mKeyAxis->scaleType() != QCPAxis::stLinear) return false;
+  // Pixels per ns along the key axis (linear), and the pixel of time 0.
+  const double x_zero = mKeyAxis->coordToPixel(keyOf(0));
+  const double px_per_ns = (mKeyAxis->coordToPixel(keyOf(1'000'000'000)) - x_zero) / 1e9;
+  if (!(px_per_ns > 0)) return false;
+  const double ns_per_px = 1.0 / px_per_ns;
+  // The coarsest level whose buckets are still at most a quarter pixel:
+  // columns then err by under a quarter of a pixel's time.
+  int level = -1;
+  for (int l = lod.levels() - 1; l >= 0; --l)
+    if (std::ldexp(1.0, lod.shift() + l) * 4 <= ns_per_px) {
+      level = l;
+      break;
+    }
+  if (level < 0) return false;  // zoomed in: the bars themselves
+  const auto& buckets = lod.level(level);
+  const int sh = lod.shift() + level;
+  const std::size_t first = static_cast<std::size_t>(std::max<std::int64_t>(lo, 0) >> sh);
+  const std::size_t last = std::min(buckets.size(), static_cast<std::size_t>(std::max<std::int64_t>(hi, 0) >> sh) + 1);
+  const double bucket_px = std::ldexp(1.0, sh) * px_per_ns;
+  const double x_first = x_zero + std::ldexp(static_cast<double>(first), sh) * px_per_ns;
+
+  TrackLod::Bucket acc{};
+  long long col = LLONG_MIN;
+  int run_kind = -1, run_level = -1;
+  double run_x0 = 0, run_x1 = 0;
+  auto close_run = [&] {
+    if (run_kind >= 0) {
+      fills_[run_kind][run_level].push_back(QRectF(run_x0, y0, run_x1 - run_x0, h));
+      ++folded_blocks_;
+    }
+    run_kind = -1;
+  };
+  auto close_column = [&] {
+    if (col == LLONG_MIN) return;
+    double busy = 0, best = 0;
+    int slot = 0;
+    for (int k = 0; k < TrackLod::kSlots; ++k) {
+      busy += acc[k];
+      if (acc[k] > best) best = acc[k], slot = k;
+    }
+    acc = TrackLod::Bucket{};
+    const double share = busy * px_per_ns;  // busy ns over one pixel's ns
+    if (share < 0.02) return close_run();
+    const int kind = static_cast<int>(lod.slotKind(slot));
+    const int lvl = share >= 0.95 ? kAlphaLevels - 1 : std::clamp(static_cast<int>(share * kAlphaLevels), 0, kAlphaLevels - 2);
+    const double x = static_cast<double>(col);
+    if (kind == run_kind && lvl == run_level && x == run_x1) {
+      run_x1 = x + 1;
+      return;
+    }
+    close_run();
+    run_kind = kind;
+    run_level = lvl;
+    run_x0 = x;
+    run_x1 = x + 1;
+  };
+  for (std::size_t b = first; b < last; ++b) {
+    const TrackLod::Bucket& v = buckets[b];
+    if (v[0] + v[1] + v[2] + v[3] == 0) continue;
+    const long long c = static_cast<long long>(std::floor(x_first + static_cast<double>(b - first) * bucket_px));
+    if (c != col) {
+      if (col != LLONG_MIN && c != col + 1) {
+        close_column();
+        close_run();  // an empty column in between
+      } else {
+        close_column();
+      }
+      col = c;
+    }
+    for (int k = 0; k < TrackLod::kSlots; ++k) acc[k] += v[k];
+  }
+  close_column();
+  close_run();
+  ++lod_rows_;
+  return true;
+}
+
 void TimelinePlottable::flushFills(QCPPainter* p) {
   p->setPen(Qt::NoPen);
   for (int k = 0; k < kEventKindCount; ++k)
@@ -164,8 +246,15 @@ void TimelinePlottable::flushFills(QCPPainter* p) {
       auto& v = fills_[k][a];
       if (v.empty()) continue;
       QColor c = kind_color(static_cast<EventKind>(k));
-      // Folded blocks: opacity grows with the busy share of their span.
-      if (a < kAlphaLevels - 1) c.setAlphaF(0.3 + 0.7 * (a + 0.5) / kAlphaLevels);
+      // Folded blocks: the shade deepens with the busy share of their span,
+      // blended with the background here so the fill is opaque.
+      if (a < kAlphaLevels - 1) {
+        const double al = 0.3 + 0.7 * (a + 0.5) / kAlphaLevels;
+        const QColor bg = QApplication::palette().color(QPalette::Base);
+        c = QColor::fromRgbF(static_cast<float>(c.redF() * al + bg.redF() * (1 - al)),
+                             static_cast<float>(c.greenF() * al + bg.greenF() * (1 - al)),
+                             static_cast<float>(c.blueF() * al + bg.blueF() * (1 - al)));
+      }
       p->setBrush(c);
       p->drawRects(v.data(), static_cast<int>(v.size()));
       v.clear();

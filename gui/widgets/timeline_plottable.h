@@ -25,6 +25,13 @@ struct TimelineHit {
 // foldPixels(), found by another binary search, into one block whose
 // opacity is the busy fraction of that span. So 1M events zoomed out
 // cost O(width x rows x log n).
+//
+// Zoomed out further (a pixel spans several of a track's level-of-detail
+// buckets, see TrackLod), a row is drawn from those buckets instead: one
+// pass over ~4 buckets per pixel column, adjacent columns of the same kind
+// and shade merged into one rect. No bar is visited, so a 1M-bar run costs
+// what a 1k-bar one does. Folded shades are pre-blended with the
+// background: opaque fills are several times cheaper to rasterise.
 class TimelinePlottable : public QCPAbstractPlottable {
   Q_OBJECT
  public:
@@ -42,6 +49,9 @@ class TimelinePlottable : public QCPAbstractPlottable {
   void setFoldPixels(double px) { fold_px_ = px; }
   // Benchmark baseline: scan every bar from the first and never fold.
   void setNaive(bool on) { naive_ = on; }
+  // Off: never draw from the level-of-detail buckets (benchmark, tests).
+  void setUseLod(bool on) { use_lod_ = on; }
+  bool useLod() const { return use_lod_; }
   double foldPixels() const { return fold_px_; }
 
   double keyOf(std::int64_t ns) const { return static_cast<double>(ns - origin_) / 1e6; }
@@ -51,6 +61,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
   // Counters of the last draw (tests, benchmark).
   std::size_t lastDrawnRects() const { return drawn_rects_; }
   std::size_t lastFoldedBlocks() const { return folded_blocks_; }
+  std::size_t lastLodRows() const { return lod_rows_; }  // rows drawn from buckets
 
   double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
   QCPRange getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth) const override;
@@ -65,6 +76,8 @@ class TimelinePlottable : public QCPAbstractPlottable {
   // Value-axis extent of a row within stage s's lane.
   static void rowExtent(int stage, TrackRow row, double& top, double& bottom);
   void drawRow(QCPPainter* p, const EventTrack& t, double y0, double y1, std::int64_t lo, std::int64_t hi);
+  // True when it drew the row from the track's buckets.
+  bool drawRowLod(const EventTrack& t, double y0, double h, std::int64_t lo, std::int64_t hi);
   void flushFills(QCPPainter* p);
 
   // Fills are collected per (kind, opacity level) and drawn with one
@@ -80,7 +93,8 @@ class TimelinePlottable : public QCPAbstractPlottable {
   int highlight_mb_ = -1;
   double fold_px_ = 3.0;
   bool naive_ = false;
-  std::size_t drawn_rects_ = 0, folded_blocks_ = 0;
+  bool use_lod_ = true;
+  std::size_t drawn_rects_ = 0, folded_blocks_ = 0, lod_rows_ = 0;
 };
 
 }  // namespace pw::gui

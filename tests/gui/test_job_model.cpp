@@ -3,6 +3,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
+#include "core/spec/spec_error.h"
 #include "gui/models/job_model.h"
 #include "gui/models/prediction.h"
 
@@ -29,6 +30,59 @@ TEST(JobModel, ErrorNamesTheField) {
   m.setValue("training.batch_size", 512);
   EXPECT_TRUE(m.isValid());
   EXPECT_EQ(m.spec()->pipeline.stages, 9);
+}
+
+// The core parser stops at the first problem; the model finds every
+// independent one, each with the parser's own path and reason.
+TEST(JobModel, EveryErrorAtOnce) {
+  JobModel m;
+  auto doc = JobModel::defaultDocument();
+  doc["training"]["lr"] = -1;
+  doc["cluster"]["devices"] = 0;
+  doc["pipeline"]["schedule"] = "sideways";
+  doc["pipeline"]["bogus"] = 1;
+  m.setDocument(doc);
+  ASSERT_FALSE(m.isValid());
+  QStringList paths;
+  for (const auto& e : m.errors()) paths << e.path;
+  paths.sort();
+  EXPECT_EQ(paths, QStringList({"cluster.devices", "pipeline.bogus", "pipeline.schedule", "training.lr"}))
+      << paths.join(", ").toStdString();
+  // Each message is what parse_job says about that field alone.
+  for (const auto& e : m.errors()) {
+    auto single = JobModel::defaultDocument();
+    auto ptr = nlohmann::json::json_pointer("/" + e.path.toStdString().replace(e.path.indexOf('.'), 1, "/"));
+    single[ptr] = doc[ptr];
+    try {
+      parse_job(single);
+      ADD_FAILURE() << e.path.toStdString() << " alone parses";
+    } catch (const SpecError& x) {
+      EXPECT_EQ(QString::fromStdString(x.path()), e.path);
+      EXPECT_EQ(QString::fromStdString(x.reason()), e.message);
+    }
+  }
+  EXPECT_EQ(m.errorPath(), m.errors().front().path);
+  // Fixing one leaves the others.
+  m.setValue("training.lr", 0.001);
+  EXPECT_EQ(m.errors().size(), 3);
+  m.setValue("cluster.devices", 4);
+  m.setValue("pipeline.schedule", QStringLiteral("gpipe"));
+  m.setValue("pipeline.bogus", QVariant());
+  EXPECT_TRUE(m.isValid());
+  EXPECT_TRUE(m.errors().isEmpty());
+}
+
+// A wrong kind: the fields that only make sense for the intended kind are
+// not reported as errors of some other kind.
+TEST(JobModel, WrongKindReportsTheKindOnly) {
+  JobModel m;
+  auto doc = JobModel::defaultDocument();
+  doc["model"]["kind"] = "bertt";
+  doc["training"]["iterations"] = 0;
+  m.setDocument(doc);
+  QStringList paths;
+  for (const auto& e : m.errors()) paths << e.path;
+  EXPECT_EQ(paths, QStringList({"model.kind", "training.iterations"})) << paths.join(", ").toStdString();
 }
 
 TEST(JobModel, RemovingAndRetainingKeys) {

@@ -3,12 +3,16 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QSignalSpy>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
 
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
 #include "gui/sources/live_run_source.h"
 #include "ipc/control.h"
+#include "ipc/curve.h"
 #include "ipc/publisher.h"
 
 namespace pw::gui {
@@ -86,6 +90,62 @@ TEST(LiveRunSource, NothingListeningFailsWithinSeconds) {
   src.start();
   ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, LiveRunSource::kSilenceMs + 3000));
   EXPECT_TRUE(failed[0][0].toString().contains("no telemetry"));
+}
+
+// A coordinator beyond loopback authenticates with CURVE: the right key
+// files receive its telemetry and reach its control socket; a key it never
+// authorized gets nothing, and the source says so within seconds instead
+// of waiting forever.
+TEST(LiveRunSource, CurveRightKeyReceivesWrongKeyIsRefusedInSeconds) {
+  std::string dir = (std::filesystem::temp_directory_path() / ("pw_studio_curve_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  ipc::write_curve_key_dir(dir);
+  ipc::set_curve_refusal_logger([](const std::string&) {});  // refusals are expected here
+  ipc::CurveServer server_keys = ipc::curve_server_from_dir(dir);
+  ipc::PublisherOptions po;
+  po.curve = server_keys;
+  ipc::Publisher pub("run-curve", po);
+  std::atomic<int> pauses{0};
+  ipc::ControlServerOptions co;
+  co.curve = server_keys;
+  ipc::ControlServer ctl(
+      [&](const ipc::pb::ControlRequest& r) {
+        if (r.has_pause()) ++pauses;
+        return ipc::pb::ControlReply();
+      },
+      &pub, co);
+  pub.set_control_endpoint(ctl.endpoint());
+  pub.set_run_info("curve-test", 2, "run");
+  pub.status(RunStatus::Running);
+
+  {
+    RunModel model;
+    RunFeeder feeder(&model);
+    LiveRunSource src(pub.endpoint(), ipc::curve_client_from_files(dir + "/server.pub", dir + "/client.key"));
+    feeder.setSource(&src);
+    src.start();
+    ASSERT_TRUE(wait_for([&] { return src.engineAlive(); }, 5000));
+    for (int i = 0; i < 100; ++i) pub.on_event(ev(i % 2, i * 100));
+    ASSERT_TRUE(wait_for([&] { return model.eventCount() == 100; }, 5000)) << model.eventCount();
+    EXPECT_EQ(model.info().name, "curve-test");
+    src.pause();
+    ASSERT_TRUE(wait_for([&] { return pauses == 1; }, 5000));
+    src.stop();
+  }
+  {
+    ipc::CurveClient wrong = ipc::curve_client_from_files(dir + "/server.pub", dir + "/client.key");
+    wrong.keys = ipc::generate_curve_keys();  // never authorized
+    LiveRunSource src(pub.endpoint(), wrong);
+    QSignalSpy failed(&src, &RunSource::failed);
+    QElapsedTimer t;
+    t.start();
+    src.start();
+    ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, LiveRunSource::kSilenceMs + 3000));
+    EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 2000);
+    EXPECT_FALSE(src.engineAlive());
+    EXPECT_TRUE(failed[0][0].toString().contains("refused")) << failed[0][0].toString().toStdString();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

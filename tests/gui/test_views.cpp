@@ -4,6 +4,9 @@
 // and a screenshot of every main view.
 #include <QApplication>
 #include <QDir>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QProcess>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QSpinBox>
@@ -15,6 +18,7 @@
 
 #include "core/spec/job_spec.h"
 #include "gui/models/job_model.h"
+#include "gui/models/layer_table_model.h"
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
@@ -27,11 +31,17 @@
 #include "gui/widgets/plot_export.h"
 #include "gui/widgets/range_stats_widget.h"
 #include "gui/widgets/replay_bar.h"
+#include "gui/widgets/run_launcher.h"
 #include "gui/widgets/subnet_graph_view.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/throughput_view.h"
 #include "gui/widgets/timeline_plottable.h"
 #include "gui/widgets/timeline_view.h"
+#include "tests/gui/view_test_util.h"
+#ifdef PW_STUDIO_HAVE_IPC
+#include "ipc/curve.h"
+#include "ipc/publisher.h"
+#endif
 #ifdef PW_STUDIO_HAVE_DB
 #include "core/job/job_plan.h"
 #include "db/run_writer.h"
@@ -40,6 +50,7 @@
 
 using namespace pw;
 using namespace pw::gui;
+using namespace pw::gui::test;
 
 namespace {
 
@@ -49,35 +60,6 @@ JobSpec test_job() {
       "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
 }
 
-bool wait_until(const std::function<bool()>& done, int ms = 10000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done() && t.elapsed() < ms) QTest::qWait(10);
-  return done();
-}
-
-QString shot_dir() {
-  QString d = qEnvironmentVariable("PW_SCREENSHOT_DIR", QDir::tempPath() + "/pw-screenshots");
-  QDir().mkpath(d);
-  return d;
-}
-
-// Saves a screenshot and checks it is a real picture: non-empty and not a
-// single flat colour.
-void screenshot(QWidget* w, const QString& name) {
-  QApplication::processEvents();
-  for (auto* p : w->findChildren<QCustomPlot*>()) p->replot(QCustomPlot::rpImmediateRefresh);
-  QPixmap px = w->grab();
-  QVERIFY2(!px.isNull() && px.width() > 50 && px.height() > 50, qPrintable(name));
-  QImage img = px.toImage();
-  QSet<QRgb> colours;
-  for (int y = 0; y < img.height(); y += 7)
-    for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
-  QVERIFY2(colours.size() > 8, qPrintable(name + ": the picture is (nearly) one colour"));
-  const QString file = shot_dir() + "/" + name + ".png";
-  QVERIFY(px.save(file));
-  QVERIFY(QFileInfo(file).size() > 1000);
-}
 
 // Busy time and per-kind time of [t0, t1) straight from the event list.
 struct Brute {
@@ -128,6 +110,117 @@ class StudioViewsTest : public QObject {
     QVERIFY(bars->lastDrawnRects() + bars->lastFoldedBlocks() > 0);
     QVERIFY(win_->statusText().contains("events"));
     screenshot(win_, "monitor");
+  }
+
+#ifdef PW_STUDIO_HAVE_IPC
+  // Run > Attach with CURVE key files (issue 9): the right key follows the
+  // coordinator's telemetry; a key it never authorized shows a refusal in
+  // the status bar within seconds; a secret key readable by others is
+  // refused before connecting.
+  void attachesWithCurveKeyFiles() {
+    QTemporaryDir tmp;
+    const std::string dir = (tmp.path() + "/keys").toStdString(), other = (tmp.path() + "/other").toStdString();
+    ipc::write_curve_key_dir(dir);
+    ipc::write_curve_key_dir(other);
+    ipc::set_curve_refusal_logger([](const std::string&) {});
+    ipc::PublisherOptions po;
+    po.curve = ipc::curve_server_from_dir(dir);
+    ipc::Publisher pub("run-attach", po);
+    pub.set_run_info("attached", 2, "run");
+    pub.status(RunStatus::Running);
+    AttachDialog dialog;
+    dialog.setRequest({QString::fromStdString(pub.endpoint()), QString::fromStdString(dir + "/server.pub"),
+                       QString::fromStdString(dir + "/client.key")});
+    QVERIFY(win_->attach(dialog.request()));
+    QVERIFY(wait_until([&] { return win_->source() && win_->statusText().contains("live"); }, 5000));
+    bool joined = wait_until([&] {
+      Event e;
+      e.stage = 1;
+      e.start_ns = 0;
+      e.end_ns = 10;
+      pub.on_event(e);
+      pub.status(RunStatus::Running);  // no control server here: no snapshot for a late joiner
+      return win_->run()->eventCount() > 0 && !win_->run()->info().name.empty();
+    }, 5000);
+    QVERIFY2(joined, qPrintable(win_->statusText()));
+    QCOMPARE(QString::fromStdString(win_->run()->info().name), QStringLiteral("attached"));
+    screenshot(&dialog, "attach-dialog");
+
+    dialog.setRequest({QString::fromStdString(pub.endpoint()), QString::fromStdString(dir + "/server.pub"),
+                       QString::fromStdString(other + "/client.key")});
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(win_->attach(dialog.request()));
+    QVERIFY2(wait_until([&] { return win_->sourceError().contains("refused"); }, 6000), qPrintable(win_->statusText()));
+    QVERIFY(t.elapsed() < 5000);
+    QVERIFY(win_->statusText().contains("refused"));
+    QCOMPARE(win_->run()->eventCount(), std::size_t(0));
+
+    QFile::setPermissions(QString::fromStdString(other + "/client.key"), QFile::ReadOwner | QFile::WriteOwner | QFile::ReadOther);
+    QVERIFY(!win_->attach(dialog.request()));
+    QVERIFY2(win_->sourceError().contains("readable"), qPrintable(win_->sourceError()));
+    win_->setSource(nullptr);
+  }
+#endif
+
+  // A TorchScript model scripted by Debian's python3-torch now: its
+  // children fill the layer table (read off the GUI thread), measured
+  // costs follow, and a model that is not a chain is refused under the
+  // path field, naming the child.
+  void designerReadsATorchScriptModel() {
+    const QString script = qEnvironmentVariable("PW_TS_SCRIPT");
+    if (!QFileInfo(find_pipewright()).isExecutable()) QSKIP("no pipewright binary next to this build (pipewright profile reads the model)");
+    if (QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) != 0)
+      QSKIP("python3-torch is absent (apt-get install python3-torch): no way to script a test model");
+    QTemporaryDir dir;
+    QCOMPARE(QProcess::execute("/usr/bin/python3", {script, "make", dir.path()}), 0);
+    win_->showTab("designer");
+    DesignerWidget* d = win_->designer();
+    const auto saved = win_->job()->document();
+    auto doc = saved;
+    doc["model"] = {{"kind", "torchscript"}, {"path", dir.filePath("seq.pt").toStdString()},
+                    {"input", {{"shape", {4, 4}}}}, {"classes", 4}};
+    doc["training"]["batch_size"] = 16;
+    doc["training"]["microbatch_size"] = 4;
+    doc["pipeline"]["stages"] = 2;
+    doc["cluster"] = {{"devices", 2}, {"device", "custom"}, {"memory_gb", 1}, {"tflops", 0.05}};
+    win_->job()->setDocument(doc);
+    QVERIFY2(win_->job()->isValid(), qPrintable(win_->job()->errorMessage()));
+    d->showLayersTab();
+    QVERIFY(wait_until([&] { return !d->inspectionPending() && d->layers()->rowCount() > 0; }, 20000));
+    // nn.Sequential(Flatten, Linear(16,24), ReLU, Linear(24,24), Tanh, Linear(24,12), ReLU, Linear(12,4)):
+    // a Linear(i, o) holds i*o weights + o biases.
+    auto linear = [](qint64 i, qint64 o) { return i * o + o; };
+    const QStringList types{"Flatten", "Linear", "ReLU", "Linear", "Tanh", "Linear", "ReLU", "Linear"};
+    const QList<qint64> params{0, linear(16, 24), 0, linear(24, 24), 0, linear(24, 12), 0, linear(12, 4)};
+    QCOMPARE(d->layers()->rowCount(), 8);
+    for (int r = 0; r < 8; ++r) {
+      QCOMPARE(d->layers()->rows()[r].name, QString::number(r));
+      QCOMPARE(d->layers()->rows()[r].type, types[r]);
+      QCOMPARE(d->layers()->rows()[r].params, params[r]);
+    }
+    QVERIFY(win_->job()->value("model.profile").toString().isEmpty());
+    QVERIFY(!d->errorLabelFor("model.path")->isVisible());
+    // Measured costs: every layer gets a time, the profile is saved beside
+    // the model and the prediction plans with it.
+    QVERIFY(d->measureLayers());
+    QVERIFY(wait_until([&] { return !d->inspectionPending() && !win_->job()->value("model.profile").toString().isEmpty(); }, 60000));
+    for (const auto& r : d->layers()->rows()) QVERIFY(r.fwd_ms && *r.fwd_ms >= 0 && r.bwd_ms);
+    QVERIFY(*d->layers()->rows()[1].fwd_ms > 0);
+    QCOMPARE(win_->job()->value("model.profile").toString(), dir.filePath("seq.pt") + ".profile.json");
+    QVERIFY(QFileInfo(dir.filePath("seq.pt.profile.json")).size() > 0);
+    QVERIFY(wait_until([&] { return !d->predictionPending() && d->prediction().chosen() && d->prediction().chosen()->ok; }, 20000));
+    QCOMPARE(d->layers()->rows()[3].params, linear(24, 24));  // still the file's count
+    screenshot(d, "designer-torchscript");
+    // Not a chain: the reason names the child, under the path field.
+    static_cast<QLineEdit*>(d->editorFor("model.path"))->setText(dir.filePath("residual.pt"));
+    QVERIFY(wait_until([&] { return !d->inspectionPending() && d->errorLabelFor("model.path")->isVisible(); }, 20000));
+    QVERIFY2(d->errorLabelFor("model.path")->text().contains("child 'block'"), qPrintable(d->errorLabelFor("model.path")->text()));
+    QCOMPARE(d->layers()->rowCount(), 0);
+    screenshot(d, "designer-torchscript-refused");
+    win_->job()->setDocument(saved);
+    QVERIFY(!d->errorLabelFor("model.path")->isVisible() || !d->errorLabelFor("model.path")->isVisibleTo(d));
+    win_->showTab("monitor");
   }
 
 #ifdef PW_STUDIO_HAVE_DB
@@ -267,6 +360,21 @@ class StudioViewsTest : public QObject {
     stages->setValue(4);
     QVERIFY(wait_until([&] { return !d->predictionPending() && d->planView()->rows().front().plan.stages.size() == 4; }));
     screenshot(d, "designer");
+    // Several errors: each under its own field at once.
+    auto* devices = qobject_cast<QSpinBox*>(d->editorFor("cluster.devices"));
+    auto* lr = qobject_cast<QDoubleSpinBox*>(d->editorFor("training.lr"));
+    QVERIFY(devices && lr);
+    stages->setValue(9);
+    win_->job()->setValue("training.iterations", 0);
+    QVERIFY(d->errorLabelFor("pipeline.stages")->isVisible());
+    QVERIFY2(d->errorLabelFor("training.iterations")->isVisible(), qPrintable(d->generalError()));
+    QVERIFY(d->errorLabelFor("training.iterations")->text().contains(">= 1"));
+    QVERIFY(!d->errorLabelFor("cluster.devices")->isVisible());
+    screenshot(d, "designer-errors");
+    stages->setValue(4);
+    win_->job()->setValue("training.iterations", 100);
+    QVERIFY(!d->errorLabelFor("pipeline.stages")->isVisible());
+    QVERIFY(!d->errorLabelFor("training.iterations")->isVisible());
     // A field the form does not have: the error goes to the general line.
     win_->job()->setValue("pipeline.bogus", 1);
     QVERIFY(d->generalError().contains("pipeline.bogus"));

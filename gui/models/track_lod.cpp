@@ -1,0 +1,62 @@
+#include "gui/models/track_lod.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace pw::gui {
+
+void TrackLod::clear() {
+  levels_.clear();
+  shift_ = 10;
+  slot_of_.fill(0);
+  slots_used_ = 0;
+}
+
+int TrackLod::slotOf(EventKind k) {
+  auto& s = slot_of_[static_cast<int>(k)];
+  if (s == 0) {
+    if (slots_used_ < kSlots) slot_kind_[slots_used_++] = k;
+    s = static_cast<std::int8_t>(slots_used_);  // stored +1: 0 means unseen
+  }
+  return s - 1;
+}
+
+void TrackLod::ensure(std::size_t b0) {
+  while (b0 >= kMaxBuckets) {
+    // Twice as wide: level 1 becomes level 0. (A single bucket stays bucket 0.)
+    if (levels_.size() > 1) levels_.erase(levels_.begin());
+    ++shift_;
+    b0 >>= 1;
+  }
+  const std::size_t n0 = std::max(levels_.empty() ? std::size_t{0} : levels_[0].size(), b0 + 1);
+  const std::size_t count = static_cast<std::size_t>(std::bit_width(n0 - 1)) + 1;  // down to one bucket
+  for (std::size_t l = 0; l < count; ++l) {
+    if (l == levels_.size()) {
+      // A new top: its one bucket holds everything the old top held.
+      levels_.emplace_back(1, l == 0 ? Bucket{} : levels_[l - 1][0]);
+    }
+    const std::size_t want = ((n0 - 1) >> l) + 1;
+    if (levels_[l].size() < want) levels_[l].resize(want, Bucket{});
+  }
+}
+
+void TrackLod::addToBucket(std::size_t b0, double ns, int slot) {
+  for (std::size_t l = 0; l < levels_.size(); ++l) levels_[l][b0 >> l][slot] += ns;
+}
+
+void TrackLod::add(std::int64_t start, std::int64_t end, EventKind kind) {
+  start = std::max<std::int64_t>(start, 0);
+  if (end <= start) return;
+  const int slot = slotOf(kind);
+  ensure(static_cast<std::size_t>((end - 1) >> shift_));
+  // Levels may have shifted: recompute the bucket range at the final width.
+  std::size_t b = static_cast<std::size_t>(start >> shift_), last = static_cast<std::size_t>((end - 1) >> shift_);
+  const std::int64_t width = std::int64_t{1} << shift_;
+  for (; b <= last; ++b) {
+    std::int64_t lo = std::max<std::int64_t>(start, static_cast<std::int64_t>(b) * width);
+    std::int64_t hi = std::min<std::int64_t>(end, static_cast<std::int64_t>(b + 1) * width);
+    addToBucket(b, static_cast<double>(hi - lo), slot);
+  }
+}
+
+}  // namespace pw::gui
