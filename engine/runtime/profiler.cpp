@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -62,15 +64,32 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     auto x = l == 0 && model_takes_tokens(job) ? at::randint(job.model.vocab, shapes[l], at::kLong)
                                                : at::randn(shapes[l]);
     if (l > 0) x.requires_grad_(true);
+    // The last stage also computes the loss and its gradient in its
+    // forward (stage.cpp): time that work with the layer, on labels of the
+    // output's shape.
+    const bool last = l + 1 == layers.size();
+    at::Tensor target;
+    if (last) {
+      auto out = shapes[l + 1];
+      std::int64_t classes = out.back();
+      out.pop_back();
+      target = at::randint(classes, out, at::kLong);
+    }
     std::vector<double> f, b, s;
     std::int64_t held = 0;
     for (int r = 0; r < reps + 2; ++r) {
       std::int64_t before = TensorBytes::live();
       auto t0 = std::chrono::steady_clock::now();
       auto y = layer->forward(x);
-      double fm = ms_since(t0);
       held = TensorBytes::live() - before;
-      auto g = at::ones_like(y);
+      at::Tensor g;
+      if (last) {
+        auto logits = y.detach().requires_grad_(true);
+        pipeline_loss(logits, target).backward();
+        g = logits.grad();
+      }
+      double fm = ms_since(t0);
+      if (!last) g = at::ones_like(y);
       t0 = std::chrono::steady_clock::now();
       torch::autograd::backward({y}, {g});
       double bm = ms_since(t0);
@@ -98,6 +117,46 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     p.layers.push_back(lp);
   }
   return p;
+}
+
+LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> pgs(2);
+  auto make = [&](int rank) {
+    auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    opts->threads = 2;
+    pgs[rank] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, 2, opts);
+  };
+  std::thread other(make, 1);
+  make(0);
+  other.join();
+  // Median one-way time of n float32 elements (rank 1 echoes what it gets).
+  auto one_way_ms = [&](std::int64_t n) {
+    std::thread echo([&] {
+      std::vector<at::Tensor> buf{at::empty({n})};
+      for (int r = 0; r < repeats + 2; ++r) {
+        pgs[1]->recv(buf, 0, r)->wait();
+        pgs[1]->send(buf, 0, r)->wait();
+      }
+    });
+    std::vector<at::Tensor> buf{at::zeros({n})};
+    std::vector<double> t;
+    for (int r = 0; r < repeats + 2; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      pgs[0]->send(buf, 1, r)->wait();
+      pgs[0]->recv(buf, 1, r)->wait();
+      if (r >= 2) t.push_back(ms_since(t0) / 2);
+    }
+    echo.join();
+    return median(t);
+  };
+  std::int64_t n = std::max<std::int64_t>(1, bytes / 4);
+  double small = one_way_ms(1), large = one_way_ms(n);
+  LinkProfile link;
+  link.latency_us = small * 1e3;
+  link.gbps = n * 4 * 8.0 / (std::max(large - small, 1e-6) * 1e-3) / 1e9;
+  return link;
 }
 
 }  // namespace pw::rt

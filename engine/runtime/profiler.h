@@ -16,4 +16,15 @@ struct ProfileOptions {
 // The result is the same structure the planner takes (source "measured").
 ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options = {});
 
+// The stage-to-stage link as local workers see it: Gloo point-to-point over
+// loopback TCP between two ranks in this process (the workers' transport
+// and Gloo thread count), timed as half a ping-pong of 4 bytes (latency)
+// and of `bytes` (bandwidth). Feeds cluster.link_gbps / link_latency_us,
+// which is how the cost model prices a send.
+struct LinkProfile {
+  double gbps = 0;
+  double latency_us = 0;
+};
+LinkProfile measure_local_link(std::int64_t bytes, int repeats = 20);
+
 }  // namespace pw::rt
