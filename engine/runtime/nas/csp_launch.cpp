@@ -1,7 +1,6 @@
 #include "runtime/nas/csp_launch.h"
 
 #include <sys/wait.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,21 +11,17 @@
 #include <stdexcept>
 #include <thread>
 
+#include "runtime/rendezvous.h"
+
 namespace pw::rt::nas {
 
 CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
-  c10d::TCPStoreOptions so;
-  so.port = 0;
-  so.isServer = true;
-  so.waitWorkers = false;
-  so.timeout = std::chrono::seconds(60);
-  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
-  std::string port = std::to_string(store->getPort());
+  LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
   for (int r = 0; r < l.workers; ++r) {
     std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
-                                     std::to_string(l.workers), "--port", port, "--out", l.out_dir,
+                                     std::to_string(l.workers), "--store", store_dir.file(), "--out", l.out_dir,
                                      "--window", std::to_string(l.window)};
     if (!l.csp) args.push_back("--no-csp");
     for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});

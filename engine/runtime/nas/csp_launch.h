@@ -23,7 +23,7 @@ struct CspRunResult {
   double subnets_per_s() const { return seconds > 0 ? subnets / seconds : 0; }
 };
 
-// Starts a TCPStore on 127.0.0.1 (free port), spawns `workers` processes of
+// Starts a private FileStore (runtime/rendezvous.h), spawns `workers` processes of
 // the worker binary, waits for them and reads their results. Throws
 // std::runtime_error naming the worker that failed.
 CspRunResult launch_csp_run(const CspLaunch& l);

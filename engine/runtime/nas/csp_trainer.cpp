@@ -3,7 +3,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +19,8 @@
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
 #include "runtime/data.h"
+#include "runtime/rendezvous.h"
+#include "runtime/worker.h"
 #include "runtime/nas/supernet_modules.h"
 
 namespace pw::rt::nas {
@@ -130,14 +131,13 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   int window = cfg.window > 0 ? cfg.window : nj.space.window;
   CspStage csp(s, p, nj.stages[s], &nj.sequence, window);
 
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<std::uint16_t>(cfg.port);
-  so.isServer = false;
-  so.waitWorkers = false;
-  so.timeout = std::chrono::seconds(60);
-  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+  WorkerEnv env;
+  env.rank = s;
+  env.world_size = p;
+  env.store_file = cfg.store_file;
+  auto store = connect_store(env, std::chrono::seconds(60));
   auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(120));
-  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  opts->devices.push_back(gloo_device(env));
   opts->threads = 1;
   auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("nas", store), s, p,
                                                          opts);

@@ -12,7 +12,7 @@ struct CspWorkerConfig {
   std::vector<std::string> overrides;  // "a.b=v", applied before validation
   int rank = 0;
   int world = 1;
-  int port = 0;           // the launcher's TCPStore
+  std::string store_file;  // the launcher's FileStore (nothing listens on the network)
   std::string out_dir;    // stage<r>.json: parameter hash, losses (last stage), timing
   bool csp = true;        // false: no conflict test (a racing, non-reproducible schedule)
   int window = 0;         // 0: search_space.window; 1: one subnet at a time

@@ -1,5 +1,5 @@
 // pw_nas_worker: the CPU supernet trainer.
-//   pw_nas_worker worker JOB --rank R --world P --port N --out DIR [--window W] [--no-csp] [--set k=v]...
+//   pw_nas_worker worker JOB --rank R --world P --store FILE --out DIR [--window W] [--no-csp] [--set k=v]...
 //       one pipeline stage (started by the launcher)
 //   pw_nas_worker run JOB [--workers P] [--window W] [--no-csp] [--out DIR] [--set k=v]...
 //       launches P workers and prints subnets/s, per-stage parameter hashes and the last losses
@@ -26,7 +26,7 @@ using namespace pw::rt::nas;
 
 namespace {
 int usage() {
-  std::cerr << "usage: pw_nas_worker worker|run|bench|search JOB [--workers P] [--rank R --world P --port N] [--out DIR]\n"
+  std::cerr << "usage: pw_nas_worker worker|run|bench|search JOB [--workers P] [--rank R --world P --store FILE] [--out DIR]\n"
                "                     [--window W] [--no-csp] [--set key=value]...\n";
   return 2;
 }
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       };
       if (a[i] == "--rank") w.rank = std::stoi(val());
       else if (a[i] == "--world") w.world = std::stoi(val());
-      else if (a[i] == "--port") w.port = std::stoi(val());
+      else if (a[i] == "--store") w.store_file = val();
       else if (a[i] == "--out") out = val();
       else if (a[i] == "--window") w.window = std::stoi(val());
       else if (a[i] == "--workers") workers = std::stoi(val());
