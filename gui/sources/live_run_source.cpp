@@ -155,7 +155,7 @@ void LiveRunSource::run() {
       if (req & kPause) send("pause", [&] { return control->pause(timeout); });
       if (req & kResume) send("resume", [&] { return control->resume(timeout); });
       if (req & kStop) send("stop", [&] { return control->stop(timeout); });
-      if (req & kRebalance) send("rebalance", [&] { return control->set("replan", "now", timeout); });
+      if (req & kRebalance) send("rebalance", [&] { return control->rebalance(timeout); });
     }
   }
 }

@@ -42,7 +42,7 @@ TEST(LiveRunSource, ReceivesTelemetryControlsTheRunAndNoticesItsDeath) {
       [&](const ipc::pb::ControlRequest& r) {
         ipc::pb::ControlReply reply;
         if (r.has_pause()) ++pauses;
-        if (r.has_set() && r.set().key() == "replan") ++replans;
+        if (r.has_rebalance()) ++replans;
         return reply;
       },
       pub.get());
