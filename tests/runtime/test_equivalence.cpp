@@ -4,6 +4,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
+#include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/data.h"
 #include "core/plan/plan.h"
@@ -13,37 +14,6 @@ namespace pw::rt {
 namespace {
 using namespace testing;
 
-struct Reference {
-  std::vector<double> losses;
-  std::vector<at::Tensor> weights;
-};
-
-Reference reference_loop(const JobSpec& job) {
-  auto layers = build_layers(job);
-  std::vector<at::Tensor> params;
-  for (auto& l : layers)
-    for (auto& p : l->parameters()) params.push_back(p);
-  torch::optim::Adam opt(params, torch::optim::AdamOptions(job.training.lr));
-  TrainData data(job);
-  int m = job.pipeline.microbatches;
-  Reference r;
-  for (int it = 0; it < job.training.iterations; ++it) {
-    opt.zero_grad();
-    double total = 0;
-    for (int k = 0; k < m; ++k) {
-      Batch b = data.microbatch(it, k);
-      at::Tensor x = b.input;
-      for (auto& l : layers) x = l->forward(x);
-      at::Tensor loss = torch::nn::functional::cross_entropy(x, b.target) / m;
-      loss.backward();
-      total += loss.item<double>();
-    }
-    opt.step();
-    r.losses.push_back(total);
-  }
-  for (auto& p : params) r.weights.push_back(p.detach().clone());
-  return r;
-}
 
 void expect_same(const Reference& ref, const RunResult& run, const std::string& dir, int stages) {
   ASSERT_EQ(run.exit_code, 0) << run.error;

@@ -1,0 +1,50 @@
+#pragma once
+// The independent reference every engine test compares against: plain
+// libtorch, all layers in one process, cross entropy over the last dimension
+// (token-level for language models; labels -100 not scored, as masked LM
+// needs), gradient accumulated over the microbatches, one Adam step per batch.
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+
+#include <vector>
+
+#include "core/spec/job_spec.h"
+#include "runtime/data.h"
+#include "runtime/layers.h"
+
+namespace pw::rt {
+
+struct Reference {
+  std::vector<double> losses;
+  std::vector<at::Tensor> weights;
+};
+
+inline Reference reference_loop(const JobSpec& job) {
+  auto layers = build_layers(job);
+  std::vector<at::Tensor> params;
+  for (auto& l : layers)
+    for (auto& p : l->parameters()) params.push_back(p);
+  torch::optim::Adam opt(params, torch::optim::AdamOptions(job.training.lr));
+  TrainData data(job);
+  int m = job.pipeline.microbatches;
+  Reference r;
+  for (int it = 0; it < job.training.iterations; ++it) {
+    opt.zero_grad();
+    double total = 0;
+    for (int k = 0; k < m; ++k) {
+      Batch b = data.microbatch(it, k);
+      at::Tensor x = b.input;
+      for (auto& l : layers) x = l->forward(x);
+      at::Tensor loss =
+          torch::nn::functional::cross_entropy(x.reshape({-1, x.size(-1)}), b.target.reshape({-1})) / m;
+      loss.backward();
+      total += loss.item<double>();
+    }
+    opt.step();
+    r.losses.push_back(total);
+  }
+  for (auto& p : params) r.weights.push_back(p.detach().clone());
+  return r;
+}
+
+}  // namespace pw::rt
