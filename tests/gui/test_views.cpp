@@ -169,8 +169,10 @@ class StudioViewsTest : public QObject {
   // path field, naming the child.
   void designerReadsATorchScriptModel() {
     // Known bug: after this function the process crashes now and then (heap
-    // corruption seen in QLabel/QCustomPlot paint, about 1 run in 4); opt in
-    // while it is being found, so the suite stays trustworthy.
+    // corruption seen in QLabel/QCustomPlot paint, about 1 run in 4).
+    // valgrind: invalid 4-byte writes inside QFormLayout::setGeometry when
+    // DesignerWidget::showValidation shows an error label after a profile
+    // (also without QFormLayout::setRowVisible). Opt in while it is fixed.
     if (qEnvironmentVariableIntValue("PW_GUI_TORCHSCRIPT_TEST") != 1)
       QSKIP("set PW_GUI_TORCHSCRIPT_TEST=1: this function is quarantined (intermittent crash after it, under investigation)");
     const QString script = qEnvironmentVariable("PW_TS_SCRIPT");
