@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/model/analytic_profile.h"
+#include "runtime/host_allocator.h"
 #include "runtime/layers.h"
 #include "runtime/memory.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
@@ -35,6 +36,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
                     ? options.threads
                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / job.pipeline.stages);
   at::set_num_threads(threads);
+  tune_host_allocator();
   TensorBytes::install();
   auto layers = build_layers(job);
   auto shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
@@ -76,9 +78,10 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       target = at::randint(classes, out, at::kLong);
     }
     std::vector<double> f, b, s;
-    std::int64_t held = 0;
+    std::int64_t held = 0, peak = 0;
     for (int r = 0; r < reps + 2; ++r) {
       std::int64_t before = TensorBytes::live();
+      TensorBytes::reset_peak();
       auto t0 = std::chrono::steady_clock::now();
       auto y = layer->forward(x);
       held = TensorBytes::live() - before;
@@ -93,6 +96,9 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       t0 = std::chrono::steady_clock::now();
       torch::autograd::backward({y}, {g});
       double bm = ms_since(t0);
+      // Everything the forward and backward had live at once, over what the
+      // forward keeps: the output gradient and the backward's buffers.
+      peak = std::max(peak, TensorBytes::peak() - before - held);
       t0 = std::chrono::steady_clock::now();
       o->step();
       double sm = ms_since(t0);
@@ -112,6 +118,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     lp.input_bytes = x.nbytes();
     lp.output_bytes = at::empty(shapes[l + 1]).nbytes();
     lp.activation_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)) + lp.input_bytes;
+    lp.workspace_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak));
     lp.param_bytes = pb;
     lp.optimizer_bytes = opt == "adam" ? 2 * pb : opt == "momentum" ? pb : 0;
     p.layers.push_back(lp);
@@ -131,8 +138,12 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
   std::thread other(make, 1);
   make(0);
   other.join();
-  // Median one-way time of n float32 elements (rank 1 echoes what it gets).
-  auto one_way_ms = [&](std::int64_t n) {
+  // Median one-way time of n float32 elements (rank 1 echoes what it gets),
+  // and the median time the send call itself holds the sending thread.
+  struct Timing {
+    double one_way_ms, send_call_ms;
+  };
+  auto time_messages = [&](std::int64_t n) {
     std::thread echo([&] {
       std::vector<at::Tensor> buf{at::empty({n})};
       for (int r = 0; r < repeats + 2; ++r) {
@@ -141,21 +152,27 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
       }
     });
     std::vector<at::Tensor> buf{at::zeros({n})};
-    std::vector<double> t;
+    std::vector<double> t, call;
     for (int r = 0; r < repeats + 2; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      pgs[0]->send(buf, 1, r)->wait();
+      auto work = pgs[0]->send(buf, 1, r);
+      double c = ms_since(t0);
+      work->wait();
       pgs[0]->recv(buf, 1, r)->wait();
-      if (r >= 2) t.push_back(ms_since(t0) / 2);
+      if (r >= 2) t.push_back(ms_since(t0) / 2), call.push_back(c);
     }
     echo.join();
-    return median(t);
+    return Timing{median(t), median(call)};
   };
   std::int64_t n = std::max<std::int64_t>(1, bytes / 4);
-  double small = one_way_ms(1), large = one_way_ms(n);
+  Timing small = time_messages(1), large = time_messages(n);
+  const double bits = n * 4 * 8.0;
   LinkProfile link;
-  link.latency_us = small * 1e3;
-  link.gbps = n * 4 * 8.0 / (std::max(large - small, 1e-6) * 1e-3) / 1e9;
+  link.latency_us = small.one_way_ms * 1e3;
+  link.gbps = bits / (std::max(large.one_way_ms - small.one_way_ms, 1e-6) * 1e-3) / 1e9;
+  link.send_cpu_us = small.send_call_ms * 1e3;
+  double per_byte_ms = large.send_call_ms - small.send_call_ms;
+  link.send_cpu_gbps = per_byte_ms > 1e-6 ? bits / (per_byte_ms * 1e-3) / 1e9 : 0;
   return link;
 }
 

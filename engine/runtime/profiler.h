@@ -24,6 +24,11 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options =
 struct LinkProfile {
   double gbps = 0;
   double latency_us = 0;
+  // How long the send call holds the sending thread (Gloo's TCP pair
+  // writes into the socket from the caller when it can): per message and
+  // per byte. Feeds cluster.send_cpu_us / send_cpu_gbps.
+  double send_cpu_us = 0;
+  double send_cpu_gbps = 0;
 };
 LinkProfile measure_local_link(std::int64_t bytes, int repeats = 20);
 

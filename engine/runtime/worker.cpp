@@ -23,6 +23,7 @@
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
 #include "runtime/migration/worker_agent.h"  // migration hook
+#include "runtime/host_allocator.h"
 #include "runtime/protocol.h"
 #include "runtime/rendezvous.h"
 #include "runtime/stage.h"
@@ -150,6 +151,7 @@ WorkerEnv worker_env_from_environment() {
 }
 
 int run_worker(const WorkerEnv& env) {
+  tune_host_allocator();
   auto store = connect_store(env, std::chrono::seconds(120));
   Heartbeat heartbeat(env);
   try {

@@ -130,6 +130,24 @@ TEST(Simulator, TransfersAddTwoHopsPerBoundaryToGPipe) {
   EXPECT_NEAR(r.iteration_time_ms, (m + p - 1) * 6.0 + 2 * (p - 1) * 1.0, 1e-6);
 }
 
+TEST(Simulator, SendsOccupyTheSenderOnHostDrivenLinks) {
+  // GPipe, 2 stages, f = 1, b = 2, every send costs its sender c = 0.5 ms
+  // and the wire nothing. Stage 0 issues a forward every f + c; stage 1's
+  // backwards, each followed by its gradient send, every b + c; the last
+  // gradient leaves stage 1 when its backward ends and stage 0 needs b more:
+  // (m - 1)(f + c) + 2f + (m - 1)(b + c) + 2b.
+  const int p = 2, m = 4;
+  const double f = 1, b = 2, c = 0.5;
+  Pipeline s = make(ScheduleKind::GPipe, p, m, 1, f, b);
+  s.device.link_gbps = 1e9;
+  s.device.link_latency_us = 0;
+  s.device.send_cpu_us = c * 1e3;
+  SimResult r = s.run();
+  EXPECT_NEAR(r.iteration_time_ms, (m - 1) * (f + c) + 2 * f + (m - 1) * (b + c) + 2 * b, 1e-3);
+  s.device.send_cpu_us = 0;
+  EXPECT_NEAR(s.run().iteration_time_ms, (m + p - 1) * (f + b), 1e-3);
+}
+
 TEST(Simulator, RecomputeCostsOneMoreForwardAndKeepsOnlyInputs) {
   const int p = 2, m = 4;
   Pipeline s = make(ScheduleKind::OneFOneB, p, m, 1, 1, 2);

@@ -13,6 +13,7 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     c.optimizer_ms += p.optimizer_ms;
     c.param_bytes += p.param_bytes;
     c.static_bytes += 2 * p.param_bytes + p.optimizer_bytes;
+    c.workspace_bytes = std::max(c.workspace_bytes, p.workspace_bytes);
     switch (policy[l]) {
       case MemoryPolicy::Keep: c.kept_bytes_per_mb += p.activation_bytes; break;
       case MemoryPolicy::Recompute:
@@ -27,6 +28,12 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
   return c;
 }
 
+double send_cpu_ms(const DeviceSpec& device, std::uint64_t bytes) {
+  double ms = device.send_cpu_us * 1e-3;
+  if (device.send_cpu_gbps > 0) ms += bytes * 8.0 / (device.send_cpu_gbps * 1e9) * 1e3;
+  return ms;
+}
+
 double transfer_ms(std::uint64_t bytes, double gbps, double latency_us) {
   if (bytes == 0) return 0;
   return latency_us * 1e-3 + static_cast<double>(bytes) * 8.0 / (gbps * 1e9) * 1e3;
@@ -36,9 +43,11 @@ std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_ve
   std::uint64_t stash = static_cast<std::uint64_t>(std::max(0, weight_versions - 1)) * c.param_bytes;
   // During a forward: its own swap buffer, the previous forward's still
   // being swapped out, and the next backward's being swapped in (3 buffers);
-  // during a backward: two buffers plus the rematerialised activation.
+  // during a backward: two buffers plus the rematerialised activation and
+  // the backward's own workspace.
   std::uint64_t S = c.swap_bytes_per_mb;
-  std::uint64_t transient = S ? 2 * S + std::max(S, c.recompute_peak_bytes) : c.recompute_peak_bytes;
+  std::uint64_t backward = c.recompute_peak_bytes + c.workspace_bytes;
+  std::uint64_t transient = S ? 2 * S + std::max(S, backward) : backward;
   return c.static_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
 }
 

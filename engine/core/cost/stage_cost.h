@@ -22,6 +22,7 @@ struct StageCost {
   std::uint64_t kept_bytes_per_mb = 0;    // stays on device from forward to backward
   std::uint64_t swap_bytes_per_mb = 0;    // goes to host after forward, back before backward
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
+  std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
 
   double compute_ms() const { return fwd_ms + bwd_ms + recompute_ms; }
@@ -31,6 +32,10 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
 
 // Time of a transfer of `bytes` over a link of `gbps` Gbit/s.
 double transfer_ms(std::uint64_t bytes, double gbps, double latency_us);
+
+// Time the sending stage itself spends on one send of `bytes` (host-driven
+// transports; zero where the device has none, see DeviceSpec).
+double send_cpu_ms(const DeviceSpec& device, std::uint64_t bytes);
 
 // Upper bound on a stage's resident bytes: the stage's static memory, extra
 // stashed weight versions, `in_flight` microbatches of kept activations, and

@@ -19,6 +19,10 @@ struct LayerProfile {
   std::uint64_t param_bytes = 0;       // weights; gradients take the same again
   std::uint64_t optimizer_bytes = 0;   // optimizer state (Adam moments, fp32 master copy)
   double optimizer_ms = 0;             // optimizer step for this layer's parameters
+  // Transient bytes the layer's backward needs on top of what its forward
+  // kept (gradient buffers of its intermediates, e.g. a conv+relu+pool's
+  // two full-size gradients). Measured profiles fill it; 0 when unknown.
+  std::uint64_t workspace_bytes = 0;
 };
 
 struct ModelProfile {

@@ -17,6 +17,7 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
                       {"fwd_ms", l.fwd_ms},
                       {"bwd_ms", l.bwd_ms},
                       {"activation_bytes", l.activation_bytes},
+                      {"workspace_bytes", l.workspace_bytes},
                       {"input_bytes", l.input_bytes},
                       {"output_bytes", l.output_bytes},
                       {"param_bytes", l.param_bytes},
@@ -51,6 +52,7 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
       l.fwd_ms = e.at("fwd_ms").get<double>();
       l.bwd_ms = e.at("bwd_ms").get<double>();
       l.activation_bytes = e.value("activation_bytes", std::uint64_t{0});
+      l.workspace_bytes = e.value("workspace_bytes", std::uint64_t{0});
       l.input_bytes = e.value("input_bytes", std::uint64_t{0});
       l.output_bytes = e.value("output_bytes", std::uint64_t{0});
       l.param_bytes = e.value("param_bytes", std::uint64_t{0});

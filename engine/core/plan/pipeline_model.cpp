@@ -50,6 +50,20 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     // Weights, gradients and optimizer state, as stage_cost counts them.
     static_[l + 1] = static_[l] + 2 * L.param_bytes + L.optimizer_bytes;
   }
+  workspace_.emplace_back();
+  for (const auto& L : req.profile->layers) workspace_[0].push_back(L.workspace_bytes);
+  for (int k = 1; (1 << k) <= layers_; ++k) {
+    const auto& prev = workspace_[k - 1];
+    std::vector<std::uint64_t> row(layers_ - (1 << k) + 1);
+    for (size_t i = 0; i < row.size(); ++i) row[i] = std::max(prev[i], prev[i + (1 << (k - 1))]);
+    workspace_.push_back(std::move(row));
+  }
+}
+
+std::uint64_t PipelineModel::workspace_bytes(int a, int b) const {
+  int k = 0;
+  while ((2 << k) <= b - a + 1) ++k;
+  return std::max(workspace_[k][a], workspace_[k][b - (1 << k) + 1]);
 }
 
 double PipelineModel::send_out_ms(int b) const {
@@ -79,6 +93,7 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   c.kept_bytes_per_mb = kept;
   c.swap_bytes_per_mb = swap;
   c.recompute_peak_bytes = rec_peak;
+  c.workspace_bytes = workspace_bytes(a, b);
   RangeChoice r;
   r.peak_bytes = peak_memory_bound(c, in_flight_[stage], versions_[stage]);
   const double slow = slow_[stage];
@@ -116,6 +131,7 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   PolicyProblem prob;
   prob.base.param_bytes = param_[b + 1] - param_[a];
   prob.base.static_bytes = static_[b + 1] - static_[a];
+  prob.base.workspace_bytes = workspace_bytes(a, b);
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];

@@ -89,6 +89,9 @@ class PipelineModel {
   std::vector<std::uint64_t> budget_;
   std::vector<double> fwd_, bwd_, opt_;
   std::vector<std::uint64_t> param_, static_;
+  // Range maximum of the layers' backward workspace (sparse table).
+  std::vector<std::vector<std::uint64_t>> workspace_;
+  std::uint64_t workspace_bytes(int a, int b) const;
 };
 
 }  // namespace pw

@@ -19,8 +19,9 @@ struct VStage {  // one virtual stage's per-microbatch costs in ns
   std::int64_t fwd, bwd, recompute, optimizer;
   std::int64_t send_fwd;  // activation to the next virtual stage
   std::int64_t send_bwd;  // gradient to the previous virtual stage
+  std::int64_t send_fwd_cpu, send_bwd_cpu;  // the sender's own time per send
   std::int64_t swap;      // one direction over the host link
-  std::int64_t kept, swap_bytes, recompute_peak, out_bytes, in_bytes;
+  std::int64_t kept, swap_bytes, recompute_peak, workspace, out_bytes, in_bytes;
   std::int32_t first, last;
 };
 
@@ -124,10 +125,13 @@ class Simulation {
       std::uint64_t in_bytes = j > 0 ? in_.profile->boundary_bytes(r.first_layer - 1) : 0;
       v.in_bytes = static_cast<std::int64_t>(in_bytes);
       v.send_bwd = (j > 0 && cross_device) ? to_ns(transfer_ms(in_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      v.send_fwd_cpu = (j + 1 < V_ && cross_device) ? to_ns(send_cpu_ms(dev, c.output_bytes)) : 0;
+      v.send_bwd_cpu = (j > 0 && cross_device) ? to_ns(send_cpu_ms(dev, in_bytes)) : 0;
       v.swap = to_ns(transfer_ms(c.swap_bytes_per_mb, dev.host_link_gbps, 0));
       v.kept = static_cast<std::int64_t>(c.kept_bytes_per_mb);
       v.swap_bytes = static_cast<std::int64_t>(c.swap_bytes_per_mb);
       v.recompute_peak = static_cast<std::int64_t>(c.recompute_peak_bytes);
+      v.workspace = static_cast<std::int64_t>(c.workspace_bytes);
       any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
       int d = j % p_;
       int versions = sched_.weight_versions(d);
@@ -247,8 +251,8 @@ class Simulation {
           }
           fwd_arrival(j + 1, mb) = arrive;
         }
-        s.busy += v.fwd;
-        s.free = end;
+        s.busy += v.fwd + v.send_fwd_cpu;
+        s.free = end + v.send_fwd_cpu;
       } else {
         std::int64_t ready = 0;
         if (j + 1 < V_) {
@@ -265,8 +269,8 @@ class Simulation {
         }
         std::int64_t end = t + v.bwd;
         emit(d, EventKind::Backward, mb, a.chunk, v, t, end, 0);
-        add_memory(d, start, v.recompute_peak);
-        add_memory(d, end, -(v.recompute_peak + v.kept + v.swap_bytes));
+        add_memory(d, start, v.recompute_peak + v.workspace);
+        add_memory(d, end, -(v.recompute_peak + v.workspace + v.kept + v.swap_bytes));
         if (j > 0) {
           std::int64_t arrive = end;
           if (v.send_bwd > 0) {
@@ -277,8 +281,8 @@ class Simulation {
           }
           bwd_arrival(j - 1, mb) = arrive;
         }
-        s.busy += end - start;
-        s.free = end;
+        s.busy += end - start + v.send_bwd_cpu;
+        s.free = end + v.send_bwd_cpu;
         s.swapin_done = kUnset;
         prefetch_swap_in(d, s.cursor + 1, end);
       }

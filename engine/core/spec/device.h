@@ -15,6 +15,12 @@ struct DeviceSpec {
   double host_link_gbps = 0;    // device<->host link (PCIe), Gbit/s, per direction
   double link_gbps = 0;         // device<->device link, Gbit/s, per direction
   double link_latency_us = 0;   // per transfer
+  // Host-driven transports (Gloo over TCP) copy a message into the socket on
+  // the sender's own thread, so a send also occupies the sending stage:
+  // send_cpu_us per message plus bytes at send_cpu_gbps (0: no per-byte
+  // part). Zero for GPUs, where NCCL and copy engines run beside compute.
+  double send_cpu_us = 0;
+  double send_cpu_gbps = 0;
 };
 
 // Known presets; nullopt for an unknown name.

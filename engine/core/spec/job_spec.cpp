@@ -120,6 +120,8 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.link_gbps = f.number("link_gbps", 1e-6, custom ? 100.0 : c.device.link_gbps);
   c.device.link_latency_us = f.number("link_latency_us", 0, custom ? 10.0 : c.device.link_latency_us);
   c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, custom ? 500.0 : c.device.mem_bandwidth_gbs);
+  c.device.send_cpu_us = f.number("send_cpu_us", 0, c.device.send_cpu_us);
+  c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, c.device.send_cpu_gbps);
   f.finish();
   return c;
 }
