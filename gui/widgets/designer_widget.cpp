@@ -9,7 +9,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QTabWidget>
-#include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHeaderView>
 #include <QLabel>
@@ -198,14 +198,20 @@ void DesignerWidget::buildForm(QWidget* host) {
   general_error_->setObjectName(QStringLiteral("generalError"));
   general_error_->setWordWrap(true);
   lay->addWidget(general_error_);
+  // Captions and fields in a QGridLayout, not a QFormLayout: Qt 6.4's
+  // QFormLayout writes past its row array when a row is hidden and another
+  // item has height-for-width (a word-wrapped error label shown), its
+  // hidden rows keeping stale layout indices (heap corruption, seen under
+  // valgrind as invalid writes in QFormLayout::setGeometry). A grid lays
+  // out hidden widgets as absent.
   auto group = [&](const QString& title) {
     auto* box = new QGroupBox(title, host);
-    auto* form = new QFormLayout(box);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    auto* form = new QGridLayout(box);
+    form->setColumnStretch(1, 1);
     lay->addWidget(box);
     return form;
   };
-  QFormLayout* f = group(tr("Job"));
+  QGridLayout* f = group(tr("Job"));
   addField(f, "name", tr("Name"), new QLineEdit);
 
   f = group(tr("Model"));
@@ -271,7 +277,8 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("interleaved schedule: model chunks per device"));
 
   auto* raw = new QGroupBox(tr("Search space and data (JSON)"), host);
-  auto* rf = new QFormLayout(raw);
+  auto* rf = new QGridLayout(raw);
+  rf->setColumnStretch(1, 1);
   search_space_->setPlaceholderText(tr("{\"layers\": [[\"conv3\", \"conv5\"], ...]} per-layer candidate ops"));
   data_->setPlaceholderText(tr("{\"kind\": \"synthetic\"}"));
   for (auto* e : {search_space_, data_}) {
@@ -280,12 +287,16 @@ void DesignerWidget::buildForm(QWidget* host) {
   }
   auto* ss_err = new QLabel;
   auto* data_err = new QLabel;
-  rf->addRow(tr("Search space"), search_space_);
-  rf->addRow(QString(), ss_err);
-  rf->addRow(tr("Data"), data_);
-  rf->addRow(QString(), data_err);
-  fields_["search_space"] = Field{"search_space", search_space_, ss_err, rf, {}};
-  fields_["data"] = Field{"data", data_, data_err, rf, {}};
+  auto* ss_label = new QLabel(tr("Search space"));
+  auto* data_label = new QLabel(tr("Data"));
+  rf->addWidget(ss_label, 0, 0, Qt::AlignLeft | Qt::AlignTop);
+  rf->addWidget(search_space_, 0, 1);
+  rf->addWidget(ss_err, 1, 1);
+  rf->addWidget(data_label, 2, 0, Qt::AlignLeft | Qt::AlignTop);
+  rf->addWidget(data_, 2, 1);
+  rf->addWidget(data_err, 3, 1);
+  fields_["search_space"] = Field{"search_space", search_space_, ss_err, ss_label, search_space_, {}};
+  fields_["data"] = Field{"data", data_, data_err, data_label, data_, {}};
   for (const QString& key : {QStringLiteral("search_space"), QStringLiteral("data")}) {
     auto* edit = static_cast<QPlainTextEdit*>(fields_[key].editor);
     QLabel* err = fields_[key].error;
@@ -330,7 +341,7 @@ void DesignerWidget::buildForm(QWidget* host) {
   lay->addStretch(1);
 }
 
-void DesignerWidget::addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
+void DesignerWidget::addField(QGridLayout* form, const QString& path, const QString& label, QWidget* editor,
                               const QStringList& kinds, const QString& tip, QWidget* extra) {
   auto* err = new QLabel;
   err->setObjectName(QStringLiteral("error:") + path);
@@ -353,8 +364,14 @@ void DesignerWidget::addField(QFormLayout* form, const QString& path, const QStr
     v->addWidget(editor);
   }
   v->addWidget(err);
-  form->addRow(label, col);
-  fields_[path] = Field{path, editor, err, form, kinds};
+  auto* caption = new QLabel(label);
+  caption->setBuddy(editor);
+  // Level with the editor's text, also when an error grows the row.
+  caption->setMinimumHeight(editor->sizeHint().height());
+  const int row = form->count() / 2;  // two items per row
+  form->addWidget(caption, row, 0, Qt::AlignLeft | Qt::AlignTop);
+  form->addWidget(col, row, 1);
+  fields_[path] = Field{path, editor, err, caption, col, kinds};
   if (auto* s = qobject_cast<QSpinBox*>(editor))
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { onEditorChanged(path); });
   else if (auto* d = qobject_cast<QDoubleSpinBox*>(editor))
@@ -449,7 +466,9 @@ void DesignerWidget::updateKindVisibility() {
   const QString kind = job_->value(QStringLiteral("model.kind")).toString();
   for (const auto& f : fields_) {
     if (f.kinds.isEmpty()) continue;
-    f.form->setRowVisible(f.editor->parentWidget(), f.kinds.contains(kind));
+    const bool on = f.kinds.contains(kind);
+    f.label->setVisible(on);
+    f.row->setVisible(on);
   }
 }
 

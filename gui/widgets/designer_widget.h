@@ -8,7 +8,7 @@
 #include "gui/widgets/model_inspector.h"
 
 class QCustomPlot;
-class QFormLayout;
+class QGridLayout;
 class QLabel;
 class QPlainTextEdit;
 class QProcess;
@@ -71,11 +71,12 @@ class DesignerWidget : public QWidget {
     QString path;
     QWidget* editor = nullptr;
     QLabel* error = nullptr;
-    QFormLayout* form = nullptr;
+    QWidget* label = nullptr;  // the row's caption
+    QWidget* row = nullptr;    // editor + error label; hidden with the caption when its kind does not apply
     QStringList kinds;  // model kinds it applies to (model.* only); empty = all
   };
   void buildForm(QWidget* host);
-  void addField(QFormLayout* form, const QString& path, const QString& label, QWidget* editor,
+  void addField(QGridLayout* form, const QString& path, const QString& label, QWidget* editor,
                 const QStringList& kinds = {}, const QString& tip = {}, QWidget* extra = nullptr);
   QVariant editorValue(const Field& f) const;
   void setEditorValue(const Field& f, const QVariant& v);
