@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   cli.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A run database to replay or a job file to design"));
   QCommandLineOption simulate(QStringLiteral("simulate"), QStringLiteral("Open the job and show its simulated run"));
   QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("light or dark"), QStringLiteral("theme"));
-  cli.addOptions({simulate, theme});
+  QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("A second run (database or job) to compare the first with"),
+                             QStringLiteral("file"));
+  cli.addOptions({simulate, theme, compare});
   cli.process(app);
 
   QSettings settings;
@@ -34,8 +36,9 @@ int main(int argc, char** argv) {
   w.show();
   const QStringList files = cli.positionalArguments();
   if (!files.isEmpty()) {
-    QTimer::singleShot(0, &w, [&w, files, sim = cli.isSet(simulate)] {
+    QTimer::singleShot(0, &w, [&w, files, sim = cli.isSet(simulate), other = cli.value(compare)] {
       if (w.openFile(files.first()) && sim) w.simulateJob();
+      if (!other.isEmpty()) w.compareWithFile(other);
     });
   }
   return app.exec();

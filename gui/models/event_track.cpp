@@ -31,7 +31,6 @@ void EventTrack::push(const Event& e) {
   last_layer_.push_back(e.last_layer);
   chunk_.push_back(e.chunk);
   kind_.push_back(static_cast<std::uint8_t>(e.kind));
-  lod_.add(e.start_ns, e.end_ns, e.kind);
 }
 
 Event EventTrack::event(std::size_t i) const {

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "core/events/event.h"
-#include "gui/models/track_lod.h"
 
 namespace pw::gui {
 
@@ -51,9 +50,6 @@ class EventTrack {
   // Index of an event covering t, or -1.
   long long find_at(std::int64_t t) const;
 
-  // The bars pre-folded by time (zoomed-out drawing).
-  const TrackLod& lod() const { return lod_; }
-
   std::int64_t min_start() const { return start_.empty() ? 0 : start_.front(); }
   std::int64_t max_end() const { return max_end_.empty() ? 0 : max_end_.back(); }
 
@@ -67,7 +63,6 @@ class EventTrack {
   std::vector<std::int16_t> chunk_;
   std::vector<std::uint8_t> kind_;
   std::vector<std::int64_t> max_end_, dur_prefix_;  // dur_prefix_[i] = sum of durations [0, i)
-  TrackLod lod_;
 };
 
 }  // namespace pw::gui

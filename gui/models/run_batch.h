@@ -43,6 +43,8 @@ struct RunBatch {
   // status, the launcher seeing its engine exit), with the reason if any.
   std::optional<RunStatus> status;
   std::string status_reason;
+  // A live run paused (true) or running again (false), as its engine reports.
+  std::optional<bool> paused;
 
   std::size_t size() const {
     return events.size() + memory.size() + throughput.size() + plans.size() + migrations.size() +

@@ -17,10 +17,12 @@ void RunModel::clear() {
   migrations_.clear();
   subnet_states_.clear();
   subnet_edges_.clear();
+  lod_.clear();
   event_count_ = memory_count_ = 0;
   begin_ns_ = end_ns_ = 0;
   has_span_ = false;
   finished_ = false;
+  paused_ = false;
   status_ = RunStatus::Running;
   status_reason_.clear();
   ++revision_;
@@ -61,7 +63,8 @@ void RunModel::append(const std::vector<RunBatch>& batches) {
 }
 
 bool RunModel::appendOne(const RunBatch& b) {
-  if (b.size() == 0 && !b.info && !b.finished && !b.status) return false;
+  if (b.size() == 0 && !b.info && !b.finished && !b.status && !b.paused) return false;
+  if (b.paused) paused_ = *b.paused;
   if (b.status && status_ == RunStatus::Running) {
     status_ = *b.status;
     status_reason_ = b.status_reason;
@@ -88,6 +91,7 @@ bool RunModel::appendOne(const RunBatch& b) {
     }
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);
+    lod_.add(b.events);
     if (!std::is_sorted(completions_.begin(), completions_.end())) std::sort(completions_.begin(), completions_.end());
     event_count_ += b.events.size();
   }

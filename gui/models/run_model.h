@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gui/models/event_track.h"
+#include "gui/models/lod_index.h"
 #include "gui/models/run_batch.h"
 
 namespace pw::gui {
@@ -26,6 +27,11 @@ class RunModel : public QObject {
   const RunInfo& info() const { return info_; }
   int stageCount() const { return static_cast<int>(tracks_.size()); }
   const EventTrack& track(int stage, TrackRow row) const { return tracks_[stage][static_cast<int>(row)]; }
+  // The tracks' level-of-detail buckets (zoomed-out drawing), built off the
+  // GUI thread; they may trail the tracks by a tick (lod().updated() says
+  // when they caught up).
+  const LodIndex& lod() const { return lod_; }
+  void waitForLod() const { lod_.waitIdle(); }
   std::size_t eventCount() const { return event_count_; }
 
   // Time span covered by anything recorded, [begin, end] in ns.
@@ -37,6 +43,8 @@ class RunModel : public QObject {
   // failed, stopped) is kept: a late "running" cannot revive a dead run.
   RunStatus status() const { return status_; }
   const std::string& statusReason() const { return status_reason_; }
+  // A live run its engine reports paused (every stage holding).
+  bool paused() const { return paused_ && status_ == RunStatus::Running; }
 
   // Memory of a stage over time (sorted by t).
   const std::vector<MemorySample>& memory(int stage) const { return memory_[stage]; }
@@ -88,9 +96,11 @@ class RunModel : public QObject {
   std::int64_t begin_ns_ = 0, end_ns_ = 0;
   bool has_span_ = false;
   bool finished_ = false;
+  bool paused_ = false;
   RunStatus status_ = RunStatus::Running;
   std::string status_reason_;
   quint64 revision_ = 0;
+  LodIndex lod_;
 };
 
 }  // namespace pw::gui

@@ -8,6 +8,8 @@ namespace pw::gui {
 void TrackLod::clear() {
   levels_.clear();
   shift_ = 10;
+  origin_ = 0;
+  has_origin_ = false;
   slot_of_.fill(0);
   slots_used_ = 0;
 }
@@ -21,11 +23,16 @@ int TrackLod::slotOf(EventKind k) {
   return s - 1;
 }
 
+void TrackLod::coarsen() {
+  // Level 1's buckets are exactly level 0's at twice the width. (A single
+  // bucket stays bucket 0: it starts at the origin either way.)
+  if (levels_.size() > 1) levels_.erase(levels_.begin());
+  ++shift_;
+}
+
 void TrackLod::ensure(std::size_t b0) {
   while (b0 >= kMaxBuckets) {
-    // Twice as wide: level 1 becomes level 0. (A single bucket stays bucket 0.)
-    if (levels_.size() > 1) levels_.erase(levels_.begin());
-    ++shift_;
+    coarsen();
     b0 >>= 1;
   }
   const std::size_t n0 = std::max(levels_.empty() ? std::size_t{0} : levels_[0].size(), b0 + 1);
@@ -45,9 +52,17 @@ void TrackLod::addToBucket(std::size_t b0, double ns, int slot) {
 }
 
 void TrackLod::add(std::int64_t start, std::int64_t end, EventKind kind) {
-  start = std::max<std::int64_t>(start, 0);
+  if (!has_origin_) {
+    // A millisecond before the first event (a track arrives nearly in order);
+    // anything earlier is clamped to the origin.
+    origin_ = std::max<std::int64_t>(0, start - (std::int64_t{1} << 20));
+    has_origin_ = true;
+  }
+  start = std::max(start, origin_) - origin_;
+  end -= origin_;
   if (end <= start) return;
   const int slot = slotOf(kind);
+  while (((end - 1) >> shift_) - (start >> shift_) >= kMaxSpan) coarsen();
   ensure(static_cast<std::size_t>((end - 1) >> shift_));
   // Levels may have shifted: recompute the bucket range at the final width.
   std::size_t b = static_cast<std::size_t>(start >> shift_), last = static_cast<std::size_t>((end - 1) >> shift_);

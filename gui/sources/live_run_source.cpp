@@ -43,6 +43,7 @@ void LiveRunSource::run() {
   RunBatch batch;
   RunInfo info;
   bool have_info = false;
+  bool paused = false;
   auto last_msg = steady_clock::now(), last_publish = steady_clock::now();
   auto handle = [&](const ipc::Subscriber::Message& m) {
     const auto& env = m.envelope;
@@ -79,6 +80,11 @@ void LiveRunSource::run() {
           info.source = "live: " + endpoint_;
           batch.info = info;
           have_info = true;
+        }
+        if ((s.state() == ipc::pb::PAUSED) != paused && (s.state() == ipc::pb::PAUSED || s.state() == ipc::pb::RUNNING)) {
+          paused = s.state() == ipc::pb::PAUSED;
+          batch.paused = paused;
+          emit status(paused ? QStringLiteral("run paused") : QStringLiteral("run resumed"));
         }
         if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED) {
           batch.finished = true;
@@ -127,7 +133,7 @@ void LiveRunSource::run() {
       emit failed(QStringLiteral("no telemetry or heartbeat from %1 for %2 s: the engine is gone")
                       .arg(QString::fromStdString(endpoint_)).arg(kSilenceMs / 1000));
     }
-    if (batch.size() > 0 || batch.info || batch.finished) {
+    if (batch.size() > 0 || batch.info || batch.finished || batch.paused) {
       if (batch.events.size() >= 65536 || batch.finished || now - last_publish > milliseconds(20)) {
         bool done = batch.finished;
         publish(std::move(batch));

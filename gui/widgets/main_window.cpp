@@ -212,8 +212,8 @@ void MainWindow::buildActions() {
   connect(simulate_, &QAction::triggered, this, [this] { simulateJob(); });
   connect(launch_, &QAction::triggered, this, &MainWindow::onLaunch);
   connect(attach_, &QAction::triggered, this, &MainWindow::onAttach);
-  connect(pause_, &QAction::triggered, this, [this] { if (source_) source_->pause(); });
-  connect(resume_, &QAction::triggered, this, [this] { if (source_) source_->resume(); });
+  connect(pause_, &QAction::triggered, this, &MainWindow::pauseRun);
+  connect(resume_, &QAction::triggered, this, &MainWindow::resumeRun);
   connect(stop_, &QAction::triggered, this, &MainWindow::stopRun);
   connect(rebalance_, &QAction::triggered, this, [this] { if (source_) source_->rebalance(); });
   connect(freeze_, &QAction::toggled, this, &MainWindow::onFreeze);
@@ -540,20 +540,29 @@ bool MainWindow::compareWith(RunSource* source) {
 void MainWindow::onCompare() {
   QString file = QFileDialog::getOpenFileName(this, tr("Compare With"), QSettings().value("files/lastDir").toString(),
                                               tr("Runs and jobs (*.db *.sqlite *.pwrun *.json)"));
-  if (file.isEmpty()) return;
+  if (!file.isEmpty()) compareWithFile(file);
+}
+
+bool MainWindow::compareWithFile(const QString& file) {
+  if (!QFileInfo::exists(file)) {
+    QMessageBox::warning(this, tr("Compare"), tr("\"%1\" does not exist.").arg(file));
+    return false;
+  }
   if (QFileInfo(file).suffix().toLower() == "json") {
     // A job file: compare against its simulation.
     JobModel other;
     QString err;
     if (!other.load(file, &err) || !other.isValid()) {
       QMessageBox::warning(this, tr("Compare"), err.isEmpty() ? other.errorPath() + ": " + other.errorMessage() : err);
-      return;
+      return false;
     }
-    compareWith(new SimulatedRunSource(*other.spec(), {.iterations = 20}));
-    return;
+    return compareWith(new SimulatedRunSource(*other.spec(), {.iterations = 20}));
   }
 #ifdef PW_STUDIO_HAVE_DB
-  compareWith(new DbRunSource(file.toStdString()));
+  return compareWith(new DbRunSource(file.toStdString()));
+#else
+  QMessageBox::warning(this, tr("Compare"), tr("This studio was built without the run database (pw_db)."));
+  return false;
 #endif
 }
 
@@ -616,6 +625,8 @@ void MainWindow::updateStatus() {
   if (run_->status() != RunStatus::Running) {
     src += tr(" — run %1").arg(QLatin1String(to_string(run_->status())));
     if (!run_->statusReason().empty()) src += QStringLiteral(": ") + QString::fromStdString(run_->statusReason());
+  } else if (run_->paused()) {
+    src += tr(" — paused");
   } else if (source_ && source_->isRunning() && !run_->finished()) {
     src += tr(" — receiving");
   } else if (run_->finished()) {
@@ -628,6 +639,18 @@ void MainWindow::updateStatus() {
                               .arg(feeder_->eventsPerSecond() > 0 ? tr(", %L1 ev/s").arg(static_cast<qint64>(feeder_->eventsPerSecond())) : QString()));
   qint64 c = replay_->cursor();
   status_cursor_->setText(c == INT64_MAX ? tr("live") : tr("t = %1").arg(format_duration_ns(static_cast<double>(c - run_->beginNs()))));
+}
+
+void MainWindow::pauseRun() {
+  if (!source_ || !source_->canControl()) return;
+  log(tr("asking the engine to pause"));
+  source_->pause();
+}
+
+void MainWindow::resumeRun() {
+  if (!source_ || !source_->canControl()) return;
+  log(tr("asking the engine to resume"));
+  source_->resume();
 }
 
 void MainWindow::updateTitle() {

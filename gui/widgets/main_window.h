@@ -51,6 +51,8 @@ class MainWindow : public QMainWindow {
   // Simulates the designer's job as a run; speed 0 = all at once.
   bool simulateJob(int iterations = 20, double speed = 0);
   bool compareWith(RunSource* source);
+  // A run database, or a job file (compared as simulated).
+  bool compareWithFile(const QString& file);
   // Starts the engine as a child process and follows its run live once it
   // says where it publishes; false while an engine launched from here
   // still runs. When the engine exits the run's status is settled from its
@@ -66,6 +68,10 @@ class MainWindow : public QMainWindow {
   QString sourceError() const { return source_error_; }
   // Stop: a launched engine is terminated; an attached run is asked to stop.
   void stopRun();
+  // Pause / resume the live run (Run menu); the status bar says "paused"
+  // once the engine reports every stage holding.
+  void pauseRun();
+  void resumeRun();
 
   RunModel* run() const { return run_; }
   RunFeeder* feeder() const { return feeder_; }

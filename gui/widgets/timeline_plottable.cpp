@@ -80,6 +80,9 @@ void TimelinePlottable::draw(QCPPainter* painter) {
   const QCPRange kr = mKeyAxis->range();
   std::int64_t lo = nsOf(kr.lower), hi = std::min(nsOf(kr.upper), cursor_);
   const QCPRange vr = mValueAxis->range();
+  // The buckets' worker waits while this frame reads them (it adds in
+  // short slices, so this waits at most one slice).
+  auto lod_lock = run_->lod().lock();
   for (int s = 0; s < run_->stageCount(); ++s) {
     if (s + 0.5 < std::min(vr.lower, vr.upper) || s - 0.5 > std::max(vr.lower, vr.upper)) continue;
     for (int r = 0; r < kTrackRowCount; ++r) {
@@ -87,9 +90,10 @@ void TimelinePlottable::draw(QCPPainter* painter) {
       rowExtent(s, static_cast<TrackRow>(r), top, bottom);
       double y0 = mValueAxis->coordToPixel(top), y1 = mValueAxis->coordToPixel(bottom);
       if (y0 > y1) std::swap(y0, y1);
-      drawRow(painter, run_->track(s, static_cast<TrackRow>(r)), y0, y1, lo, hi);
+      drawRow(painter, run_->track(s, static_cast<TrackRow>(r)), run_->lod().lod(s, static_cast<TrackRow>(r)), y0, y1, lo, hi);
     }
   }
+  lod_lock.unlock();
   flushFills(painter);
   // Migrations: a marker across every lane where layers started moving.
   if (!run_->migrations().empty()) {
@@ -106,11 +110,11 @@ void TimelinePlottable::draw(QCPPainter* painter) {
   }
 }
 
-void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, double y0, double y1, std::int64_t lo,
-                                std::int64_t hi) {
+void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, const TrackLod* lod, double y0, double y1,
+                                std::int64_t lo, std::int64_t hi) {
   if (t.empty() || hi <= lo) return;
   const double h = y1 - y0;
-  if (drawRowLod(t, y0, h, lo, hi)) return;
+  if (drawRowLod(lod, y0, h, lo, hi)) return;
   const bool labels = h >= 12;
   std::size_t i = naive_ ? 0 : t.first_ending_after(lo);
   const std::size_t n = t.size();
@@ -159,12 +163,14 @@ void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, double y0, dou
   }
 }
 
-bool TimelinePlottable::drawRowLod(const EventTrack& t, double y0, double h, std::int64_t lo, std::int64_t hi) {
-  const TrackLod& lod = t.lod();
-  if (naive_ || !use_lod_ || lod.levels() == 0 || mKeyAxis->scaleType() != QCPAxis::stLinear) return false;
-  // Pixels per ns along the key axis (linear), and the pixel of time 0.
-  const double x_zero = mKeyAxis->coordToPixel(keyOf(0));
-  const double px_per_ns = (mKeyAxis->coordToPixel(keyOf(1'000'000'000)) - x_zero) / 1e9;
+bool TimelinePlottable::drawRowLod(const TrackLod* lodp, double y0, double h, std::int64_t lo, std::int64_t hi) {
+  if (naive_ || !use_lod_ || !lodp || lodp->levels() == 0 || mKeyAxis->scaleType() != QCPAxis::stLinear) return false;
+  const TrackLod& lod = *lodp;
+  // Pixels per ns along the key axis (linear), and the pixel of the
+  // buckets' origin.
+  const std::int64_t org = lod.origin();
+  const double x_zero = mKeyAxis->coordToPixel(keyOf(org));
+  const double px_per_ns = (mKeyAxis->coordToPixel(keyOf(org + 1'000'000'000)) - x_zero) / 1e9;
   if (!(px_per_ns > 0)) return false;
   const double ns_per_px = 1.0 / px_per_ns;
   // The coarsest level whose buckets are still at most a quarter pixel:
@@ -178,8 +184,8 @@ bool TimelinePlottable::drawRowLod(const EventTrack& t, double y0, double h, std
   if (level < 0) return false;  // zoomed in: the bars themselves
   const auto& buckets = lod.level(level);
   const int sh = lod.shift() + level;
-  const std::size_t first = static_cast<std::size_t>(std::max<std::int64_t>(lo, 0) >> sh);
-  const std::size_t last = std::min(buckets.size(), static_cast<std::size_t>(std::max<std::int64_t>(hi, 0) >> sh) + 1);
+  const std::size_t first = static_cast<std::size_t>(std::max<std::int64_t>(lo - org, 0) >> sh);
+  const std::size_t last = std::min(buckets.size(), static_cast<std::size_t>(std::max<std::int64_t>(hi - org, 0) >> sh) + 1);
   const double bucket_px = std::ldexp(1.0, sh) * px_per_ns;
   const double x_first = x_zero + std::ldexp(static_cast<double>(first), sh) * px_per_ns;
 

@@ -3,6 +3,7 @@
 #include <qcustomplot.h>
 
 #include "gui/models/event_track.h"
+#include "gui/models/track_lod.h"
 
 namespace pw::gui {
 
@@ -75,9 +76,10 @@ class TimelinePlottable : public QCPAbstractPlottable {
  private:
   // Value-axis extent of a row within stage s's lane.
   static void rowExtent(int stage, TrackRow row, double& top, double& bottom);
-  void drawRow(QCPPainter* p, const EventTrack& t, double y0, double y1, std::int64_t lo, std::int64_t hi);
+  void drawRow(QCPPainter* p, const EventTrack& t, const TrackLod* lod, double y0, double y1, std::int64_t lo,
+               std::int64_t hi);
   // True when it drew the row from the track's buckets.
-  bool drawRowLod(const EventTrack& t, double y0, double h, std::int64_t lo, std::int64_t hi);
+  bool drawRowLod(const TrackLod* lod, double y0, double h, std::int64_t lo, std::int64_t hi);
   void flushFills(QCPPainter* p);
 
   // Fills are collected per (kind, opacity level) and drawn with one

@@ -65,7 +65,10 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent), plot_(new QCustom
 }
 
 void TimelineView::setRun(const RunModel* run) {
-  if (run_) disconnect(run_, nullptr, this, nullptr);
+  if (run_) {
+    disconnect(run_, nullptr, this, nullptr);
+    disconnect(&run_->lod(), nullptr, this, nullptr);
+  }
   run_ = run;
   bars_->setRun(run);
   fitted_ = false;
@@ -73,6 +76,12 @@ void TimelineView::setRun(const RunModel* run) {
   stage_ticks_ = -1;
   if (run_) {
     connect(run_, &RunModel::changed, this, &TimelineView::onRunChanged);
+    // The buckets are built off the GUI thread and may trail a frame: once
+    // they caught up, a view that no further tick will refresh (a finished
+    // run, replay, freeze) draws again. A live view redraws on the next tick.
+    connect(&run_->lod(), &LodIndex::updated, this, [this] {
+      if (run_ && (run_->finished() || bars_->cursor() != INT64_MAX)) plot_->replot(QCustomPlot::rpQueuedReplot);
+    });
     connect(run_, &RunModel::reset, this, [this] {
       fitted_ = false;
       user_moved_ = false;

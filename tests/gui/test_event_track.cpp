@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 
 #include "gui/models/event_track.h"
+#include "gui/models/lod_index.h"
+#include "gui/models/track_lod.h"
 
 namespace pw::gui {
 namespace {
@@ -64,51 +67,123 @@ TEST(EventTrack, DurationSumAndFindAt) {
 // The level-of-detail buckets against a brute-force sum: every bucket of
 // every level holds exactly the time events of each kind overlap it, also
 // after the run outgrew kMaxBuckets and the buckets doubled in width.
-TEST(TrackLod, BucketsHoldTheBusyTimeOfEachKind) {
+void expect_buckets_hold(const TrackLod& lod, const std::vector<Event>& events, const char* what) {
+  ASSERT_GT(lod.levels(), 1) << what;
+  ASSERT_LE(lod.level(0).size(), TrackLod::kMaxBuckets) << what;
+  ASSERT_EQ(lod.level(lod.levels() - 1).size(), 1u) << what;
+  const std::int64_t org = lod.origin();
+  for (int l : {0, 3, lod.levels() - 1}) {
+    const std::int64_t w = std::int64_t{1} << (lod.shift() + l);
+    const auto& buckets = lod.level(l);
+    for (std::size_t b = 0; b < buckets.size(); b += 1 + buckets.size() / 300) {
+      for (int slot = 0; slot < lod.slotsUsed(); ++slot) {
+        double expect = 0;
+        for (const Event& e : events) {
+          if (e.kind != lod.slotKind(slot)) continue;
+          std::int64_t lo = std::max<std::int64_t>(e.start_ns, org + static_cast<std::int64_t>(b) * w);
+          std::int64_t hi = std::min<std::int64_t>(e.end_ns, org + static_cast<std::int64_t>(b + 1) * w);
+          if (hi > lo) expect += static_cast<double>(hi - lo);
+        }
+        ASSERT_DOUBLE_EQ(buckets[b][slot], expect) << what << " level " << l << " bucket " << b;
+      }
+    }
+  }
+}
+
+std::vector<Event> lod_events(std::int64_t t0) {
   std::mt19937 rng(3);
   std::vector<Event> v;
   const EventKind kinds[] = {EventKind::Forward, EventKind::Backward, EventKind::Recompute};
-  std::int64_t t = 0;
+  std::int64_t t = t0;
   for (int i = 0; i < 4000; ++i) {
     t += static_cast<std::int64_t>(rng() % 3000);
     Event e = ev(t, t + 1 + static_cast<std::int64_t>(rng() % (i % 50 == 0 ? 200000 : 5000)));
     e.kind = kinds[rng() % 3];
     v.push_back(e);
   }
+  return v;
+}
+
+TEST(TrackLod, BucketsHoldTheBusyTimeOfEachKind) {
+  std::vector<Event> v = lod_events(0);
+  TrackLod lod;
+  for (const auto& e : v) lod.add(e.start_ns, e.end_ns, e.kind);
+  expect_buckets_hold(lod, v, "short run");
   // Far beyond 1 us x kMaxBuckets: forces coarsening.
   Event late = ev(std::int64_t{1} << 35, (std::int64_t{1} << 35) + 777);
   late.kind = EventKind::Backward;
-  for (int pass = 0; pass < 2; ++pass) {
-    EventTrack tr;
-    tr.append(v);
-    if (pass == 1) tr.append({late});
-    const TrackLod& lod = tr.lod();
-    ASSERT_GT(lod.levels(), 1);
-    ASSERT_LE(lod.level(0).size(), TrackLod::kMaxBuckets);
-    if (pass == 1) EXPECT_GT(lod.shift(), 10);
-    ASSERT_EQ(lod.level(lod.levels() - 1).size(), 1u);
-    for (int l : {0, 3, lod.levels() - 1}) {
-      const std::int64_t w = std::int64_t{1} << (lod.shift() + l);
-      const auto& buckets = lod.level(l);
-      for (std::size_t b = 0; b < buckets.size(); b += 1 + buckets.size() / 300) {
-        for (int slot = 0; slot < lod.slotsUsed(); ++slot) {
-          double expect = 0;
-          for (const Event& e : v) {
-            if (e.kind != lod.slotKind(slot)) continue;
-            std::int64_t lo = std::max<std::int64_t>(e.start_ns, static_cast<std::int64_t>(b) * w);
-            std::int64_t hi = std::min<std::int64_t>(e.end_ns, static_cast<std::int64_t>(b + 1) * w);
-            if (hi > lo) expect += static_cast<double>(hi - lo);
-          }
-          if (pass == 1 && late.kind == lod.slotKind(slot)) {
-            std::int64_t lo = std::max<std::int64_t>(late.start_ns, static_cast<std::int64_t>(b) * w);
-            std::int64_t hi = std::min<std::int64_t>(late.end_ns, static_cast<std::int64_t>(b + 1) * w);
-            if (hi > lo) expect += static_cast<double>(hi - lo);
-          }
-          ASSERT_DOUBLE_EQ(buckets[b][slot], expect) << "pass " << pass << " level " << l << " bucket " << b;
-        }
-      }
-    }
+  const int shift = lod.shift();
+  lod.add(late.start_ns, late.end_ns, late.kind);
+  v.push_back(late);
+  EXPECT_GT(lod.shift(), shift);
+  expect_buckets_hold(lod, v, "after coarsening");
+}
+
+// A real run stamps steady-clock ns (days since boot): the buckets count
+// from just before its first event, not from 0, so they stay fine.
+TEST(TrackLod, CountsFromTheFirstEventNotFromZero) {
+  const std::int64_t boot = std::int64_t{3} * 86400 * 1000000000;
+  std::vector<Event> v = lod_events(boot);
+  TrackLod lod;
+  for (const auto& e : v) lod.add(e.start_ns, e.end_ns, e.kind);
+  EXPECT_LE(lod.origin(), boot);
+  EXPECT_GT(lod.origin(), boot - 10'000'000);
+  EXPECT_LE(lod.shift(), 14);  // same width as a run starting at 0
+  expect_buckets_hold(lod, v, "steady clock");
+}
+
+// No event covers more than kMaxSpan finest buckets, so an event costs a
+// bounded number of bucket updates however fine the buckets started.
+TEST(TrackLod, AnEventCoversAtMostMaxSpanBuckets) {
+  TrackLod lod;
+  lod.add(0, 1000, EventKind::Forward);
+  const int fine = lod.shift();
+  lod.add(2'000'000, 52'000'000, EventKind::Backward);  // 50 ms
+  EXPECT_GT(lod.shift(), fine);
+  EXPECT_LT((50'000'000 >> lod.shift()), TrackLod::kMaxSpan + 1);
+  expect_buckets_hold(lod, {ev(0, 1000), [] { Event e = ev(2'000'000, 52'000'000); e.kind = EventKind::Backward; return e; }()},
+                      "long event");
+}
+
+// The worker-built index holds what a TrackLod fed directly holds, per
+// (stage, row); clear() drops everything, queued work included.
+TEST(LodIndex, WorkerBuildsTheSameBucketsAsADirectTrackLod) {
+  std::vector<Event> v = lod_events(1000);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i].stage = static_cast<int>(i % 3);
+    if (i % 7 == 0) v[i].kind = EventKind::Send;  // network row
   }
+  LodIndex index;
+  std::atomic<int> updates{0};
+  QObject::connect(&index, &LodIndex::updated, [&] { ++updates; });
+  for (std::size_t i = 0; i < v.size(); i += 500)
+    index.add(std::vector<Event>(v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(std::min(v.size(), i + 500))));
+  index.waitIdle();
+  EXPECT_TRUE(index.idle());
+  EXPECT_GE(updates, 1);  // direct connection: emitted on the worker
+  for (int s = 0; s < 3; ++s)
+    for (TrackRow row : {TrackRow::Compute, TrackRow::Network}) {
+      std::vector<Event> mine;
+      TrackLod direct;
+      for (const auto& e : v)
+        if (e.stage == s && row_of(e.kind) == row) {
+          mine.push_back(e);
+          direct.add(e.start_ns, e.end_ns, e.kind);
+        }
+      auto lock = index.lock();
+      const TrackLod* built = index.lod(s, row);
+      ASSERT_NE(built, nullptr);
+      ASSERT_EQ(built->shift(), direct.shift());
+      ASSERT_EQ(built->origin(), direct.origin());
+      ASSERT_EQ(built->levels(), direct.levels());
+      for (int l = 0; l < direct.levels(); ++l) ASSERT_EQ(built->level(l), direct.level(l)) << "stage " << s << " level " << l;
+      expect_buckets_hold(*built, mine, "worker");
+    }
+  index.add(v);
+  index.clear();
+  index.waitIdle();
+  auto lock = index.lock();
+  EXPECT_EQ(index.lod(0, TrackRow::Compute), nullptr);
 }
 
 }  // namespace
