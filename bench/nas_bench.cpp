@@ -2,7 +2,10 @@
 // spaces (24, 48, 96 choices per layer), 4 and 8 stages: utilisation and
 // subnets/s of CSP against sequential, GPipe, PipeDream and VPipe-style, as
 // ratios to GPipe measured in the same process, plus prefetch
-// effectiveness (fraction of candidate uses already resident).
+// effectiveness (fraction of candidate uses already resident), subnets in
+// flight, and whether a stage's whole supernet slice would fit the device
+// (NASPipe's GPipe baseline kept it resident and paid in batch size).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -10,18 +13,20 @@
 #include <string>
 
 #include "core/nas/nas_job.h"
+#include "core/nas/supernet_partition.h"
 #include "core/spec/job_spec.h"
 
 using namespace pw::nas;
 
 namespace {
-pw::JobSpec et_job(int stages, int replication, int subnets, int microbatches) {
+pw::JobSpec et_job(int stages, int replication, int subnets, int microbatches, const std::string& partition) {
   nlohmann::json doc = {
       {"name", "et-supernet"},
       {"model",
        {{"kind", "transformer"}, {"encoder_layers", 24}, {"decoder_layers", 24}, {"hidden", 1024}, {"heads", 16},
         {"seq_len", 128}, {"vocab", 32000}}},
-      {"search_space", {{"builtin", "evolved-transformer"}, {"replication", replication}, {"window", 32}}},
+      {"search_space",
+       {{"builtin", "evolved-transformer"}, {"replication", replication}, {"window", 32}, {"partition", partition}}},
       {"training",
        {{"optimizer", "sgd"}, {"lr", 0.01}, {"batch_size", 32}, {"microbatch_size", 32 / microbatches},
         {"iterations", subnets}, {"seed", 1}}},
@@ -29,36 +34,69 @@ pw::JobSpec et_job(int stages, int replication, int subnets, int microbatches) {
       {"pipeline", {{"stages", stages}, {"schedule", "csp"}}}};
   return pw::parse_job(doc);
 }
+
+// The largest stage's share of the supernet: every candidate's weights and
+// optimizer state (what a GPipe holding the supernet keeps resident).
+double largest_slice_gib(const NasJob& nj) {
+  double worst = 0;
+  for (const auto& st : nj.stages) {
+    double b = 0;
+    for (int l = st.first; l <= st.last; ++l)
+      for (const auto& c : nj.space.layers[l].candidates) b += c.cost.param_bytes + c.cost.optimizer_bytes;
+    worst = std::max(worst, b);
+  }
+  return worst / (1024.0 * 1024 * 1024);
+}
+
+std::string layers_per_stage(const NasJob& nj) {
+  std::string s;
+  for (const auto& st : nj.stages) s += (s.empty() ? "" : "/") + std::to_string(st.size());
+  return s;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   int subnets = argc > 1 ? std::atoi(argv[1]) : 400;
   std::printf("pw_bench_nas: %d subnets per run, ET supernet 24+24 layers, hidden 1024, seq 128, batch 32,\n"
-              "rtx2080ti (11 GiB, half for candidates), SGD, CSP window 32. 'vs gpipe': subnets/s over GPipe with\n"
-              "one microbatch per subnet; 'vs gpipe(m)': over GPipe with the same microbatches per subnet.\n\n",
+              "rtx2080ti (11 GiB, half for candidates), SGD, CSP window 32, prefetch 32 subnets ahead. 'vs gpipe': subnets/s over GPipe with\n"
+              "one microbatch per subnet; 'vs gpipe(m)': over GPipe with the same microbatches per subnet (NASPipe's\n"
+              "GPipe flushed every p minibatches: m = stages). csp+: CSP on its own partition (search_space.partition\n"
+              "csp: boundaries moved while simulated CSP throughput improves); the rest on the balanced partition.\n\n",
               subnets);
-  std::printf("%7s %6s %-11s %4s %7s %10s %9s %11s %9s %9s\n", "choices", "stages", "mode", "mb", "util", "subnets/s",
-              "vs gpipe", "vs gpipe(m)", "resident", "stall ms");
+  std::printf("%7s %6s %-11s %4s %7s %10s %9s %11s %9s %9s %6s\n", "choices", "stages", "mode", "mb", "util",
+              "subnets/s", "vs gpipe", "vs gpipe(m)", "resident", "stall ms", "flight");
   for (int stages : {4, 8})
     for (int rep : {1, 2, 4}) {
       struct Row {
         SupernetMode mode;
         int mb;
+        bool own_partition;
       };
       std::map<int, double> gpipe;  // GPipe subnets/s per microbatch count
-      for (Row row : {Row{SupernetMode::GPipe, 1}, Row{SupernetMode::GPipe, 4}, Row{SupernetMode::GPipe, 8},
-                      Row{SupernetMode::Sequential, 1}, Row{SupernetMode::PipeDream, 1}, Row{SupernetMode::VPipe, 4},
-                      Row{SupernetMode::VPipe, 8}, Row{SupernetMode::Csp, 1}, Row{SupernetMode::Csp, 4},
-                      Row{SupernetMode::Csp, 8}}) {
-        NasJob nj = prepare_nas_job(et_job(stages, rep, subnets, row.mb));
+      std::string csp_layers;
+      NasJob first = prepare_nas_job(et_job(stages, rep, subnets, 1, "balanced"));
+      for (Row row : {Row{SupernetMode::GPipe, 1, false}, Row{SupernetMode::GPipe, 4, false},
+                      Row{SupernetMode::GPipe, 8, false}, Row{SupernetMode::Sequential, 1, false},
+                      Row{SupernetMode::PipeDream, 1, false}, Row{SupernetMode::VPipe, 4, false},
+                      Row{SupernetMode::VPipe, 8, false}, Row{SupernetMode::Csp, 1, false},
+                      Row{SupernetMode::Csp, 4, false}, Row{SupernetMode::Csp, 8, false},
+                      Row{SupernetMode::Csp, 8, true}}) {
+        NasJob nj = prepare_nas_job(et_job(stages, rep, subnets, row.mb, row.own_partition ? "csp" : "balanced"));
+        if (row.own_partition && row.mb == 8) csp_layers = layers_per_stage(nj);
         auto r = simulate_supernet(supernet_sim_input(nj, row.mode));
         if (row.mode == SupernetMode::GPipe) gpipe[row.mb] = r.subnets_per_s;
         double same = gpipe.count(row.mb) ? r.subnets_per_s / gpipe[row.mb] : 0;
-        std::printf("%7d %6d %-11s %4d %7.3f %10.2f %8.2fx %10.2fx %8.1f%% %9.0f%s\n", 24 * rep, stages,
-                    to_string(row.mode), row.mb, r.utilisation, r.subnets_per_s, r.subnets_per_s / gpipe[1], same,
-                    100 * r.hit_rate(), r.load_stall_ms, r.reproducible ? "" : "  (not reproducible)");
+        std::string name = std::string(to_string(row.mode)) + (row.own_partition ? "+" : "");
+        std::printf("%7d %6d %-11s %4d %7.3f %10.2f %8.2fx %10.2fx %8.1f%% %9.0f %6d%s\n", 24 * rep, stages,
+                    name.c_str(), row.mb, r.utilisation, r.subnets_per_s, r.subnets_per_s / gpipe[1], same,
+                    100 * r.hit_rate(), r.load_stall_ms, r.max_in_flight, r.reproducible ? "" : "  (not reproducible)");
       }
-      std::printf("\n");
+      double dev = first.job.cluster.device.memory_bytes / (1024.0 * 1024 * 1024);
+      double slice = largest_slice_gib(first);
+      std::printf("  choice layers per stage: balanced %s, csp+ (m=8) %s; largest stage's supernet slice %.1f GiB "
+                  "on a %.1f GiB device: %s\n\n",
+                  layers_per_stage(first).c_str(), csp_layers.c_str(), slice, dev,
+                  slice < dev ? "a resident GPipe fits (with a smaller batch)" : "cannot be held resident: GPipe swaps");
     }
   return 0;
 }

@@ -19,6 +19,7 @@ NasJob prepare_nas_job(const JobSpec& job) {
   nj.stages = partition_supernet(nj.space, job.pipeline.stages);
   nj.budget_bytes = nj.space.device_budget_bytes > 0 ? nj.space.device_budget_bytes
                                                      : 0.5 * static_cast<double>(job.cluster.device.memory_bytes);
+  if (nj.space.partition == "csp") nj.stages = refine_partition_for_csp(supernet_sim_input(nj, SupernetMode::Csp));
   return nj;
 }
 

@@ -272,6 +272,7 @@ SearchSpace parse_search_space(const JobSpec& job) {
   if (sp.replication > 1 && sp.kind != "evolved-transformer")
     throw SpecError(f.path_of("replication"), "only the evolved-transformer space is replicated");
   sp.window = static_cast<int>(f.integer("window", 1, 32));
+  sp.partition = f.choice("partition", {"balanced", "csp"}, "balanced");
   sp.device_budget_bytes = f.number("device_budget_gb", 0, 0.0) * 1024 * MB;
   sp.shared = f.choice("shared", {"frozen", "train"}, "frozen") == "train" ? SharedRule::Train : SharedRule::Frozen;
   sp.sampler = f.choice("sampler", {"uniform", "list"}, "uniform");

@@ -45,6 +45,7 @@ struct SearchSpace {
   int replication = 1;
   // Search-time settings that live in the same JSON object.
   int window = 32;                  // CSP lookahead: subnets in flight at most
+  std::string partition = "balanced";  // balanced | csp (refine_partition_for_csp)
   double device_budget_bytes = 0;   // per stage, for candidate weights; 0 = half the device
   std::string sampler = "uniform";  // uniform | list
   std::string subnet_file;          // sampler "list"

@@ -13,4 +13,19 @@ const char* to_string(SubnetState s) {
   return "?";
 }
 
+int WaitReporter::report(const std::vector<SubnetWait>& waits, std::int64_t t_ns, SubnetObserver* obs) {
+  int fresh = 0;
+  for (auto w : waits) {
+    auto it = last_.find(w.waiter);
+    if (it != last_.end() && it->second == w.waited_for) continue;
+    last_[w.waiter] = w.waited_for;
+    w.t_ns = t_ns;
+    ++fresh;
+    if (!obs) continue;
+    obs->on_state(w.waiter, SubnetState::Waiting, w.stage, t_ns);
+    obs->on_wait(w);
+  }
+  return fresh;
+}
+
 }  // namespace pw::nas

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace pw::nas {
@@ -35,6 +36,21 @@ class SubnetObserver {
   virtual void on_state(int id, SubnetState state, int stage, std::int64_t t_ns) {}
   // Reported once per (waiter, stage) and again whenever the blocker changes.
   virtual void on_wait(const SubnetWait& w) {}
+};
+
+// One stage's CspStage::next() returns the same waits every time it is asked
+// until something changes there; this reports each to the observer once
+// (Waiting state + edge, stamped t_ns), and again when a waiter's blocker
+// changes. Shared by the simulator and the CSP trainer.
+class WaitReporter {
+ public:
+  // Returns how many waits were new.
+  int report(const std::vector<SubnetWait>& waits, std::int64_t t_ns, SubnetObserver* obs);
+  // The waiter is past this stage: drop what was reported for it.
+  void forget(int waiter) { last_.erase(waiter); }
+
+ private:
+  std::map<int, int> last_;  // waiter -> blocker last reported
 };
 
 }  // namespace pw::nas

@@ -36,6 +36,8 @@ class SupernetSimulation {
       const auto& r = in.stages[s];
       if (r.first < 0 || r.last >= sp_.size() || (s > 0 && r.first != in.stages[s - 1].last + 1))
         throw std::invalid_argument("stage ranges must tile the choice layers in order");
+      if (r.size() < 1 && !(s == p_ - 1 && s > 0 && sp_.has_head))
+        throw std::invalid_argument("only the last stage may hold no choice layer (the head alone)");
     }
     if (in.stages.back().last != sp_.size() - 1) throw std::invalid_argument("stages must cover every choice layer");
     driver_ = make_driver(in.mode, in.stages, in.sequence, in.window, in.microbatches);
@@ -73,7 +75,7 @@ class SupernetSimulation {
     bool busy = false;
     std::int64_t busy_ns = 0;
     std::unique_ptr<LayerCache> cache;
-    std::map<int, int> wait_reported;  // waiter -> blocker last reported
+    WaitReporter waits;
   };
 
   const Candidate& cand(int l, int b) const { return sp_.layers[l].candidates[seq_[b][l]]; }
@@ -99,7 +101,9 @@ class SupernetSimulation {
   std::int64_t send_ns(int s, int b, bool forward, std::int64_t* bytes) const {
     if (!in_.communication) return *bytes = 0;
     const auto& r = in_.stages[s];
-    std::uint64_t per = forward ? cand(r.last, b).cost.output_bytes : cand(r.first, b).cost.input_bytes;
+    // An empty stage (the head alone) passes on its input: the previous
+    // stage's last layer's output.
+    std::uint64_t per = forward || r.size() == 0 ? cand(r.last, b).cost.output_bytes : cand(r.first, b).cost.input_bytes;
     *bytes = static_cast<std::int64_t>(per) * scale_;
     return ns(transfer_ms(static_cast<std::uint64_t>(*bytes), in_.device.link_gbps > 0 ? in_.device.link_gbps : 100,
                           in_.device.link_latency_us));
@@ -153,15 +157,7 @@ class SupernetSimulation {
   }
 
   void report_waits(int s, const std::vector<SubnetWait>& waits, std::int64_t now) {
-    for (auto w : waits) {
-      auto& last = stage_[s].wait_reported[w.waiter];
-      if (last == w.waited_for + 1) continue;
-      last = w.waited_for + 1;
-      w.t_ns = now;
-      ++waits_;
-      obs_->on_state(w.waiter, SubnetState::Waiting, s, now);
-      obs_->on_wait(w);
-    }
+    waits_ += stage_[s].waits.report(waits, now, obs_);
   }
 
   void start(int s, const Work& w, std::int64_t now) {
@@ -249,7 +245,7 @@ class SupernetSimulation {
         st.busy = false;
         st.cache->unpin(items(s, b), true);
         driver_->update_finished(s, b);
-        st.wait_reported.erase(b);
+        st.waits.forget(b);
         makespan_ = std::max(makespan_, e.t);
         if (s == 0) {
           --in_flight_;

@@ -21,7 +21,7 @@ struct SupernetSimInput {
   int microbatches = 1;       // a subnet's batch in microbatches (costs are per microbatch)
   int window = 32;            // CSP lookahead
   double budget_bytes = 0;    // per stage, for candidates; <= 0: everything fits
-  int prefetch_depth = 8;     // subnets ahead the prefetcher loads for (CSP reorders: look far)
+  int prefetch_depth = 32;    // subnets ahead the prefetcher loads for (CSP reorders: look far)
   bool communication = true;  // activation / gradient transfers between stages
 };
 
