@@ -34,6 +34,12 @@ void DesignerWidget::inspectModel() {
   measure_->setVisible(ts);
   measure_->setEnabled(ts && !measuring() && inspect_error_.isEmpty() && !inspected_path_.isEmpty());
   if (!ts) {
+    if (!inspected_path_.isEmpty()) {
+      // Left the TorchScript kind: its layers and messages go; the
+      // prediction fills the table with the new kind's profile.
+      layers_->setRows({}, QString());
+      layer_source_->setText(tr("The layers appear with the prediction."));
+    }
     inspected_path_.clear();
     inspect_error_.clear();
     return;
@@ -115,6 +121,10 @@ void DesignerWidget::applyInspection(const ModelInspection& r) {
   const bool measured = inspect_measuring_;
   inspect_measuring_ = false;
   measure_->setEnabled(true);
+  if (job_->value(QStringLiteral("model.kind")).toString() != QLatin1String("torchscript")) {
+    inspectModel();  // the kind changed while `pipewright profile` ran: its result is moot
+    return;
+  }
   if (!r.error.isEmpty()) {
     if (measured) {
       layer_source_->setText(QStringLiteral("<span style='color:#d9534f'>%1</span>").arg(r.error.toHtmlEscaped()));
