@@ -23,6 +23,9 @@ const std::vector<Command>& commands() {
 #ifdef PW_HAVE_RUNTIME
     for (auto& x : runtime_commands()) c.push_back(x);
 #endif
+#ifdef PW_HAVE_NAS_RUNTIME
+    for (auto& x : nas_commands()) c.push_back(x);
+#endif
     return c;
   }();
   return list;

@@ -23,5 +23,6 @@ int cmd_launch(const std::vector<std::string>& args);
 std::vector<Command> db_commands();       // engine/cli/db/: replay, export, compare
 std::vector<Command> ipc_commands();      // engine/cli/ipc/: watch
 std::vector<Command> runtime_commands();  // engine/cli/runtime/: run, profile
+std::vector<Command> nas_commands();      // engine/cli/nas/: search (supernet runs)
 
 }  // namespace pw::cli

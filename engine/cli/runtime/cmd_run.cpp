@@ -10,6 +10,10 @@
 #include "cli/runtime/run_recording.h"
 #include "cli/format.h"
 #include "runtime/coordinator.h"
+#ifdef PW_HAVE_NAS_RUNTIME
+#include "cli/nas/nas_run.h"
+#include "core/nas/search_space.h"
+#endif
 
 namespace pw::cli {
 
@@ -83,6 +87,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     job_file = args.positional()[0];
   }
   o.job = load_job(job_file, args.overrides());
+#ifdef PW_HAVE_NAS_RUNTIME
+  if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args);  // engine/cli/nas/
+#endif
   if (auto p = args.option("profile")) o.job.model.profile = *p;
   o.planner = args.option("planner").value_or("");
   o.run_dir = args.option("run-dir").value_or(o.resume_dir.empty() ? default_run_dir(o.job.name) : o.resume_dir);

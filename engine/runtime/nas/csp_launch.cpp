@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/nas/subnet_log.h"
 #include "runtime/rendezvous.h"
 
 namespace pw::rt::nas {
@@ -19,10 +21,22 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
+  const auto t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::vector<pw::nas::SubnetLogTail> tails;
+  for (int r = 0; r < l.workers; ++r) {
+    std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";
+    std::filesystem::remove(records);  // a previous run's records are not this run's
+    tails.emplace_back(records);
+  }
+  auto follow = [&] {
+    if (l.observer || l.events)
+      for (auto& t : tails) t.poll(l.observer, l.events);
+  };
   for (int r = 0; r < l.workers; ++r) {
     std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
                                      std::to_string(l.workers), "--store", store_dir.file(), "--out", l.out_dir,
-                                     "--window", std::to_string(l.window)};
+                                     "--window", std::to_string(l.window), "--t0", std::to_string(t0)};
     if (!l.csp) args.push_back("--no-csp");
     for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
     pid_t pid = fork();
@@ -56,8 +70,10 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
       failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) +
                 (WIFEXITED(status) ? " exited " + std::to_string(WEXITSTATUS(status)) : " was stopped");
     }
+    follow();
     if (!reaped && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  follow();  // the rest
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed + " (stderr above)");
   CspRunResult res;
   for (int r = 0; r < l.workers; ++r) {

@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "core/events/event.h"
+#include "core/nas/subnet_observer.h"
+
 namespace pw::rt::nas {
 
 struct CspLaunch {
@@ -13,6 +16,11 @@ struct CspLaunch {
   std::string out_dir;
   bool csp = true;
   int window = 0;  // 0: the job's; 1: sequential pipeline
+  // While the workers run: their subnet states and wait edges, and their
+  // events (forward, backward, update per subnet), on one timeline from the
+  // launch. Called on the launcher's thread; either may be null.
+  pw::nas::SubnetObserver* observer = nullptr;
+  pw::EventSink* events = nullptr;
 };
 
 struct CspRunResult {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/nas/csp_policy.h"
+#include "core/nas/subnet_log.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
 #include "runtime/data.h"
@@ -126,6 +127,10 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   pw::nas::NasJob nj = pw::nas::prepare_nas_job(job);
   const int n = static_cast<int>(nj.sequence.size());
   const int s = cfg.rank, p = cfg.world;
+  for (size_t r = 0; r < nj.stages.size(); ++r)
+    if (nj.stages[r].size() < 1)
+      throw std::runtime_error("stage " + std::to_string(r) + " holds no choice layer (the partition gave the head a "
+                               "stage of its own); the CPU trainer needs one per stage: use fewer stages");
   CnnSupernet net(job, nj.space, nj.stages[s]);
   pw::rt::TrainData data(job);  // subnet b trains on microbatch (b, 0)
   int window = cfg.window > 0 ? cfg.window : nj.space.window;
@@ -157,9 +162,33 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   std::map<int, float> losses;
   nlohmann::json events = nlohmann::json::array();
   int idle_waits = 0;
+  // The studio's dependency data (subnet states, wait edges) and events,
+  // streamed to the launcher through a file it follows.
+  std::ofstream record_file(cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl", std::ios::trunc);
+  if (!record_file) throw std::runtime_error("cannot write " + cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl");
+  pw::nas::SubnetLogWriter records(record_file);
+  pw::nas::WaitReporter waits_seen;
   pg->barrier()->wait();
   auto t0 = Clock::now();
   auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+  // Record time: on the launcher's clock origin (steady clocks are one per
+  // host), so every stage's records share one timeline.
+  const std::int64_t origin =
+      cfg.t0_ns >= 0 ? cfg.t0_ns : std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
+  auto rec_ns = [&] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - origin;
+  };
+  auto event = [&](pw::EventKind kind, int b, std::int64_t a, std::int64_t z) {
+    pw::Event e;
+    e.kind = kind;
+    e.stage = s;
+    e.microbatch = b;
+    e.start_ns = a;
+    e.end_ns = z;
+    e.first_layer = nj.stages[s].first;
+    e.last_layer = nj.stages[s].last;
+    records.on_event(e);
+  };
 
   while (!csp.all_done()) {
     int id;
@@ -174,7 +203,9 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     }
     std::optional<pw::nas::CspAction> a;
     if (cfg.csp) {
-      a = csp.next();
+      std::vector<pw::nas::SubnetWait> waits;
+      a = csp.next(&waits);
+      waits_seen.report(waits, rec_ns(), &records);
     } else {
       // The racing baseline: same pipeline, no conflict test.
       a = csp.next();
@@ -199,8 +230,11 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     const int b = a->subnet;
     const auto& subnet = nj.sequence[b];
     std::int64_t start = now_ns();
+    std::int64_t rec_start = rec_ns();
     if (a->kind == CspActionKind::Forward) {
       csp.forward_started(b);
+      if (s == 0) records.on_subnet(b, subnet, rec_start);
+      records.on_state(b, pw::nas::SubnetState::Forward, s, rec_start);
       InFlight f;
       if (s == 0) {
         f.input = net.stem(data.microbatch(b, 0).input);
@@ -218,8 +252,10 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
         act_out->send(b, f.output.detach());
       }
       live[b] = std::move(f);
+      event(pw::EventKind::Forward, b, rec_start, rec_ns());
     } else {
       csp.backward_started(b);
+      records.on_state(b, pw::nas::SubnetState::Backward, s, rec_start);
       InFlight& f = live[b];
       if (net.has_head()) {
         f.loss.backward();
@@ -232,9 +268,16 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
         at::Tensor gi = f.input.grad().defined() ? f.input.grad() : at::zeros(shape);
         grad_out->send(b, gi);
       }
+      std::int64_t upd = rec_ns();
+      event(pw::EventKind::Backward, b, rec_start, upd);
+      records.on_state(b, pw::nas::SubnetState::Update, s, upd);
       net.sgd_update(subnet, job.training.lr);  // this subnet's own layers, right after its backward
       live.erase(b);
       csp.backward_done(b);
+      waits_seen.forget(b);
+      std::int64_t done = rec_ns();
+      event(pw::EventKind::OptimizerStep, b, upd, done);
+      if (s == 0) records.on_state(b, pw::nas::SubnetState::Done, 0, done);  // stage 0 finishes a subnet last
     }
     events.push_back({{"kind", a->kind == CspActionKind::Forward ? "forward" : "backward"},
                       {"subnet", b}, {"start_ns", start}, {"end_ns", now_ns()}});

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct CspWorkerConfig {
   bool csp = true;        // false: no conflict test (a racing, non-reproducible schedule)
   int window = 0;         // 0: search_space.window; 1: one subnet at a time
   int threads = 1;        // intra-op threads (1 keeps kernels deterministic)
+  std::int64_t t0_ns = -1;  // the launcher's steady-clock origin for records (-1: this worker's start)
 };
 
 // Trains the job's subnet sequence; throws on any failure.

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
       else if (a[i] == "--workers") workers = std::stoi(val());
       else if (a[i] == "--set") w.overrides.push_back(val());
       else if (a[i] == "--no-csp") w.csp = false;
+      else if (a[i] == "--t0") w.t0_ns = std::stoll(val());
       else throw std::invalid_argument("unknown option " + a[i]);
     }
     w.out_dir = out;

@@ -1,0 +1,247 @@
+// Supernet jobs (a job with a search_space) on real worker processes:
+// `pipewright run JOB` hands them here (cmd_run.cpp), and `pipewright search`
+// runs the evolutionary search over what such a run trained.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_args.h"
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/nas/nas_run.h"
+#include "core/events/run_records.h"
+#include "core/nas/nas_job.h"
+#include "core/nas/subnet_records.h"
+#include "runtime/nas/csp_launch.h"
+#include "runtime/nas/supernet_search.h"
+#ifdef PW_HAVE_DB
+#include "db/run_writer.h"
+#endif
+#ifdef PW_HAVE_IPC
+#include "ipc/curve.h"
+#include "ipc/publisher.h"
+#endif
+
+namespace pw::cli {
+namespace {
+
+// The CSP worker program: $PW_NAS_WORKER, else pw_nas_worker next to this
+// executable or where the build tree puts it.
+std::string nas_worker_binary() {
+  if (const char* env = std::getenv("PW_NAS_WORKER")) return env;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (auto cand : {self.parent_path() / "pw_nas_worker", self.parent_path().parent_path() / "runtime" / "nas" / "pw_nas_worker",
+                      self.parent_path().parent_path() / "libexec" / "pipewright" / "pw_nas_worker"})
+      if (fs::exists(cand, ec)) return cand.string();
+  throw std::runtime_error("cannot find the supernet worker program pw_nas_worker next to " + self.string() +
+                           " (set PW_NAS_WORKER)");
+}
+
+std::string default_run_dir(const std::string& name) {
+  char buf[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return "runs/" + name + "-" + buf;
+}
+
+// Events to every output (--db, --listen).
+struct Tee final : EventSink {
+  std::vector<EventSink*> sinks;
+  void on_event(const Event& e) override {
+    for (auto* x : sinks) x->on_event(e);
+  }
+};
+
+// Subnets finishing, on the terminal; every record passed on to the
+// recorder (when there is one).
+class Progress final : public nas::SubnetObserver {
+ public:
+  Progress(nas::SubnetObserver* next, int total, bool show)
+      : next_(next), total_(total), every_(std::max(1, total / 10)), show_(show) {}
+  void on_subnet(int id, const std::vector<int>& c, std::int64_t t) override {
+    if (next_) next_->on_subnet(id, c, t);
+  }
+  void on_state(int id, nas::SubnetState st, int stage, std::int64_t t) override {
+    if (next_) next_->on_state(id, st, stage, t);
+    if (st != nas::SubnetState::Done || !show_) return;
+    if (++done_ % every_ == 0 || done_ == total_)
+      std::cerr << "  subnet " << done_ << "/" << total_ << "  " << fixed(t > 0 ? done_ / (t / 1e9) : 0, 1)
+                << " subnets/s since launch\n";
+  }
+  void on_wait(const nas::SubnetWait& w) override {
+    if (next_) next_->on_wait(w);
+  }
+
+ private:
+  nas::SubnetObserver* next_;
+  int total_, every_, done_ = 0;
+  bool show_;
+};
+}  // namespace
+
+int run_supernet_command(const std::string& job_file, const JobSpec& job, const CliArgs& args) {
+  for (const char* o : {"resume", "checkpoint-every", "attach", "eval", "profile", "planner", "port"})
+    if (args.option(o) || args.flag(o))
+      throw UsageError(std::string("--") + o + " is not supported for a supernet job (it has a search_space); "
+                       "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet");
+  nas::NasJob nj = nas::prepare_nas_job(job);  // bad search spaces fail here, before any process starts
+  if (nas::supernet_mode(job) != nas::SupernetMode::Csp && nas::supernet_mode(job) != nas::SupernetMode::Sequential)
+    throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
+                     "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
+  rt::nas::CspLaunch l;
+  l.worker_binary = args.option("worker").value_or("");
+  if (l.worker_binary.empty()) l.worker_binary = nas_worker_binary();
+  l.job_file = job_file;
+  l.overrides = args.overrides();
+  l.workers = job.pipeline.stages;
+  l.out_dir = args.option("run-dir").value_or(default_run_dir(job.name));
+  std::filesystem::create_directories(l.out_dir);
+  std::ofstream(l.out_dir + "/job.json") << job.raw.dump(2) << "\n";  // `pipewright search RUN_DIR` reads it
+  const std::string run_id = new_run_id();
+  const auto db_path = args.option("db");
+  const auto listen = args.option("listen");
+  Tee tee;
+  std::vector<std::function<void(int, const std::vector<int>&)>> on_subnet;
+  std::vector<std::function<void(const SubnetState&)>> on_state;
+  std::vector<std::function<void(const SubnetEdge&)>> on_edge;
+#ifdef PW_HAVE_DB
+  std::unique_ptr<db::RunWriter> rec;
+  if (db_path) {
+    db::RunWriterOptions o;
+    o.overwrite = true;
+    rec = std::make_unique<db::RunWriter>(*db_path, db::RunInfo{run_id, job.name, "run", job.pipeline.stages}, o);
+    rec->job(job.raw);
+    tee.sinks.push_back(rec.get());
+    on_subnet.push_back([&](int id, const std::vector<int>& c) { rec->subnet(id, nlohmann::json(c)); });
+    on_state.push_back([&](const SubnetState& x) { rec->subnet_state(x); });
+    on_edge.push_back([&](const SubnetEdge& e) { rec->subnet_edge(e); });
+  }
+#else
+  if (db_path) throw UsageError("--db: this pipewright was built without SQLite");
+#endif
+#ifdef PW_HAVE_IPC
+  std::unique_ptr<ipc::Publisher> pub;
+  if (listen) {
+    ipc::PublisherOptions po;
+    po.endpoint = *listen;
+    po.allow_remote = args.flag("allow-remote");  // refused without CURVE keys (--curve-dir)
+    if (auto dir = args.option("curve-dir")) po.curve = ipc::curve_server_from_dir(*dir);
+    pub = std::make_unique<ipc::Publisher>(run_id, po);
+    pub->set_run_info(job.name, job.pipeline.stages, "run", db_path.value_or(""));
+    pub->status(RunStatus::Running);
+    tee.sinks.push_back(pub.get());
+    on_state.push_back([&](const SubnetState& x) { pub->subnet_state(x); });
+    on_edge.push_back([&](const SubnetEdge& e) { pub->subnet_edge(e); });
+    std::cerr << "telemetry " << pub->endpoint() << std::endl;
+  }
+#else
+  if (listen) throw UsageError("--listen: this pipewright was built without ZeroMQ/protobuf");
+#endif
+  nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { for (auto& f : on_subnet) f(id, c); },
+                            [&](const SubnetState& x) { for (auto& f : on_state) f(x); },
+                            [&](const SubnetEdge& e) { for (auto& f : on_edge) f(e); }});
+  const bool json = args.flag("json");
+  Progress progress(on_state.empty() ? nullptr : &deps, static_cast<int>(nj.sequence.size()),
+                    !json && !args.flag("quiet"));
+  l.observer = &progress;
+  if (!tee.sinks.empty()) l.events = &tee;
+  if (!json && !args.flag("quiet"))
+    std::cerr << "run " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size() << " choice layers, "
+              << nj.sequence.size() << " subnets on " << l.workers << " CSP worker processes (window "
+              << nj.space.window << ")\n";
+  auto finish = [&](RunStatus status, const std::string& error, const nlohmann::json& summary) {
+    deps.finish();
+#ifdef PW_HAVE_DB
+    if (rec) {
+      rec->summary(summary);
+      rec->finish(status, error);
+    }
+#endif
+#ifdef PW_HAVE_IPC
+    if (pub) {
+      pub->status(status, error);
+      pub->flush();
+    }
+#endif
+  };
+  rt::nas::CspRunResult r;
+  try {
+    r = rt::nas::launch_csp_run(l);
+  } catch (const std::exception& e) {
+    finish(RunStatus::Failed, e.what(), {{"error", e.what()}});
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  nlohmann::json hashes = nlohmann::json::array();
+  for (auto h : r.stage_hashes) hashes.push_back(std::to_string(h));
+  nlohmann::json summary{{"subnets", r.subnets}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
+                         {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
+                         {"stage_hashes", hashes}, {"run_dir", l.out_dir},
+                         {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()}};
+#ifdef PW_HAVE_DB
+  if (rec) rec->throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
+                                            r.subnets_per_s() * job.training.batch_size,
+                                            r.subnets_per_s() > 0 ? 1000.0 / r.subnets_per_s() : 0});
+#endif
+  finish(RunStatus::Finished, "", summary);
+  if (json) {
+    std::cout << summary.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "done: " << r.subnets << " subnets in " << fixed(r.seconds, 2) << " s, " << fixed(r.subnets_per_s(), 2)
+            << " subnets/s";
+  if (!r.losses.empty()) std::cout << ", loss " << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4);
+  std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
+  if (!on_state.empty())
+    std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
+              << (db_path ? " into " + *db_path : std::string()) << "\n";
+  return 0;
+}
+
+namespace {
+int cmd_search(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {"json"}, {});
+  args.expect_positional(1, "a run directory of a supernet run (or its job file and --set run-dir)");
+  std::string dir = args.positional()[0];
+  if (!std::filesystem::is_directory(dir))
+    throw UsageError("\"" + dir + "\" is not a run directory (pipewright run SUPERNET_JOB --run-dir DIR makes one)");
+  std::string job_file = dir + "/job.json";
+  if (!std::filesystem::exists(job_file))
+    throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
+  auto r = rt::nas::search_trained_supernet(job_file, args.overrides(), dir);
+  if (args.flag("json")) {
+    std::cout << nlohmann::json{{"evaluations", r.evolution.evaluations},
+                                {"validation_samples", r.validation_samples},
+                                {"best", r.evolution.best},
+                                {"best_accuracy", r.evolution.best_score},
+                                {"random_best", r.random.best},
+                                {"random_best_accuracy", r.random.best_score}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "evolutionary search: " << r.evolution.evaluations << " subnets scored on " << r.validation_samples
+            << " validation samples\n  best   " << nas::to_string(r.evolution.best) << "  accuracy "
+            << fixed(r.evolution.best_score, 4) << "\nrandom search, same budget: best " << nas::to_string(r.random.best)
+            << "  accuracy " << fixed(r.random.best_score, 4) << "\n";
+  return 0;
+}
+}  // namespace
+
+std::vector<Command> nas_commands() {
+  return {{"search", "RUN_DIR [--json] [--set a.b=v ...]",
+           "evolutionary subnet search over a trained supernet run (search_space.search), against random search",
+           cmd_search}};
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,14 @@
+#pragma once
+#include <string>
+
+#include "cli/cli_args.h"
+#include "core/spec/job_spec.h"
+
+namespace pw::cli {
+
+// `pipewright run JOB` for a supernet job (one with a search_space): one CSP
+// worker process per stage (engine/runtime/nas), --run-dir, --db, --listen
+// (subnet states, wait edges and events), --json, --quiet, --worker.
+int run_supernet_command(const std::string& job_file, const JobSpec& job, const CliArgs& args);
+
+}  // namespace pw::cli
