@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "core/job/job_plan.h"
@@ -41,7 +42,9 @@ nlohmann::json heavy_job(int stages, int iterations) {
           {"pipeline", {{"stages", stages}, {"schedule", "1f1b"}}}};
 }
 
-rt::RunResult run(const JobSpec& job, int threads, const std::string& planner = "") {
+// `inspect` sees the run directory before it is removed.
+rt::RunResult run(const JobSpec& job, int threads, const std::string& planner = "",
+                  const std::function<void(const std::string&)>& inspect = {}) {
   rt::RunOptions o;
   o.job = job;
   o.worker_binary = PW_WORKER_BIN;
@@ -49,6 +52,7 @@ rt::RunResult run(const JobSpec& job, int threads, const std::string& planner = 
   o.planner = planner;
   o.run_dir = (std::filesystem::temp_directory_path() / ("pw-bench-" + std::to_string(getpid()))).string();
   auto r = rt::run_job(o);
+  if (inspect && r.exit_code == 0) inspect(o.run_dir);
   std::filesystem::remove_all(o.run_dir);
   if (r.exit_code != 0) std::fprintf(stderr, "run failed: %s\n", r.error.c_str());
   return r;
@@ -158,12 +162,19 @@ int main(int argc, char** argv) {
                 "bytes at %.2f Gbit/s\n",
                 link.gbps, link.latency_us, link.send_cpu_us, link.send_cpu_gbps);
     auto fidelity = [&](const char* label, JobSpec job, const std::string& prof) {
-      job.cluster.device.link_gbps = link.gbps;
-      job.cluster.device.link_latency_us = link.latency_us;
-      job.cluster.device.send_cpu_us = link.send_cpu_us;
-      job.cluster.device.send_cpu_gbps = link.send_cpu_gbps;
       save_profile_file(rt::measure_profile(job, {10, worker_threads}), prof);
       job.model.profile = prof;
+      // Sends as they really hold their senders here: from 3 iterations of the job.
+      rt::LinkProfile in_situ = link;
+      JobSpec probe = job;
+      probe.training.iterations = 3;
+      run(probe, worker_threads, "", [&](const std::string& dir) { in_situ = rt::calibrate_sends(dir, link); });
+      job.cluster.device.link_gbps = in_situ.gbps;
+      job.cluster.device.link_latency_us = in_situ.latency_us;
+      job.cluster.device.send_cpu_us = in_situ.send_cpu_us;
+      job.cluster.device.send_cpu_gbps = in_situ.send_cpu_gbps;
+      std::printf("3. %s: sends in a 3-iteration run held their sender %.0f us + bytes at %.2f Gbit/s\n", label,
+                  in_situ.send_cpu_us, in_situ.send_cpu_gbps);
       PreparedJob pj = prepare_job(job);
       auto rm = run(job, worker_threads);
       double pred = pj.plan.iteration_time_ms, meas = rm.iteration_ms;

@@ -10,8 +10,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "core/model/analytic_profile.h"
 #include "runtime/host_allocator.h"
@@ -173,6 +177,34 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
   link.send_cpu_us = small.send_call_ms * 1e3;
   double per_byte_ms = large.send_call_ms - small.send_call_ms;
   link.send_cpu_gbps = per_byte_ms > 1e-6 ? bits / (per_byte_ms * 1e-3) / 1e9 : 0;
+  return link;
+}
+
+LinkProfile calibrate_sends(const std::string& run_dir, LinkProfile link) {
+  std::vector<double> bytes, us;
+  for (const auto& f : std::filesystem::directory_iterator(run_dir + "/events")) {
+    std::ifstream in(f.path());
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded() || e.value("kind", "") != "send") continue;
+      bytes.push_back(e.value("bytes", 0.0));
+      us.push_back((e.value("end_ns", 0.0) - e.value("start_ns", 0.0)) / 1e3);
+    }
+  }
+  if (us.empty()) return link;
+  const double n = static_cast<double>(us.size());
+  double mb = 0, mu = 0;
+  for (size_t i = 0; i < us.size(); ++i) mb += bytes[i] / n, mu += us[i] / n;
+  double sbb = 0, sbu = 0;
+  for (size_t i = 0; i < us.size(); ++i) sbb += (bytes[i] - mb) * (bytes[i] - mb), sbu += (bytes[i] - mb) * (us[i] - mu);
+  const double slope = sbb > 0 ? sbu / sbb : 0;  // us per byte
+  if (slope > 0) {
+    link.send_cpu_gbps = 8.0 / (slope * 1e3);
+    link.send_cpu_us = std::max(0.0, mu - slope * mb);
+  } else {
+    link.send_cpu_gbps = 0;
+    link.send_cpu_us = mu;
+  }
   return link;
 }
 

@@ -32,4 +32,13 @@ struct LinkProfile {
 };
 LinkProfile measure_local_link(std::int64_t bytes, int repeats = 20);
 
+// What sends really held their senders in a run (its events/stage*.jsonl),
+// fitted as send_cpu_us + bytes at send_cpu_gbps (least squares; one
+// message size gives a per-message time only). On a shared CPU the copy
+// into the socket waits for the receiving process's I/O thread to get a
+// core, which an isolated ping-pong never shows; a short run of the job
+// itself does. Returns `link` with the two send fields replaced; unchanged
+// when the run has no sends.
+LinkProfile calibrate_sends(const std::string& run_dir, LinkProfile link);
+
 }  // namespace pw::rt

@@ -16,6 +16,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/spec/learning_rate.h"
 #include "runtime/data.h"
 #include "runtime/layers.h"
 #include "runtime/send_reaper.h"
@@ -346,9 +347,13 @@ struct StageExecutor::Impl {
     memory.check("backward");
   }
 
-  void step() {
+  // `progress`: iterations done before this step (fractional when stepping
+  // per microbatch), which sets the scheduled learning rate.
+  void step(double progress) {
     std::int64_t t0 = now_ns();
     wait_sends();
+    const double lr = learning_rate_at(job.training, progress);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     optimizer->step();
     optimizer->zero_grad();
     stepped = true;
@@ -379,7 +384,7 @@ struct StageExecutor::Impl {
           backward(a.microbatch, a.chunk);
           break;
         case ActionKind::OptimizerStep:
-          step();
+          step(static_cast<double>(it));
           break;
       }
     }
@@ -420,7 +425,7 @@ struct StageExecutor::Impl {
           backward(a.microbatch, a.chunk);
           break;
         case ActionKind::OptimizerStep:
-          step();
+          step(first + static_cast<double>(a.microbatch) / microbatches);
           break;
       }
     }

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/spec/job_spec.h"
+#include "core/spec/learning_rate.h"
 #include "core/spec/spec_error.h"
 
 using namespace pw;
@@ -61,6 +62,29 @@ TEST(JobSpec, ErrorsNameTheFieldPath) {
   d = minimal();
   d["pipline"] = nlohmann::json::object();
   EXPECT_EQ(error_of(d), "pipline: unknown field");
+  d = minimal();
+  d["training"]["lr_schedule"] = "linear";
+  EXPECT_NE(error_of(d).find("training.lr_schedule: must be one of"), std::string::npos);
+  d = minimal();
+  d["training"]["iterations"] = 10;
+  d["training"]["warmup"] = 10;
+  EXPECT_NE(error_of(d).find("training.warmup: must be less than training.iterations (10)"), std::string::npos);
+}
+
+TEST(LearningRate, WarmupThenCosineToZero) {
+  TrainingSpec t;
+  t.lr = 0.1;
+  t.iterations = 12;
+  t.warmup = 4;
+  t.lr_schedule = "cosine";
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 0), 0.025);
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 3), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 4), 0.1);
+  EXPECT_NEAR(learning_rate_at(t, 8), 0.05, 1e-15);  // half way through the decay
+  EXPECT_NEAR(learning_rate_at(t, 12), 0.0, 1e-15);
+  t.lr_schedule = "constant";
+  t.warmup = 0;
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 7.5), 0.1);
 }
 
 TEST(JobSpec, OverridesSetNestedFieldsWithJsonValues) {

@@ -6,6 +6,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
+#include <functional>
 #include <vector>
 
 #include "core/spec/job_spec.h"
@@ -19,7 +20,9 @@ struct Reference {
   std::vector<at::Tensor> weights;
 };
 
-inline Reference reference_loop(const JobSpec& job) {
+// `lr_at(iteration)`, when given, sets the learning rate of each step (the
+// test's own closed form of a schedule); otherwise training.lr throughout.
+inline Reference reference_loop(const JobSpec& job, const std::function<double(int)>& lr_at = {}) {
   auto layers = build_layers(job);
   std::vector<at::Tensor> params;
   for (auto& l : layers)
@@ -40,6 +43,8 @@ inline Reference reference_loop(const JobSpec& job) {
       loss.backward();
       total += loss.item<double>();
     }
+    if (lr_at)
+      for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr_at(it));
     opt.step();
     r.losses.push_back(total);
   }

@@ -56,6 +56,26 @@ INSTANTIATE_TEST_SUITE_P(Runtime, Equivalence,
                                   std::to_string(info.param.microbatches) + "mb";
                          });
 
+// A cosine learning-rate schedule with warmup steps every stage with the
+// rate a single process would use, written out here as its closed form.
+TEST(Equivalence, CosineScheduleWithWarmupMatchesTheClosedForm) {
+  auto doc = mlp_job(2, 4, "1f1b", {32, 32, 32}, 6);
+  doc["training"]["lr_schedule"] = "cosine";
+  doc["training"]["warmup"] = 2;
+  const double lr = doc["training"]["lr"].get<double>();
+  auto lr_at = [&](int it) {
+    if (it < 2) return lr * (it + 1) / 2;           // 0.5 lr, lr
+    return lr * 0.5 * (1 + std::cos(M_PI * (it - 2) / 4.0));  // lr .. 0 over the last 4
+  };
+  std::string dir = temp_dir("eq-cosine");
+  RunResult run = run_job(options(doc, dir));
+  expect_same(reference_loop(parse_job(doc), lr_at), run, dir, 2);
+  // And a constant rate would not have matched.
+  Reference constant = reference_loop(parse_job(doc));
+  EXPECT_NE(constant.losses.back(), run.losses.back());
+  std::filesystem::remove_all(dir);
+}
+
 // A mismatch must be detectable: another learning rate gives other weights.
 TEST(Equivalence, ReferenceDetectsADifferentRun) {
   auto doc = mlp_job(2, 2, "1f1b");

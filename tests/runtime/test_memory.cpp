@@ -2,7 +2,10 @@
 // on what a stage really holds.
 #include <gtest/gtest.h>
 
+#include "core/job/job_plan.h"
+#include "core/model/profile_io.h"
 #include "core/plan/plan.h"
+#include "runtime/profiler.h"
 #include "run_helpers.h"
 
 namespace pw::rt {
@@ -115,6 +118,37 @@ TEST(MemoryBudget, TheSameJobFitsABigEnoughBudget) {
   RunResult r = run_job(options(doc, dir));
   EXPECT_EQ(r.exit_code, 0) << r.error;
   std::filesystem::remove_all(dir);
+}
+
+// A conv+relu+pool layer's backward needs two gradients of the conv's
+// full-size output on top of what the forward kept; a profile without them
+// under-states the peak, and a plan made to fit the budget fails when run.
+TEST(MemoryBudget, APlanFromAMeasuredProfileFitsTheBudgetItWasMadeFor) {
+  nlohmann::json doc{{"name", "test-cnn"},
+                     {"model", {{"kind", "cnn"}, {"image_size", 28}, {"in_channels", 1}, {"channels", {16, 16}},
+                                {"classes", 10}, {"precision", "fp32"}}},
+                     {"data", {{"kind", "synthetic"}, {"samples", 128}}},
+                     {"training", {{"optimizer", "sgd"}, {"lr", 0.01}, {"batch_size", 64}, {"microbatch_size", 32},
+                                   {"iterations", 2}, {"seed", 7}}},
+                     {"cluster", {{"devices", 2}, {"device", "custom"}, {"memory_gb", 1}, {"tflops", 0.05}}},
+                     {"pipeline", {{"stages", 2}, {"schedule", "1f1b"}, {"planner", "gpipe"}}}};
+  JobSpec job = parse_job(doc);
+  ModelProfile prof = measure_profile(job, {2, 1});
+  const std::uint64_t conv0_out = 32ull * 16 * 28 * 28 * 4;  // before the pool
+  EXPECT_GE(prof.layers[0].workspace_bytes, conv0_out);
+  EXPECT_LE(prof.layers[0].workspace_bytes, 3 * conv0_out);
+  std::string file = temp_dir("ws-profile") + ".json";
+  save_profile_file(prof, file);
+  doc["model"]["profile"] = file;
+  std::uint64_t peak = 0;
+  for (auto& s : prepare_job(parse_job(doc)).plan.predicted) peak = std::max(peak, s.peak_memory_bytes);
+  // The all-recompute plan's own prediction, plus allocator granularity.
+  doc["cluster"]["memory_gb"] = (peak + 256 * 1024) / double(1ull << 30);
+  std::string dir = temp_dir("ws-run");
+  RunResult r = run_job(options(doc, dir));
+  EXPECT_EQ(r.exit_code, 0) << r.error;
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     }
   }
   c.output_bytes = profile.boundary_bytes(range.last_layer);
+  c.recv_buffer_bytes = profile.boundary_bytes(range.first_layer - 1) + c.output_bytes;
   return c;
 }
 
@@ -48,7 +49,7 @@ std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_ve
   std::uint64_t S = c.swap_bytes_per_mb;
   std::uint64_t backward = c.recompute_peak_bytes + c.workspace_bytes;
   std::uint64_t transient = S ? 2 * S + std::max(S, backward) : backward;
-  return c.static_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
+  return c.static_bytes + c.recv_buffer_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
 }
 
 }  // namespace pw

@@ -24,6 +24,9 @@ struct StageCost {
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
   std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
+  // Receives are posted ahead of the actions that need them (so a peer's
+  // send never waits): one activation and one gradient buffer are resident.
+  std::uint64_t recv_buffer_bytes = 0;
 
   double compute_ms() const { return fwd_ms + bwd_ms + recompute_ms; }
 };

@@ -83,6 +83,7 @@ TrainingSpec parse_training(JsonFields f) {
   TrainingSpec t;
   t.optimizer = f.choice("optimizer", {"sgd", "momentum", "adam"}, "adam");
   t.lr = f.number("lr", 0, 1e-3);
+  t.lr_schedule = f.choice("lr_schedule", {"constant", "cosine"}, "constant");
   t.microbatch_size = static_cast<int>(f.integer("microbatch_size", 1, 1));
   t.batch_size = static_cast<int>(f.integer("batch_size", 1, t.microbatch_size));
   if (t.batch_size % t.microbatch_size != 0)
@@ -91,6 +92,10 @@ TrainingSpec parse_training(JsonFields f) {
                                                  std::to_string(t.batch_size));
   t.iterations = static_cast<int>(f.integer("iterations", 1, 1));
   t.seed = static_cast<std::uint64_t>(f.integer("seed", 0, 0));
+  t.warmup = static_cast<int>(f.integer("warmup", 0, 0));
+  if (t.warmup >= t.iterations && t.warmup > 0)
+    throw SpecError(f.path_of("warmup"), "must be less than training.iterations (" + std::to_string(t.iterations) +
+                                             "), got " + std::to_string(t.warmup));
   f.finish();
   return t;
 }

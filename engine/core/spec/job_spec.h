@@ -48,6 +48,8 @@ struct ModelSpec {
 struct TrainingSpec {
   std::string optimizer = "adam";  // sgd | momentum | adam
   double lr = 1e-3;
+  std::string lr_schedule = "constant";  // constant | cosine (see learning_rate.h)
+  int warmup = 0;                        // iterations of linear warmup
   int batch_size = 0;
   int microbatch_size = 0;
   int iterations = 1;
