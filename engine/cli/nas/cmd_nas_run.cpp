@@ -1,6 +1,7 @@
 // Supernet jobs (a job with a search_space) on real worker processes:
 // `pipewright run JOB` hands them here (cmd_run.cpp), and `pipewright search`
 // runs the evolutionary search over what such a run trained.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +21,6 @@
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
 #include "runtime/nas/csp_launch.h"
-#include "runtime/nas/supernet_search.h"
 #ifdef PW_HAVE_DB
 #include "db/run_writer.h"
 #endif
@@ -210,36 +210,36 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
 
 namespace {
 int cmd_search(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {});
-  args.expect_positional(1, "a run directory of a supernet run (or its job file and --set run-dir)");
+  CliArgs args(argv, {}, {"worker"});
+  args.expect_positional(1, "the run directory of a supernet run");
   std::string dir = args.positional()[0];
   if (!std::filesystem::is_directory(dir))
     throw UsageError("\"" + dir + "\" is not a run directory (pipewright run SUPERNET_JOB --run-dir DIR makes one)");
   std::string job_file = dir + "/job.json";
   if (!std::filesystem::exists(job_file))
     throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
-  auto r = rt::nas::search_trained_supernet(job_file, args.overrides(), dir);
-  if (args.flag("json")) {
-    std::cout << nlohmann::json{{"evaluations", r.evolution.evaluations},
-                                {"validation_samples", r.validation_samples},
-                                {"best", r.evolution.best},
-                                {"best_accuracy", r.evolution.best_score},
-                                {"random_best", r.random.best},
-                                {"random_best_accuracy", r.random.best_score}}
-                     .dump(2)
-              << "\n";
-    return 0;
+  // The search runs in the worker program, where the trained candidates
+  // are rebuilt with the same libtorch modules that trained them.
+  std::vector<std::string> cmd = {args.option("worker").value_or(nas_worker_binary()), "search", job_file, "--out", dir};
+  for (const auto& o : args.overrides()) cmd.insert(cmd.end(), {"--set", o});
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    std::vector<char*> cargv;
+    for (auto& c : cmd) cargv.push_back(c.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(127);
   }
-  std::cout << "evolutionary search: " << r.evolution.evaluations << " subnets scored on " << r.validation_samples
-            << " validation samples\n  best   " << nas::to_string(r.evolution.best) << "  accuracy "
-            << fixed(r.evolution.best_score, 4) << "\nrandom search, same budget: best " << nas::to_string(r.random.best)
-            << "  accuracy " << fixed(r.random.best_score, 4) << "\n";
-  return 0;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 }  // namespace
 
 std::vector<Command> nas_commands() {
-  return {{"search", "RUN_DIR [--json] [--set a.b=v ...]",
+  return {{"search", "RUN_DIR [--worker BIN] [--set a.b=v ...]",
            "evolutionary subnet search over a trained supernet run (search_space.search), against random search",
            cmd_search}};
 }
