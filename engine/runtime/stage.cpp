@@ -72,6 +72,7 @@ struct StageExecutor::Impl {
   std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<at::Tensor> params;
+  std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
   StageMemory memory;
   std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
   std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
@@ -102,6 +103,7 @@ struct StageExecutor::Impl {
         continue;
       }
       for (auto& t : layers[l]->parameters()) params.push_back(t);
+      for (auto& t : layers[l]->buffers()) buffers.push_back(t);
     }
     const auto& t = job.training;
     if (t.optimizer == "adam")
@@ -495,6 +497,7 @@ torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; 
 void StageExecutor::save(const std::string& file) const {
   torch::serialize::OutputArchive a;
   for (size_t i = 0; i < impl_->params.size(); ++i) a.write("p" + std::to_string(i), impl_->params[i]);
+  for (size_t i = 0; i < impl_->buffers.size(); ++i) a.write("b" + std::to_string(i), impl_->buffers[i]);
   torch::serialize::OutputArchive o;
   impl_->optimizer->save(o);
   a.write("optimizer", o);
@@ -509,6 +512,10 @@ void StageExecutor::load(const std::string& file) {
     at::Tensor t;
     a.read("p" + std::to_string(i), t);
     impl_->params[i].copy_(t);
+  }
+  for (size_t i = 0; i < impl_->buffers.size(); ++i) {
+    at::Tensor t;
+    if (a.try_read("b" + std::to_string(i), t)) impl_->buffers[i].copy_(t);
   }
   torch::serialize::InputArchive o;
   a.read("optimizer", o);

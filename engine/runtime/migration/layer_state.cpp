@@ -33,6 +33,8 @@ std::string export_layer(StageExecutor& stage, int layer) {
     it->second->serialize(s);
     a.write("s" + std::to_string(i), s);
   }
+  auto buffers = owned(stage, layer)->buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) a.write("b" + std::to_string(i), buffers[i].detach());
   std::ostringstream os;
   a.save_to(os);
   return os.str();
@@ -64,6 +66,14 @@ void import_layer(StageExecutor& stage, int layer, const std::string& blob, cons
     ps->serialize(s);
     state[state_key(params[i])] = std::move(ps);
   }
+  auto buffers = owned(stage, layer)->buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    at::Tensor t;
+    if (!a.try_read("b" + std::to_string(i), t) || !t.sizes().equals(buffers[i].sizes()))
+      throw std::runtime_error("migrated state of layer " + std::to_string(layer) + " does not match buffer " +
+                               std::to_string(i));
+    buffers[i].copy_(t);
+  }
 }
 
 void copy_layer(StageExecutor& from, StageExecutor& to, int layer) {
@@ -80,6 +90,9 @@ void copy_layer(StageExecutor& from, StageExecutor& to, int layer) {
     else
       d_state[state_key(dst[i])] = it->second->clone();
   }
+  auto src_buffers = owned(from, layer)->buffers();
+  auto dst_buffers = owned(to, layer)->buffers();
+  for (size_t i = 0; i < dst_buffers.size(); ++i) dst_buffers[i].copy_(src_buffers[i]);
 }
 
 }  // namespace pw::rt::migration

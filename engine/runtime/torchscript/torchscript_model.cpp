@@ -307,16 +307,26 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
     std::string file = (std::filesystem::path(weights_dir) / ("stage" + std::to_string(r) + ".pt")).string();
     torch::serialize::InputArchive a;
     a.load_from(file);
-    std::vector<at::Tensor> mine, saved;
+    // As StageExecutor::save writes them: "p<i>" parameters and "b<i>"
+    // buffers (running statistics), each in layer order.
+    std::vector<at::Tensor> mine, saved, my_buffers, saved_buffers;
     for (int l = 0; l < static_cast<int>(target.size()); ++l)
-      if (plan.stage_of(l) % devices == r)
+      if (plan.stage_of(l) % devices == r) {
         for (auto& p : target[l]->parameters()) mine.push_back(p);
+        for (auto& b : target[l]->buffers()) my_buffers.push_back(b);
+      }
     for (size_t i = 0; i < mine.size(); ++i) {
       at::Tensor t;
       a.read("p" + std::to_string(i), t);
       saved.push_back(t);
     }
     assign(mine, saved, file);
+    for (size_t i = 0; i < my_buffers.size(); ++i) {
+      at::Tensor t;
+      if (!a.try_read("b" + std::to_string(i), t)) break;  // weights saved before buffers were
+      saved_buffers.push_back(t);
+    }
+    if (saved_buffers.size() == my_buffers.size()) assign(my_buffers, saved_buffers, file + " buffers");
   }
   fresh.root.save(out);
 }

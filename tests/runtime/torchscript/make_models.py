@@ -17,6 +17,11 @@ def sequential():
                          nn.Linear(24, 12), nn.ReLU(), nn.Linear(12, 4))
 
 
+def batch_norm():
+    torch.manual_seed(5)
+    return nn.Sequential(nn.Flatten(), nn.Linear(16, 24), nn.BatchNorm1d(24), nn.ReLU(), nn.Linear(24, 4))
+
+
 def language_model():
     torch.manual_seed(9)
     return nn.Sequential(nn.Embedding(256, 16), nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 256))
@@ -72,6 +77,7 @@ class Twice(nn.Module):
 def make(d):
     torch.jit.script(sequential()).save(f"{d}/seq.pt")
     torch.jit.script(language_model()).save(f"{d}/lm.pt")
+    torch.jit.script(batch_norm()).save(f"{d}/bn.pt")
     torch.jit.script(Chain()).save(f"{d}/chain.pt")
     torch.jit.script(Residual()).save(f"{d}/residual.pt")
     torch.jit.script(Unused()).save(f"{d}/unused.pt")

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/job/job_plan.h"
@@ -324,6 +325,27 @@ TEST_F(TorchScript, TrainsInTwoAndFourStagesToTheWeightsOfOneAndLoadsBackInPytho
   fs::copy_file(four + "/model.pt", file("trained.pt"), fs::copy_options::overwrite_existing);
   EXPECT_EQ(sh(g_python + " " PW_TS_SCRIPT " check " + g_dir), 0)
       << "the trained model, loaded in Python, does not compute what the pipeline trained";
+}
+
+std::map<std::string, at::Tensor> saved_buffers(const std::string& path) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& b : torch::jit::load(path).named_buffers()) out[b.name] = b.value;
+  return out;
+}
+
+// Batch-norm running statistics are trained state: the exported model
+// carries them, the same whichever stage held the layer.
+TEST_F(TorchScript, BatchNormRunningStatisticsReachTheExportedModel) {
+  auto one = saved_buffers(train(file("bn.pt"), 1, "1f1b") + "/model.pt");
+  auto two = saved_buffers(train(file("bn.pt"), 2, "1f1b") + "/model.pt");
+  auto initial = saved_buffers(file("bn.pt"));
+  for (const char* name : {"2.running_mean", "2.running_var"}) {
+    ASSERT_TRUE(one.count(name) && two.count(name) && initial.count(name)) << name;
+    EXPECT_GT((one[name] - initial[name]).abs().max().item<double>(), 1e-3) << name << " was not exported";
+    EXPECT_LE((two[name] - one[name]).abs().max().item<double>(), 1e-6) << name << ": 2 stages differ from 1";
+  }
+  EXPECT_EQ(one["2.num_batches_tracked"].item<std::int64_t>(), two["2.num_batches_tracked"].item<std::int64_t>());
+  EXPECT_GT(one["2.num_batches_tracked"].item<std::int64_t>(), 0);
 }
 
 TEST_F(TorchScript, ALanguageModelOnTextTrainsInTwoStagesAsInOne) {
