@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -181,17 +182,20 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
 }
 
 LinkProfile calibrate_sends(const std::string& run_dir, LinkProfile link) {
-  std::vector<double> bytes, us;
+  // Median time per message size (the first iteration's sends, which meet
+  // connection set-up and cold caches, are outliers a mean would keep).
+  std::map<double, std::vector<double>> us_by_bytes;
   for (const auto& f : std::filesystem::directory_iterator(run_dir + "/events")) {
     std::ifstream in(f.path());
     for (std::string line; std::getline(in, line);) {
       auto e = nlohmann::json::parse(line, nullptr, false);
       if (e.is_discarded() || e.value("kind", "") != "send") continue;
-      bytes.push_back(e.value("bytes", 0.0));
-      us.push_back((e.value("end_ns", 0.0) - e.value("start_ns", 0.0)) / 1e3);
+      us_by_bytes[e.value("bytes", 0.0)].push_back((e.value("end_ns", 0.0) - e.value("start_ns", 0.0)) / 1e3);
     }
   }
-  if (us.empty()) return link;
+  if (us_by_bytes.empty()) return link;
+  std::vector<double> bytes, us;
+  for (auto& [b, v] : us_by_bytes) bytes.push_back(b), us.push_back(median(v));
   const double n = static_cast<double>(us.size());
   double mb = 0, mu = 0;
   for (size_t i = 0; i < us.size(); ++i) mb += bytes[i] / n, mu += us[i] / n;

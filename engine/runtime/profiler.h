@@ -33,8 +33,9 @@ struct LinkProfile {
 LinkProfile measure_local_link(std::int64_t bytes, int repeats = 20);
 
 // What sends really held their senders in a run (its events/stage*.jsonl),
-// fitted as send_cpu_us + bytes at send_cpu_gbps (least squares; one
-// message size gives a per-message time only). On a shared CPU the copy
+// fitted as send_cpu_us + bytes at send_cpu_gbps (least squares over the
+// median per message size; one size gives a per-message time only). On a
+// shared CPU the copy
 // into the socket waits for the receiving process's I/O thread to get a
 // core, which an isolated ping-pong never shows; a short run of the job
 // itself does. Returns `link` with the two send fields replaced; unchanged
