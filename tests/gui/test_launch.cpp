@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
+#include <qcustomplot.h>
 
 #include "gui/models/engine_process.h"
 #include "gui/models/run_feeder.h"
@@ -101,12 +102,58 @@ class StudioLaunchTest : public QObject {
     QVERIFY2(tp.size() >= 30 && tp.size() <= 40, qPrintable(QString::number(tp.size())));
     QVERIFY(std::any_of(tp.begin(), tp.end(), [](const ThroughputSample& t) { return t.samples_per_s > 0; }));
     QVERIFY(!w.run()->plans().empty());
+    // The samples are on the run's clock: inside the span of its events,
+    // so the throughput view draws them where the timeline is.
+    for (const auto& t : tp)
+      QVERIFY2(t.t_ns >= w.run()->beginNs() && t.t_ns <= w.run()->endNs() + 1'000'000'000,
+               qPrintable(QStringLiteral("throughput sample at %1 ns, events span [%2, %3]")
+                              .arg(t.t_ns).arg(w.run()->beginNs()).arg(w.run()->endNs())));
+    QCustomPlot* tplot = w.throughputView()->plot();
+    tplot->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(tplot->graphCount() == 1);
+    int shown = 0;
+    for (auto it = tplot->graph(0)->data()->constBegin(); it != tplot->graph(0)->data()->constEnd(); ++it)
+      shown += tplot->xAxis->range().contains(it->key) && tplot->yAxis->range().contains(it->value);
+    QVERIFY2(shown >= static_cast<int>(tp.size()) - 1, qPrintable(QStringLiteral("%1 of %2 throughput points in view").arg(shown).arg(tp.size())));
     QVERIFY(QFileInfo(req.run_dir + "/run.db").size() > 0);
     QVERIFY2(w.statusText().contains("finished"), qPrintable(w.statusText()));
     QVERIFY2(probe.worstMs() < 500, qPrintable(QString("GUI thread stalled %1 ms").arg(probe.worstMs())));
     qInfo("GUI thread's longest stall during the run: %lld ms", probe.worstMs());
     w.showTab("monitor");
     screenshot(&w, "studio-launched-run");
+    screenshot(w.throughputView(), "studio-launched-run-throughput");
+
+    // Replay of the recorded run: the same throughput, on the same clock.
+    QVERIFY(w.openFile(req.run_dir + "/run.db"));
+    QVERIFY(wait_until([&] { return w.run()->finished(); }, 10000));
+    auto replayed = w.run()->throughput();
+    QCOMPARE(replayed.size(), tp.size());
+    for (const auto& t : replayed) QVERIFY(t.t_ns >= w.run()->beginNs() && t.t_ns <= w.run()->endNs() + 1'000'000'000);
+  }
+
+  // Pause from the studio: the engine holds every stage, the status bar
+  // says paused and no events arrive; resume: it trains on and finishes.
+  void pausedRunShowsPausedThenResumesAndFinishes() {
+    MainWindow w;
+    w.show();
+    QVERIFY(w.launch(request("paused", 400)));
+    QVERIFY2(wait_until([&] { return w.run()->eventCount() > 0 && w.source() && w.source()->canControl(); }, 60000),
+             qPrintable(w.statusText()));
+    w.pauseRun();
+    QVERIFY2(wait_until([&] { return w.run()->paused(); }, 15000), qPrintable(w.statusText()));
+    QVERIFY2(wait_until([&] { return w.statusText().contains("paused"); }, 2000), qPrintable(w.statusText()));
+    QCOMPARE(w.run()->status(), RunStatus::Running);
+    QTest::qWait(300);  // what was in flight at the pause
+    const std::size_t held = w.run()->eventCount();
+    QTest::qWait(1000);
+    QCOMPARE(w.run()->eventCount(), held);
+    screenshot(&w, "studio-paused-run");
+    w.resumeRun();
+    QVERIFY2(wait_until([&] { return !w.run()->paused(); }, 15000), qPrintable(w.statusText()));
+    QVERIFY2(wait_until([&] { return w.run()->eventCount() > held; }, 15000), qPrintable(w.statusText()));
+    QVERIFY2(wait_until([&] { return w.run()->status() != RunStatus::Running; }, 120000), qPrintable(w.statusText()));
+    QCOMPARE(w.run()->status(), RunStatus::Finished);
+    QVERIFY(wait_until([&] { return !w.engine()->isRunning(); }, 15000));
   }
 
   void killedEngineShowsDeadWithinThreeSeconds() {
