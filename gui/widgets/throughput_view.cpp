@@ -67,6 +67,9 @@ void ThroughputView::refresh() {
       k.push_back((t.t_ns - origin) / 1e6);
       v.push_back(t.samples_per_s);
       ymax = std::max(ymax, t.samples_per_s);
+      // A live run reports an iteration before its last events have been
+      // tailed in: keep such samples in view too.
+      xmax = std::max(xmax, k.back());
     }
     g->setData(k, v, true);
     xmax = std::max(xmax, (s.run->endNs() - origin) / 1e6);

@@ -87,13 +87,13 @@ class RunRecording final : public rt::RunObserver {
 #endif
     }
 #endif
-    t0_ = now_ns();
     if (next_) next_->on_start(p, start);
   }
 
   void on_iteration(std::int64_t it, double loss, double sps, double eta) override {
     ThroughputSample t;
-    t.t_ns = now_ns() - t0_;
+    // The workers' clock (steady, absolute), so samples line up with events.
+    t.t_ns = now_ns();
     t.iteration = it;
     t.samples_per_s = sps;
     t.iteration_ms = last_ns_ ? (t.t_ns - last_ns_) / 1e6 : 0;
@@ -179,7 +179,7 @@ class RunRecording final : public rt::RunObserver {
  private:
   void log(LogLevel level, const std::string& message) {
     LogRecord l;
-    l.t_ns = now_ns() - t0_;
+    l.t_ns = now_ns();
     l.level = level;
     l.source = "coordinator";
     l.message = message;
@@ -245,7 +245,7 @@ class RunRecording final : public rt::RunObserver {
   RunRecordingOptions opt_;
   rt::RunObserver* next_;
   std::string run_id_;
-  std::int64_t t0_ = 0, last_ns_ = 0;
+  std::int64_t last_ns_ = 0;
   std::vector<double> losses_;
 #ifdef PW_HAVE_DB
   std::unique_ptr<db::RunWriter> db_;
