@@ -185,6 +185,14 @@ at::Tensor TorchScriptLayerImpl::forward(const at::Tensor& x) {
   return y;
 }
 
+std::shared_ptr<torch::nn::Module> TorchScriptLayerImpl::clone(const c10::optional<torch::Device>& device) const {
+  torch::jit::Module copy = child_.deepcopy();
+  if (device) copy.to(*device);
+  auto out = std::make_shared<TorchScriptLayerImpl>(std::move(copy), type_);
+  out->train(is_training());
+  return out;
+}
+
 void TorchScriptLayerImpl::train(bool on) {
   torch::nn::Module::train(on);
   child_.train(on);

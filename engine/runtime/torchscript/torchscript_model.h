@@ -26,6 +26,9 @@ class TorchScriptLayerImpl : public torch::nn::Module {
   TorchScriptLayerImpl(torch::jit::Module child, std::string type);
   at::Tensor forward(const at::Tensor& x);
   void train(bool on = true) override;
+  // A deep copy with its own tensors (PipeDream's weight stashing clones
+  // layers): the copy's forward runs its own copy of the scripted child.
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
   const std::string& type() const { return type_; }
 
  private:

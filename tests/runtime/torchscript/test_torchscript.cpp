@@ -327,6 +327,18 @@ TEST_F(TorchScript, TrainsInTwoAndFourStagesToTheWeightsOfOneAndLoadsBackInPytho
       << "the trained model, loaded in Python, does not compute what the pipeline trained";
 }
 
+// PipeDream's asynchronous 1F1B trains it too (other numbers by design:
+// stale weights), and its export is a model Python can load.
+TEST_F(TorchScript, TrainsUnderAsyncPipeDreamAndExports) {
+  std::string dir = train(file("seq.pt"), 2, "pipedream");
+  auto trained = saved_params(dir + "/model.pt"), initial = saved_params(file("seq.pt"));
+  ASSERT_EQ(trained.size(), initial.size());
+  double moved = 0;
+  for (size_t i = 0; i < trained.size(); ++i)
+    moved = std::max(moved, (trained[i] - initial[i]).abs().max().item<double>());
+  EXPECT_GT(moved, 1e-4) << "the exported weights did not train";
+}
+
 std::map<std::string, at::Tensor> saved_buffers(const std::string& path) {
   std::map<std::string, at::Tensor> out;
   for (const auto& b : torch::jit::load(path).named_buffers()) out[b.name] = b.value;
