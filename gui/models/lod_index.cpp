@@ -71,16 +71,20 @@ void LodIndex::work() {
         lods_[e.stage][static_cast<int>(row_of(e.kind))].add(e.start_ns, std::max(e.start_ns, e.end_ns), e.kind);
       }
     }
+    // Announce before reporting idle, so whoever waits for idle has seen
+    // the signal (a spurious extra one, if more work came in, only repaints).
     bool caught_up = false;
+    {
+      std::lock_guard<std::mutex> q(queue_mu_);
+      caught_up = queue_.empty();
+    }
+    if (caught_up) emit updated();
     {
       std::lock_guard<std::mutex> q(queue_mu_);
       busy_ = false;
       caught_up = queue_.empty();
     }
-    if (caught_up) {
-      idle_cv_.notify_all();
-      emit updated();
-    }
+    if (caught_up) idle_cv_.notify_all();
   }
 }
 
