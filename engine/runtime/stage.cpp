@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -17,6 +18,7 @@
 #include <stdexcept>
 
 #include "core/spec/learning_rate.h"
+#include "runtime/activation_swap.h"
 #include "runtime/data.h"
 #include "runtime/layers.h"
 #include "runtime/send_reaper.h"
@@ -33,10 +35,12 @@ enum Dir : int { kActivation = 0, kGradient = 1 };
 
 // What a layer keeps between its forward and backward for one microbatch.
 struct LayerState {
-  at::Tensor in;    // the layer's input (a leaf when gradients flow upstream)
-  at::Tensor out;   // Keep: the output with its autograd graph
-  at::Tensor host;  // Swap: the input, moved to the host pool
-  bool swapped = false;
+  at::Tensor in;   // the layer's input (a leaf when gradients flow upstream)
+  at::Tensor out;  // Keep: the output with its autograd graph
+  // Swap: the graph's root without its output tensor (which the next layer
+  // holds as its input, or a send), and the saved tensors, off the device.
+  torch::autograd::Edge root;
+  std::unique_ptr<SwappedActivations> swap;
 };
 
 // Weight stashing (PipeDream): the weight version a microbatch's forward
@@ -253,25 +257,29 @@ struct StageExecutor::Impl {
         out = layer_of(st, l, r.first_layer)->forward(in);
         ls.in = in;
         ls.out = out;
-      } else {
+      } else if (pol == MemoryPolicy::Recompute) {
         torch::NoGradGuard ng;
         out = layer_of(st, l, r.first_layer)->forward(in);
-        if (pol == MemoryPolicy::Recompute) {
-          ls.in = in;
-        } else {
-          std::int64_t s0 = now_ns();
-          // The host pool lives outside the device account (see memory.h).
-          // The host pool is malloc'd memory, outside the counting allocator
-          // (on a GPU build this is where pinned memory and a copy stream go).
-          void* buf = std::malloc(std::max<size_t>(1, in.nbytes()));
-          if (!buf) throw std::bad_alloc();
-          ls.host = at::from_blob(buf, in.sizes(), [](void* p) { std::free(p); },
-                                  at::TensorOptions().dtype(in.dtype()));
-          ls.host.copy_(in);
-          ls.swapped = true;
-          memory.add_host(ls.host.nbytes());
-          emit(EventKind::SwapOut, s0, mb, chunk, ls.host.nbytes());
+        ls.in = in;
+      } else {
+        auto& layer = layer_of(st, l, r.first_layer);
+        ls.swap = std::make_unique<SwappedActivations>();
+        {
+          std::vector<at::Tensor> resident = layer->parameters();
+          for (auto& b : layer->buffers()) resident.push_back(b);
+          SwappedActivations::Capture capture(*ls.swap, resident);
+          out = layer->forward(in);
         }
+        if (grad_in) {
+          ls.in = in;
+          ls.swap->track_leaf(in);
+        }
+        ls.root = torch::autograd::impl::gradient_edge(out);
+        std::int64_t s0 = now_ns();
+        // The host pool lives outside the device account (see memory.h).
+        std::int64_t bytes = ls.swap->swap_out();
+        memory.add_host(bytes);
+        emit(EventKind::SwapOut, s0, mb, chunk, bytes);
       }
       x = out;
     }
@@ -303,24 +311,28 @@ struct StageExecutor::Impl {
     for (int l = r.last_layer; l >= r.first_layer; --l) {
       LayerState& ls = st.layers[l - r.first_layer];
       bool grad_in = !(v == 0 && l == r.first_layer);
-      at::Tensor out;
-      if (ls.swapped) {
+      if (ls.swap) {
         std::int64_t s0 = now_ns();
-        ls.in = ls.host.clone();
-        if (grad_in) ls.in.requires_grad_(true);
-        memory.add_host(-static_cast<std::int64_t>(ls.host.nbytes()));
-        ls.host = at::Tensor();
-        emit(EventKind::SwapIn, s0, mb, chunk, ls.in.nbytes());
-      }
-      if (ls.out.defined()) {
-        out = ls.out;
+        std::int64_t bytes = ls.swap->swap_in();
+        memory.add_host(-bytes);
+        emit(EventKind::SwapIn, s0, mb, chunk, bytes);
+        if (ls.root.function)
+          torch::autograd::Engine::get_default_engine().execute({ls.root}, {g}, /*keep_graph=*/false,
+                                                                  /*create_graph=*/false, /*accumulate_grad=*/true);
+        ls.root = torch::autograd::Edge();
+        ls.swap.reset();
       } else {
-        std::int64_t s0 = now_ns();
-        out = layer_of(st, l, r.first_layer)->forward(ls.in);
-        emit(EventKind::Recompute, s0, mb, chunk);
+        at::Tensor out;
+        if (ls.out.defined()) {
+          out = ls.out;
+        } else {
+          std::int64_t s0 = now_ns();
+          out = layer_of(st, l, r.first_layer)->forward(ls.in);
+          emit(EventKind::Recompute, s0, mb, chunk);
+        }
+        torch::autograd::backward({out}, {g});
+        ls.out = at::Tensor();
       }
-      torch::autograd::backward({out}, {g});
-      ls.out = at::Tensor();
       if (grad_in) g = ls.in.grad();
       ls.in = at::Tensor();
     }

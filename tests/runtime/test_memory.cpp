@@ -2,9 +2,13 @@
 // on what a stage really holds.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+
 #include "core/job/job_plan.h"
 #include "core/model/profile_io.h"
 #include "core/plan/plan.h"
+#include "runtime/layers.h"
 #include "runtime/profiler.h"
 #include "run_helpers.h"
 
@@ -22,9 +26,9 @@ nlohmann::json wide_job() {
   return doc;
 }
 
-RunResult run_with_policy(const nlohmann::json& doc, MemoryPolicy p, const std::string& dir) {
+RunResult run_with_policy(const nlohmann::json& doc, MemoryPolicy p, const std::string& dir, int layers = 4) {
   RunOptions o = options(doc, dir);
-  Plan plan = uniform_partition(4, 2);
+  Plan plan = uniform_partition(layers, 2);
   plan.planner = "test";
   for (auto& x : plan.policy) x = p;
   plan.policy.back() = MemoryPolicy::Keep;  // the loss layer's output stays either way
@@ -92,6 +96,79 @@ TEST_F(MemoryPolicyRuns, RecomputeAndSwapLowerTheMeasuredPeakByWhatTheyDrop) {
   EXPECT_NEAR(peak(kKeep, 1) - peak(kSwap, 1), in_flight * act - act, slack);
 }
 
+// Swap moves what autograd saved to the host and back: no layer runs twice,
+// and each swap-out carries exactly the tensors the layer's ops save, worked
+// out from the layer sizes (a Linear saves its input, a ReLU its output;
+// the weights stay resident).
+TEST_F(MemoryPolicyRuns, SwapMovesTheSavedActivationsAndRecomputesNothing) {
+  const std::int64_t mb = 256, act = mb * 512 * 4, x0 = mb * 20 * 4;
+  struct Seen {
+    int recompute = 0, out = 0, in = 0;
+    std::multiset<std::int64_t> out_bytes, in_bytes;
+  };
+  auto seen = [](const std::string& dir, int stage) {
+    Seen s;
+    std::ifstream f(dir + "/events/stage" + std::to_string(stage) + ".jsonl");
+    for (std::string line; std::getline(f, line);) {
+      auto e = nlohmann::json::parse(line);
+      const auto kind = e["kind"].get<std::string>();
+      if (kind == "recompute") ++s.recompute;
+      if (kind == "swap_out") ++s.out, s.out_bytes.insert(e["bytes"].get<std::int64_t>());
+      if (kind == "swap_in") ++s.in, s.in_bytes.insert(e["bytes"].get<std::int64_t>());
+    }
+    return s;
+  };
+  const int microbatches = 4 * 2;  // 4 per iteration, 2 iterations
+  Seen rec = seen(dirs_[1], 0), s0 = seen(dirs_[2], 0), s1 = seen(dirs_[2], 1);
+  EXPECT_GT(rec.recompute, 0) << "the recompute run is the control";
+  EXPECT_EQ(s0.recompute + s1.recompute, 0);
+  // Stage 0: layer 0 saves the input batch and its ReLU output, layer 1 its
+  // input (layer 0's output, again) and its ReLU output.
+  EXPECT_EQ(s0.out, 2 * microbatches);
+  EXPECT_EQ(s0.out_bytes.count(x0 + act), static_cast<size_t>(microbatches));
+  EXPECT_EQ(s0.out_bytes.count(2 * act), static_cast<size_t>(microbatches));
+  EXPECT_EQ(s0.in_bytes, s0.out_bytes) << "everything swapped out comes back";
+  // Stage 1: layer 2 (the received activation and its ReLU output); layer 3 is kept.
+  EXPECT_EQ(s1.out, microbatches);
+  EXPECT_EQ(s1.out_bytes.count(2 * act), static_cast<size_t>(microbatches));
+  EXPECT_EQ(s1.in_bytes, s1.out_bytes);
+}
+
+nlohmann::json small_cnn_job() {
+  return {{"name", "test-cnn"},
+          {"model", {{"kind", "cnn"}, {"image_size", 28}, {"in_channels", 1}, {"channels", {16, 16}},
+                     {"classes", 10}, {"precision", "fp32"}}},
+          {"data", {{"kind", "synthetic"}, {"samples", 128}}},
+          {"training", {{"optimizer", "sgd"}, {"lr", 0.01}, {"batch_size", 64}, {"microbatch_size", 32},
+                        {"iterations", 2}, {"seed", 7}}},
+          {"cluster", {{"devices", 2}, {"device", "custom"}, {"memory_gb", 1}, {"tflops", 0.05}}},
+          {"pipeline", {{"stages", 2}, {"schedule", "1f1b"}, {"planner", "gpipe"}}}};
+}
+
+// Convolutions save their input and weight, max-pooling its int64 indices,
+// and several ops save views of one buffer: all of it must come back
+// byte for byte, so swap gives keep's numbers exactly.
+TEST(MemoryPolicy, SwapOnAConvNetGivesExactlyKeepsNumbers) {
+  auto doc = small_cnn_job();
+  const int layers = static_cast<int>(build_layers(parse_job(doc)).size());
+  std::string keep_dir = temp_dir("cnn-keep"), swap_dir = temp_dir("cnn-swap");
+  RunResult keep = run_with_policy(doc, MemoryPolicy::Keep, keep_dir, layers);
+  RunResult swap = run_with_policy(doc, MemoryPolicy::Swap, swap_dir, layers);
+  ASSERT_EQ(keep.exit_code, 0) << keep.error;
+  ASSERT_EQ(swap.exit_code, 0) << swap.error;
+  ASSERT_EQ(keep.losses.size(), swap.losses.size());
+  for (size_t i = 0; i < keep.losses.size(); ++i) EXPECT_EQ(keep.losses[i], swap.losses[i]);
+  auto wk = run_weights(keep_dir, 2), ws = run_weights(swap_dir, 2);
+  ASSERT_EQ(wk.size(), ws.size());
+  for (size_t i = 0; i < wk.size(); ++i) EXPECT_TRUE(at::equal(wk[i], ws[i])) << "parameter " << i;
+  std::ifstream events(swap_dir + "/events/stage0.jsonl");
+  int swapped = 0;
+  for (std::string line; std::getline(events, line);) swapped += line.find("\"swap_out\"") != std::string::npos;
+  EXPECT_GT(swapped, 0) << "the swap run swapped nothing";
+  std::filesystem::remove_all(keep_dir);
+  std::filesystem::remove_all(swap_dir);
+}
+
 TEST(MemoryBudget, AStageOverBudgetFailsNamingTheStage) {
   // Stage 0 (20->16->16) is tiny; stage 1 holds a 16->2048->2048 tail:
   // its weights alone (16 MiB) are over a 4 MiB budget.
@@ -124,14 +201,7 @@ TEST(MemoryBudget, TheSameJobFitsABigEnoughBudget) {
 // full-size output on top of what the forward kept; a profile without them
 // under-states the peak, and a plan made to fit the budget fails when run.
 TEST(MemoryBudget, APlanFromAMeasuredProfileFitsTheBudgetItWasMadeFor) {
-  nlohmann::json doc{{"name", "test-cnn"},
-                     {"model", {{"kind", "cnn"}, {"image_size", 28}, {"in_channels", 1}, {"channels", {16, 16}},
-                                {"classes", 10}, {"precision", "fp32"}}},
-                     {"data", {{"kind", "synthetic"}, {"samples", 128}}},
-                     {"training", {{"optimizer", "sgd"}, {"lr", 0.01}, {"batch_size", 64}, {"microbatch_size", 32},
-                                   {"iterations", 2}, {"seed", 7}}},
-                     {"cluster", {{"devices", 2}, {"device", "custom"}, {"memory_gb", 1}, {"tflops", 0.05}}},
-                     {"pipeline", {{"stages", 2}, {"schedule", "1f1b"}, {"planner", "gpipe"}}}};
+  nlohmann::json doc = small_cnn_job();
   JobSpec job = parse_job(doc);
   ModelProfile prof = measure_profile(job, {2, 1});
   const std::uint64_t conv0_out = 32ull * 16 * 28 * 28 * 4;  // before the pool
