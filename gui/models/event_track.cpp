@@ -58,8 +58,9 @@ void EventTrack::append(const std::vector<Event>& events) {
   // out-of-order position is re-sorted.
   std::size_t from = old;
   if (old > 0 && min_new < start_[old - 1])
-    from = static_cast<std::size_t>(std::upper_bound(start_.begin(), start_.begin() + old, min_new) - start_.begin());
-  bool sorted = std::is_sorted(start_.begin() + from, start_.end());
+    from = start_.partition_point(0, old, [&](std::int64_t s) { return s <= min_new; });
+  bool sorted = true;
+  for (std::size_t i = from + 1; i < size() && sorted; ++i) sorted = start_[i - 1] <= start_[i];
   if (!sorted || from < old) sort_tail(from);
   rebuild_derived(from);
 }
@@ -70,10 +71,10 @@ void EventTrack::sort_tail(std::size_t from) {
   std::iota(perm.begin(), perm.end(), from);
   std::stable_sort(perm.begin(), perm.end(), [&](std::size_t a, std::size_t b) { return start_[a] < start_[b]; });
   auto apply = [&](auto& col) {
-    using T = typename std::decay_t<decltype(col)>::value_type;
+    using T = std::decay_t<decltype(col[0])>;
     std::vector<T> tmp(n);
     for (std::size_t i = 0; i < n; ++i) tmp[i] = col[perm[i]];
-    std::copy(tmp.begin(), tmp.end(), col.begin() + from);
+    for (std::size_t i = 0; i < n; ++i) col[from + i] = tmp[i];
   };
   apply(start_);
   apply(end_);
@@ -96,11 +97,11 @@ void EventTrack::rebuild_derived(std::size_t from) {
 }
 
 std::size_t EventTrack::first_ending_after(std::int64_t t) const {
-  return static_cast<std::size_t>(std::upper_bound(max_end_.begin(), max_end_.end(), t) - max_end_.begin());
+  return max_end_.partition_point(0, max_end_.size(), [t](std::int64_t e) { return e <= t; });
 }
 
 std::size_t EventTrack::first_starting_at_or_after(std::int64_t t) const {
-  return static_cast<std::size_t>(std::lower_bound(start_.begin(), start_.end(), t) - start_.begin());
+  return start_.partition_point(0, start_.size(), [t](std::int64_t s) { return s < t; });
 }
 
 std::int64_t EventTrack::duration_sum(std::size_t from, std::size_t to) const {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/events/event.h"
+#include "gui/models/chunked_column.h"
 
 namespace pw::gui {
 
@@ -15,10 +16,11 @@ TrackRow row_of(EventKind k);
 bool is_busy_kind(EventKind k);  // counts as a stage's compute (busy) time
 
 // One row of one stage: events sorted by start, stored column-wise so the
-// hot columns (start, end) are contiguous for binary search. Two derived
+// hot columns (start, end) are compact for binary search. Two derived
 // columns make queries O(log n): the running maximum of end (the first bar
 // reaching into a window), and the running sum of durations (busy time of
-// any index range).
+// any index range). Columns are chunked (ChunkedColumn): an append costs
+// what it appends, never a copy of the whole track.
 class EventTrack {
  public:
   std::size_t size() const { return start_.size(); }
@@ -58,11 +60,11 @@ class EventTrack {
   void sort_tail(std::size_t from);
   void rebuild_derived(std::size_t from);
 
-  std::vector<std::int64_t> start_, end_, bytes_;
-  std::vector<std::int32_t> microbatch_, first_layer_, last_layer_;
-  std::vector<std::int16_t> chunk_;
-  std::vector<std::uint8_t> kind_;
-  std::vector<std::int64_t> max_end_, dur_prefix_;  // dur_prefix_[i] = sum of durations [0, i)
+  ChunkedColumn<std::int64_t> start_, end_, bytes_;
+  ChunkedColumn<std::int32_t> microbatch_, first_layer_, last_layer_;
+  ChunkedColumn<std::int16_t> chunk_;
+  ChunkedColumn<std::uint8_t> kind_;
+  ChunkedColumn<std::int64_t> max_end_, dur_prefix_;  // dur_prefix_[i] = sum of durations [0, i)
 };
 
 }  // namespace pw::gui

@@ -1,5 +1,7 @@
 #include "gui/models/lod_index.h"
 
+#include <chrono>
+
 namespace pw::gui {
 
 LodIndex::LodIndex(QObject* parent) : QObject(parent), thread_([this] { work(); }) {}
@@ -60,15 +62,27 @@ void LodIndex::work() {
       busy_ = true;
       gen = generation_.load();
     }
-    for (std::size_t i = 0; i < events.size(); i += kSlice) {
+    std::size_t i = 0;
+    bool dropped = false;
+    while (i < events.size() && !dropped) {
+      while (readers_waiting_.load() > 0) std::this_thread::yield();
       std::lock_guard<std::mutex> g(mu_);
-      if (generation_.load() != gen) break;  // cleared meanwhile
+      if (generation_.load() != gen) {
+        dropped = true;  // cleared meanwhile
+        break;
+      }
+      // A slice ends after kSlice events or kMaxHold, whichever comes
+      // first: a track growing or coarsening its buckets makes some events
+      // far costlier than others, and the painter waits for the slice.
+      const auto t0 = std::chrono::steady_clock::now();
       const std::size_t end = std::min(events.size(), i + kSlice);
-      for (std::size_t k = i; k < end; ++k) {
-        const Event& e = events[k];
-        if (e.stage < 0) continue;
-        if (e.stage >= static_cast<int>(lods_.size())) lods_.resize(static_cast<std::size_t>(e.stage) + 1);
-        lods_[e.stage][static_cast<int>(row_of(e.kind))].add(e.start_ns, std::max(e.start_ns, e.end_ns), e.kind);
+      while (i < end) {
+        const Event& e = events[i++];
+        if (e.stage >= 0) {
+          if (e.stage >= static_cast<int>(lods_.size())) lods_.resize(static_cast<std::size_t>(e.stage) + 1);
+          lods_[e.stage][static_cast<int>(row_of(e.kind))].add(e.start_ns, std::max(e.start_ns, e.end_ns), e.kind);
+        }
+        if (i % 32 == 0 && std::chrono::steady_clock::now() - t0 > kMaxHold) break;
       }
     }
     // Announce before reporting idle, so whoever waits for idle has seen

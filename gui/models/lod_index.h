@@ -2,6 +2,7 @@
 #include <QObject>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -17,12 +18,13 @@ namespace pw::gui {
 // The level-of-detail buckets of every (stage, row) of a run, built on a
 // worker thread: the GUI thread only hands over each appended batch's
 // events (one vector copy) and does no per-event bucket work. The painter
-// reads under lock(); the worker adds in slices of kSlice events per hold
-// of that lock, so neither waits on the other for long.
+// reads under lock(); the worker adds in slices of at most kSlice events
+// and kMaxHold per hold of that lock, so neither waits on the other for long.
 class LodIndex : public QObject {
   Q_OBJECT
  public:
   static constexpr std::size_t kSlice = 2048;
+  static constexpr std::chrono::microseconds kMaxHold{1000};
 
   explicit LodIndex(QObject* parent = nullptr);
   ~LodIndex() override;
@@ -35,7 +37,12 @@ class LodIndex : public QObject {
   bool idle() const;
 
   // Read access: hold the lock while using lod()'s result.
-  std::unique_lock<std::mutex> lock() const { return std::unique_lock<std::mutex>(mu_); }
+  std::unique_lock<std::mutex> lock() const {
+    ++readers_waiting_;
+    std::unique_lock<std::mutex> l(mu_);
+    --readers_waiting_;
+    return l;
+  }
   const TrackLod* lod(int stage, TrackRow row) const;
 
  signals:
@@ -47,6 +54,9 @@ class LodIndex : public QObject {
   void work();
 
   mutable std::mutex mu_;  // lods_
+  // A reader waiting for mu_: the worker lets it in between slices (a
+  // std::mutex is not fair: the worker would take it straight back).
+  mutable std::atomic<int> readers_waiting_{0};
   std::vector<std::array<TrackLod, kTrackRowCount>> lods_;
 
   mutable std::mutex queue_mu_;  // queue_, busy_, quit_

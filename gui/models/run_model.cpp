@@ -81,6 +81,7 @@ bool RunModel::appendOne(const RunBatch& b) {
     // re-sorting local to this batch.
     if (static_cast<int>(scratch_.size()) < stageCount()) scratch_.resize(stageCount());
     auto& parts = scratch_;
+    const std::size_t old_completions = completions_.size();
     for (auto& st : parts)
       for (auto& v : st) v.clear();
     for (const auto& e : b.events) {
@@ -92,7 +93,13 @@ bool RunModel::appendOne(const RunBatch& b) {
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);
     lod_.add(b.events);
-    if (!std::is_sorted(completions_.begin(), completions_.end())) std::sort(completions_.begin(), completions_.end());
+    // Only this batch's completions can be out of order (O(batch), not O(run)).
+    const auto fresh = completions_.begin() + static_cast<std::ptrdiff_t>(old_completions ? old_completions - 1 : 0);
+    if (!std::is_sorted(fresh, completions_.end())) {
+      std::sort(completions_.begin() + static_cast<std::ptrdiff_t>(old_completions), completions_.end());
+      std::inplace_merge(completions_.begin(), completions_.begin() + static_cast<std::ptrdiff_t>(old_completions),
+                         completions_.end());
+    }
     event_count_ += b.events.size();
   }
   for (const auto& m : b.memory) {

@@ -24,9 +24,23 @@ int TrackLod::slotOf(EventKind k) {
 }
 
 void TrackLod::coarsen() {
-  // Level 1's buckets are exactly level 0's at twice the width. (A single
-  // bucket stays bucket 0: it starts at the origin either way.)
-  if (levels_.size() > 1) levels_.erase(levels_.begin());
+  // Every level becomes the next coarser one (bucket i = buckets 2i and
+  // 2i + 1), in place: the levels keep their capacity, so a track that
+  // grows again after this writes memory it already has. (Dropping level 0
+  // and regrowing level 1 reallocated and faulted in ~1 MB per track, in
+  // step for every track, while the painter waited on the buckets' lock.)
+  for (auto& v : levels_) {
+    const std::size_t n = (v.size() + 1) / 2;
+    for (std::size_t i = 0; i < n; ++i) {
+      Bucket b = v[2 * i];
+      if (2 * i + 1 < v.size())
+        for (int k = 0; k < kSlots; ++k) b[k] += v[2 * i + 1][k];
+      v[i] = b;
+    }
+    v.resize(n);
+  }
+  // The top (one bucket) now repeats the level below it.
+  if (levels_.size() > 1) levels_.pop_back();
   ++shift_;
 }
 
@@ -39,8 +53,13 @@ void TrackLod::ensure(std::size_t b0) {
   const std::size_t count = static_cast<std::size_t>(std::bit_width(n0 - 1)) + 1;  // down to one bucket
   for (std::size_t l = 0; l < count; ++l) {
     if (l == levels_.size()) {
-      // A new top: its one bucket holds everything the old top held.
-      levels_.emplace_back(1, l == 0 ? Bucket{} : levels_[l - 1][0]);
+      // A new top: its one bucket holds everything the old top held. Its
+      // whole capacity is reserved now (address space; pages are touched
+      // as buckets are used), so growing never reallocates.
+      const Bucket top = l == 0 ? Bucket{} : levels_[l - 1][0];
+      levels_.emplace_back();
+      levels_.back().reserve(std::max<std::size_t>(1, kMaxBuckets >> l));
+      levels_.back().push_back(top);
     }
     const std::size_t want = ((n0 - 1) >> l) + 1;
     if (levels_[l].size() < want) levels_[l].resize(want, Bucket{});

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <random>
 
+#include "gui/models/chunked_column.h"
 #include "gui/models/event_track.h"
 #include "gui/models/lod_index.h"
 #include "gui/models/track_lod.h"
@@ -104,6 +107,54 @@ std::vector<Event> lod_events(std::int64_t t0) {
   return v;
 }
 
+TEST(ChunkedColumn, AppendingNeverMovesStoredElements) {
+  // A live tick must not copy the whole track (a std::vector's doubling did,
+  // in step for every stage: the late frames of the live benchmark).
+  ChunkedColumn<std::int64_t, 4> c;
+  c.push_back(7);
+  const std::int64_t* first = &c[0];
+  for (int i = 1; i < 1000; ++i) c.push_back(i * 3);
+  EXPECT_EQ(&c[0], first);
+  ASSERT_EQ(c.size(), 1000u);
+  for (std::size_t i = 1; i < c.size(); ++i) ASSERT_EQ(c[i], static_cast<std::int64_t>(i) * 3) << i;
+  EXPECT_EQ(c.partition_point(0, c.size(), [](std::int64_t v) { return v < 300; }), 100u);
+  c.resize(17);
+  EXPECT_EQ(c.back(), 48);
+  c.resize(40);
+  EXPECT_EQ(c.size(), 40u);
+  EXPECT_EQ(c[16], 48);
+}
+
+TEST(EventTrack, SortsAndSearchesAcrossColumnChunks) {
+  // More events than one column chunk, delivered in shuffled batches: the
+  // columns stay sorted and the searches agree with a brute-force scan.
+  std::mt19937 rng(11);
+  std::vector<Event> all;
+  for (int i = 0; i < 50000; ++i) all.push_back(ev(i * 10, i * 10 + 5 + (i % 7 == 0 ? 400 : 0), EventKind::Forward, i));
+  EventTrack t;
+  for (std::size_t b = 0; b < all.size(); b += 3000) {
+    std::vector<Event> batch(all.begin() + static_cast<std::ptrdiff_t>(b),
+                             all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), b + 3000)));
+    std::shuffle(batch.begin(), batch.end(), rng);
+    t.append(batch);
+  }
+  ASSERT_EQ(t.size(), all.size());
+  for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(t.microbatch(i), static_cast<int>(i)) << i;
+  for (std::int64_t q : {0LL, 163835LL, 163840LL, 327675LL, 499990LL, 600000LL}) {
+    std::size_t brute = 0;
+    while (brute < all.size() && all[brute].start_ns < q) ++brute;
+    EXPECT_EQ(t.first_starting_at_or_after(q), brute) << q;
+    std::size_t first_end = 0;
+    std::int64_t run_max = INT64_MIN;
+    for (; first_end < all.size(); ++first_end) {
+      run_max = std::max(run_max, all[first_end].end_ns);
+      if (run_max > q) break;
+    }
+    EXPECT_EQ(t.first_ending_after(q), first_end) << q;
+  }
+  EXPECT_EQ(t.duration_sum(0, t.size()), t.duration_sum(0, 20000) + t.duration_sum(20000, t.size()));
+}
+
 TEST(TrackLod, BucketsHoldTheBusyTimeOfEachKind) {
   std::vector<Event> v = lod_events(0);
   TrackLod lod;
@@ -147,6 +198,40 @@ TEST(TrackLod, AnEventCoversAtMostMaxSpanBuckets) {
 
 // The worker-built index holds what a TrackLod fed directly holds, per
 // (stage, row); clear() drops everything, queued work included.
+TEST(TrackLod, CoarseningKeepsThePyramidAndNeverReallocates) {
+  // A run growing past kMaxBuckets many times over: every level stays the
+  // pairwise sum of the one below, and the buckets stay where they are (a
+  // reallocation per coarsening, in step on every track, held up frames).
+  TrackLod lod;
+  std::mt19937 rng(3);
+  std::int64_t t = 0;
+  lod.add(0, 500, EventKind::Forward);
+  const TrackLod::Bucket* level0 = lod.level(0).data();
+  const int shift0 = lod.shift();
+  double total = 500;
+  for (int i = 0; i < 20000; ++i) {
+    t += 200 + static_cast<std::int64_t>(rng() % 50000);
+    const std::int64_t d = 1 + static_cast<std::int64_t>(rng() % 3000);
+    lod.add(t, t + d, i % 3 ? EventKind::Forward : EventKind::Backward);
+    total += static_cast<double>(d);
+  }
+  EXPECT_GT(lod.shift(), shift0 + 3);
+  EXPECT_EQ(lod.level(0).data(), level0);
+  for (int l = 1; l < lod.levels(); ++l) {
+    const auto& fine = lod.level(l - 1);
+    const auto& coarse = lod.level(l);
+    ASSERT_EQ(coarse.size(), (fine.size() + 1) / 2) << l;
+    for (std::size_t b = 0; b < coarse.size(); ++b)
+      for (int k = 0; k < TrackLod::kSlots; ++k) {
+        const double want = fine[2 * b][k] + (2 * b + 1 < fine.size() ? fine[2 * b + 1][k] : 0);
+        ASSERT_DOUBLE_EQ(coarse[b][k], want) << "level " << l << " bucket " << b;
+      }
+  }
+  const auto& top = lod.level(lod.levels() - 1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_DOUBLE_EQ(top[0][0] + top[0][1], total);
+}
+
 TEST(LodIndex, WorkerBuildsTheSameBucketsAsADirectTrackLod) {
   std::vector<Event> v = lod_events(1000);
   for (std::size_t i = 0; i < v.size(); ++i) {
