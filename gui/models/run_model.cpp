@@ -11,6 +11,7 @@ void RunModel::clear() {
   tracks_.clear();
   memory_.clear();
   peak_memory_.clear();
+  busy_ns_.clear();
   throughput_.clear();
   completions_.clear();
   plans_.clear();
@@ -35,6 +36,7 @@ void RunModel::ensureStages(int n) {
   tracks_.resize(n);
   memory_.resize(n);
   peak_memory_.resize(n, 0);
+  busy_ns_.resize(n, 0);
 }
 
 void RunModel::extend(std::int64_t t0, std::int64_t t1) {
@@ -88,6 +90,7 @@ bool RunModel::appendOne(const RunBatch& b) {
       if (e.stage < 0) continue;
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
+      if (is_busy_kind(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
       if (e.kind == EventKind::Backward && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
     }
     for (int s = 0; s < stageCount(); ++s)
@@ -175,6 +178,14 @@ std::vector<ThroughputSample> RunModel::throughput(int buckets) const {
     out.push_back(t);
   }
   return out;
+}
+
+double RunModel::bubbleFraction() const {
+  const double width = static_cast<double>(end_ns_ - begin_ns_);
+  if (stageCount() == 0 || width <= 0) return 0;
+  std::int64_t busy = 0;
+  for (auto b : busy_ns_) busy += b;
+  return 1.0 - static_cast<double>(busy) / (width * stageCount());
 }
 
 const PlanVersion* RunModel::planAt(std::int64_t t) const {

@@ -52,6 +52,12 @@ class RunModel : public QObject {
   std::int64_t memoryAt(int stage, std::int64_t t) const;
   std::int64_t memoryBudget(int stage) const;
   std::int64_t peakMemory(int stage) const { return peak_memory_[stage]; }
+  // Busy (compute) time of a stage over the whole run, kept as events
+  // arrive: the whole-run figures cost O(stages), not a scan of the run.
+  std::int64_t busyNs(int stage) const { return busy_ns_[stage]; }
+  // 1 - busy / (span x stages) over the whole run (0 when empty): what
+  // range_stats(run, beginNs(), endNs()).bubble_fraction computes by scanning.
+  double bubbleFraction() const;
 
   // Throughput as reported by the source, or, when the source reports none,
   // derived from microbatches leaving the pipeline (backward of virtual
@@ -86,6 +92,7 @@ class RunModel : public QObject {
   std::vector<std::array<EventTrack, kTrackRowCount>> tracks_;
   std::vector<std::vector<MemorySample>> memory_;
   std::vector<std::int64_t> peak_memory_;
+  std::vector<std::int64_t> busy_ns_;
   std::vector<ThroughputSample> throughput_;
   std::vector<std::int64_t> completions_;
   std::vector<PlanVersion> plans_;

@@ -5,7 +5,6 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "gui/models/range_stats.h"
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
 #include "gui/models/run_source.h"
@@ -84,9 +83,9 @@ QString CompareWidget::summary() const { return summary_->text(); }
 void CompareWidget::refresh() {
   auto describe = [](const RunModel& m) {
     if (m.isEmpty()) return tr("(no run)");
-    RangeStats s = range_stats(m, m.beginNs(), m.endNs());
+    // Kept by the model as events arrive: a live run's tick must not scan it.
     return tr("%1: %2 samples/s, bubble %3%").arg(QString::fromStdString(m.info().name))
-        .arg(mean_throughput(m), 0, 'f', 1).arg(100 * s.bubble_fraction, 0, 'f', 1);
+        .arg(mean_throughput(m), 0, 'f', 1).arg(100 * m.bubbleFraction(), 0, 'f', 1);
   };
   QString text = tr("<b>A</b> %1 &nbsp;&nbsp; <b>B</b> %2").arg(describe(*a_), describe(*b_));
   double ta = mean_throughput(*a_), tb = mean_throughput(*b_);

@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include "gui/models/run_model.h"
+#include "gui/widgets/lazy_replot.h"
 #include "gui/widgets/theme.h"
 
 namespace pw::gui {
@@ -180,7 +181,7 @@ void MemoryView::appendNew() {
     if (!property("userX").toBool()) plot_->xAxis->setRange(0, std::max(1e-3, (run_->endNs() - origin_) / 1e6));
   }
   updateFuture();
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  replot_when_visible(plot_);
 }
 
 void MemoryView::setTimeRange(double lo, double hi) {

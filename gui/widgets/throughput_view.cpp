@@ -4,6 +4,7 @@
 #include <qcustomplot.h>
 
 #include "gui/models/run_model.h"
+#include "gui/widgets/lazy_replot.h"
 #include "gui/widgets/theme.h"
 
 namespace pw::gui {
@@ -84,7 +85,7 @@ void ThroughputView::refresh() {
   } else {
     future_->setVisible(false);
   }
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  replot_when_visible(plot_);
 }
 
 }  // namespace pw::gui

@@ -7,6 +7,7 @@
 
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
+#include "gui/widgets/lazy_replot.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_plottable.h"
 
@@ -80,7 +81,7 @@ void TimelineView::setRun(const RunModel* run) {
     // they caught up, a view that no further tick will refresh (a finished
     // run, replay, freeze) draws again. A live view redraws on the next tick.
     connect(&run_->lod(), &LodIndex::updated, this, [this] {
-      if (run_ && (run_->finished() || bars_->cursor() != INT64_MAX)) plot_->replot(QCustomPlot::rpQueuedReplot);
+      if (run_ && (run_->finished() || bars_->cursor() != INT64_MAX)) replot_when_visible(plot_);
     });
     connect(run_, &RunModel::reset, this, [this] {
       fitted_ = false;
@@ -116,7 +117,7 @@ void TimelineView::onRunChanged() {
     QCPRange r(bars_->keyOf(run_->beginNs()), bars_->keyOf(run_->endNs()));
     plot_->xAxis->setRange(r.lower, std::max(r.upper, r.lower + 1e-3));
   }
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  replot_when_visible(plot_);
 }
 
 void TimelineView::setCursor(qint64 t) {
@@ -140,7 +141,7 @@ void TimelineView::zoomToFit() {
   plot_->xAxis->setRange(lo - pad, std::max(hi + pad, lo + 1e-3));
   plot_->yAxis->setRange(-0.5, std::max(1, run_->stageCount()) - 0.5);
   user_moved_ = false;
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  replot_when_visible(plot_);
 }
 
 void TimelineView::setVisibleRange(qint64 t0, qint64 t1) {

@@ -30,6 +30,31 @@ Expect brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int
   return x;
 }
 
+TEST(RangeStats, ModelWholeRunBubbleMatchesAScanArrivingInBatches) {
+  // The model's running busy totals (Compare's summary reads them on every
+  // live tick) must agree with scanning the whole run.
+  JobSpec job = parse_job(nlohmann::json::parse(R"({"name": "g", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
+      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
+      "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
+  RunBatch all = simulate_run(job, {.iterations = 3});
+  RunModel m;
+  EXPECT_EQ(m.bubbleFraction(), 0);
+  for (std::size_t i = 0; i < all.events.size(); i += 97) {
+    RunBatch part;
+    part.events.assign(all.events.begin() + static_cast<std::ptrdiff_t>(i),
+                       all.events.begin() + static_cast<std::ptrdiff_t>(std::min(all.events.size(), i + 97)));
+    m.append(part);
+    if (i % (97 * 7) == 0)
+      ASSERT_NEAR(m.bubbleFraction(), range_stats(m, m.beginNs(), m.endNs()).bubble_fraction, 1e-12) << i;
+  }
+  const Expect x = brute(all.events, 4, m.beginNs(), m.endNs());
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(m.busyNs(s), x.busy[s]) << s;
+  EXPECT_GT(m.bubbleFraction(), 0.01);
+  EXPECT_NEAR(m.bubbleFraction(), range_stats(m, m.beginNs(), m.endNs()).bubble_fraction, 1e-12);
+  m.clear();
+  EXPECT_EQ(m.bubbleFraction(), 0);
+}
+
 TEST(RangeStats, MatchesBruteForceOnRandomWindows) {
   JobSpec job = parse_job(nlohmann::json::parse(R"({"name": "g", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
       "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},

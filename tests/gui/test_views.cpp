@@ -99,6 +99,37 @@ class StudioViewsTest : public QObject {
   }
   void cleanupTestCase() { delete win_; }
 
+  void hiddenViewsReplotOnlyOnceShown() {
+    // A live tick must cost nothing for views nobody sees (the Compare tab,
+    // docks tabbed behind others): they replot when shown.
+    RunModel m;
+    QWidget host;
+    auto* tl = new TimelineView(&host);
+    tl->resize(600, 300);
+    tl->setRun(&m);
+    int replots = 0;
+    connect(tl->plot(), &QCustomPlot::afterReplot, &host, [&] { ++replots; });
+    QCoreApplication::processEvents();  // the plot's own setup
+    replots = 0;
+    m.append(simulate_run(test_job(), {.iterations = 1}));
+    m.waitForLod();
+    QCoreApplication::processEvents();
+    QCOMPARE(replots, 0);  // never shown
+    host.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&host));
+    QTRY_VERIFY(replots >= 1);
+    const int shown = replots;
+    m.append(simulate_run(test_job(), {.iterations = 1}));
+    QTRY_VERIFY(replots > shown);  // visible: every change replots
+    host.hide();
+    const int hidden = replots;
+    m.append(simulate_run(test_job(), {.iterations = 1}));
+    QCoreApplication::processEvents();
+    QCOMPARE(replots, hidden);
+    host.show();
+    QTRY_VERIFY(replots > hidden);
+  }
+
   void opensASimulatedRunAndDrawsIt() {
     win_->setSource(new SimulatedRunSource(test_job(), {.iterations = 6}));
     QVERIFY(wait_until([&] { return win_->run()->finished(); }));
