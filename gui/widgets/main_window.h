@@ -37,6 +37,11 @@ class TimelineView;
 // range statistics, memory, throughput, plan, migrations, subnet graph and
 // log), Designer and Compare tabs. One RunModel is shared by every view; a
 // RunSource feeds it from a worker thread through a RunFeeder tick.
+// Defined by job: main_window.cpp (tabs, views, docks, closing),
+// main_window_actions.cpp (actions, menus), main_window_files.cpp (open,
+// save, export, recent files, drag and drop), main_window_runs.cpp (the
+// monitored run's source, replay cursor, compare, status bar),
+// main_window_live.cpp (launch, attach, pause/resume/stop).
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
