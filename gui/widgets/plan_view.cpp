@@ -85,7 +85,15 @@ void PlanView::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(4, bar.top(), kLabelWidth - 8, bar.height()), Qt::AlignVCenter | Qt::AlignLeft,
                p.fontMetrics().elidedText(row.label, Qt::ElideRight, kLabelWidth - 8));
     const int layers = row.plan.layer_count();
-    if (layers == 0) continue;
+    if (layers == 0) {
+      // No plan (the planner failed or refused the job): say why where the
+      // bar would be, instead of leaving the row blank.
+      p.setFont(small);
+      p.drawText(bar, Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap,
+                 row.note.isEmpty() ? tr("no plan") : tr("no plan: %1").arg(row.note));
+      p.setFont(font());
+      continue;
+    }
     const double w = bar.width() / layers;
     for (int l = 0; l < layers; ++l) {
       QRectF cell(bar.left() + l * w, bar.top(), w, bar.height());

@@ -406,6 +406,20 @@ class StudioViewsTest : public QObject {
     screenshot(win_->planView(), "plan");
   }
 
+  void planViewSaysWhyAPlannerHasNoPlan() {
+    // A planner that failed (the designer compares them all) used to leave
+    // its row blank: its reason must be drawn where the bar would be.
+    PlanView v;
+    v.resize(500, 120);
+    v.setRows({{QStringLiteral("exact"), Plan(), QStringLiteral("refused: too many layers")}});
+    QImage img = v.grab().toImage();
+    const QRgb base = v.palette().color(QPalette::Base).rgb();
+    int ink = 0;
+    for (int y = 24; y < img.height(); ++y)
+      for (int x = 115; x < img.width(); ++x) ink += img.pixel(x, y) != base;
+    QVERIFY2(ink > 50, qPrintable(QStringLiteral("%1 pixels of text in the bar area").arg(ink)));
+  }
+
   void designerShowsErrorsAtTheFieldAndUpdatesThePrediction() {
     win_->showTab("designer");
     DesignerWidget* d = win_->designer();
