@@ -30,12 +30,16 @@ Expect brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int
   return x;
 }
 
+JobSpec four_stage_gpt() {
+  return parse_job(nlohmann::json::parse(R"({"name": "g", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
+      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
+      "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
+}
+
 TEST(RangeStats, ModelWholeRunBubbleMatchesAScanArrivingInBatches) {
   // The model's running busy totals (Compare's summary reads them on every
   // live tick) must agree with scanning the whole run.
-  JobSpec job = parse_job(nlohmann::json::parse(R"({"name": "g", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
-      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
-      "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
+  JobSpec job = four_stage_gpt();
   RunBatch all = simulate_run(job, {.iterations = 3});
   RunModel m;
   EXPECT_EQ(m.bubbleFraction(), 0);
@@ -56,9 +60,7 @@ TEST(RangeStats, ModelWholeRunBubbleMatchesAScanArrivingInBatches) {
 }
 
 TEST(RangeStats, MatchesBruteForceOnRandomWindows) {
-  JobSpec job = parse_job(nlohmann::json::parse(R"({"name": "g", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
-      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
-      "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
+  JobSpec job = four_stage_gpt();
   RunBatch b = simulate_run(job, {.iterations = 3});
   RunModel m;
   m.append(b);
