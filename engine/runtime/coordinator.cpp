@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/events/event_json.h"
 #include "runtime/data.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/migration/controller.h"  // migration hook
@@ -54,24 +55,6 @@ pid_t spawn_worker(const std::string& binary, const std::string& store_file, int
   return pid;
 }
 
-std::optional<Event> parse_event_line(const std::string& line) {
-  {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) return std::nullopt;
-    Event e;
-    e.kind = event_kind_from_string(j.value("kind", "idle")).value_or(EventKind::Idle);
-    e.stage = j.value("stage", 0);
-    e.microbatch = j.value("mb", -1);
-    e.chunk = j.value("chunk", 0);
-    e.start_ns = j.value("start_ns", 0LL);
-    e.end_ns = j.value("end_ns", 0LL);
-    e.bytes = j.value("bytes", 0LL);
-    e.first_layer = j.value("first_layer", -1);
-    e.last_layer = j.value("last_layer", -1);
-    return e;
-  }
-}
-
 // Follows a stage's event file (JSON lines) as the worker appends to it;
 // a line without its newline yet waits for the next poll.
 class EventTail {
@@ -86,7 +69,7 @@ class EventTail {
     partial_ += chunk;
     size_t start = 0;
     for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1)
-      if (auto e = parse_event_line(partial_.substr(start, nl - start))) out.push_back(*e);
+      if (auto e = event_from_json_line(partial_.substr(start, nl - start))) out.push_back(*e);
     partial_.erase(0, start);
   }
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/events/event.h"
+#include "core/events/event_json.h"
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
@@ -78,11 +79,7 @@ class EventLog final : public EventSink {
   void on_event(const Event& e) override {
     ++count_;
     if (!out_.is_open()) return;
-    out_ << nlohmann::json{{"kind", to_string(e.kind)}, {"stage", e.stage}, {"mb", e.microbatch},
-                           {"chunk", e.chunk}, {"start_ns", e.start_ns}, {"end_ns", e.end_ns},
-                           {"bytes", e.bytes}, {"first_layer", e.first_layer}, {"last_layer", e.last_layer}}
-                .dump()
-         << "\n";
+    out_ << event_to_json(e).dump() << "\n";
   }
   void flush() {
     if (out_.is_open()) out_.flush();
