@@ -355,8 +355,10 @@ struct StageExecutor::Impl {
       }
     }
     state.erase(it);
-    if (v > 0) send(kGradient, mb, chunk, g);
+    // The send is its own event: the cost model prices it apart, and
+    // in-situ calibration reads backward events as compute alone.
     emit(EventKind::Backward, t0, mb, chunk);
+    if (v > 0) send(kGradient, mb, chunk, g);
     update_static();
     memory.check("backward");
   }
@@ -364,8 +366,8 @@ struct StageExecutor::Impl {
   // `progress`: iterations done before this step (fractional when stepping
   // per microbatch), which sets the scheduled learning rate.
   void step(double progress) {
+    wait_sends();  // communication, not the step's compute
     std::int64_t t0 = now_ns();
-    wait_sends();
     const double lr = learning_rate_at(job.training, progress);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     optimizer->step();
