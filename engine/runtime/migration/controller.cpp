@@ -107,7 +107,8 @@ bool Controller::busy() const {
   return false;
 }
 
-std::string Controller::failure_context() const {
+std::string Controller::failure_context() {
+  if (enabled()) read_stats();
   for (const auto& p : pending_) {
     if (p.iteration < 0 || p.iteration > next_stat_ + 1) continue;
     std::ostringstream os;

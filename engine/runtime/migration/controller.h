@@ -62,7 +62,10 @@ class Controller {
   // True while the coordinator should poll fast (a switch is being agreed).
   bool busy() const;
   // Appended to a failure message: names an in-flight migration, if any.
-  std::string failure_context() const;
+  // Reads the iterations the workers reported since the last poll first:
+  // the coordinator polls every 50 ms while short iterations run ahead, so
+  // a worker can die in a migration the controller has not reached yet.
+  std::string failure_context();
   const Plan& plan() const { return plan_; }
   const std::vector<MigrationEvent>& events() const { return events_; }
   // Per iteration: {iteration, iter_ms, compute_ms[]}.
