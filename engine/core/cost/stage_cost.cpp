@@ -25,8 +25,12 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     }
   }
   c.output_bytes = profile.boundary_bytes(range.last_layer);
-  c.recv_buffer_bytes = profile.boundary_bytes(range.first_layer - 1) + c.output_bytes;
+  c.transfer_buffer_bytes = transfer_buffer_bytes(profile, range.first_layer, range.last_layer);
   return c;
+}
+
+std::uint64_t transfer_buffer_bytes(const ModelProfile& profile, int first_layer, int last_layer) {
+  return 2 * (profile.boundary_bytes(first_layer - 1) + profile.boundary_bytes(last_layer));
 }
 
 double send_cpu_ms(const DeviceSpec& device, std::uint64_t bytes) {
@@ -49,7 +53,7 @@ std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_ve
   std::uint64_t S = c.swap_bytes_per_mb;
   std::uint64_t backward = c.recompute_peak_bytes + c.workspace_bytes;
   std::uint64_t transient = S ? 2 * S + std::max(S, backward) : backward;
-  return c.static_bytes + c.recv_buffer_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
+  return c.static_bytes + c.transfer_buffer_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;
 }
 
 }  // namespace pw

@@ -24,14 +24,20 @@ struct StageCost {
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
   std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
-  // Receives are posted ahead of the actions that need them (so a peer's
-  // send never waits): one activation and one gradient buffer are resident.
-  std::uint64_t recv_buffer_bytes = 0;
+  // Transfers in flight at the stage's two cuts: receives are posted ahead
+  // of the actions that need them (so a peer's send never waits), and a
+  // sent activation or gradient is held until the peer has taken it. One of
+  // each per direction (transfer_buffer_bytes).
+  std::uint64_t transfer_buffer_bytes = 0;
 
   double compute_ms() const { return fwd_ms + bwd_ms + recompute_ms; }
 };
 
 StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const std::vector<MemoryPolicy>& policy);
+
+// What a stage holding layers [first, last] keeps resident for transfers:
+// per cut, one posted receive and one unacknowledged send, of the cut's size.
+std::uint64_t transfer_buffer_bytes(const ModelProfile& profile, int first_layer, int last_layer);
 
 // Time of a transfer of `bytes` over a link of `gbps` Gbit/s.
 double transfer_ms(std::uint64_t bytes, double gbps, double latency_us);

@@ -94,7 +94,7 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   c.swap_bytes_per_mb = swap;
   c.recompute_peak_bytes = rec_peak;
   c.workspace_bytes = workspace_bytes(a, b);
-  c.recv_buffer_bytes = req_.profile->boundary_bytes(a - 1) + req_.profile->boundary_bytes(b);
+  c.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
   RangeChoice r;
   r.peak_bytes = peak_memory_bound(c, in_flight_[stage], versions_[stage]);
   const double slow = slow_[stage];
@@ -133,7 +133,7 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   prob.base.param_bytes = param_[b + 1] - param_[a];
   prob.base.static_bytes = static_[b + 1] - static_[a];
   prob.base.workspace_bytes = workspace_bytes(a, b);
-  prob.base.recv_buffer_bytes = req_.profile->boundary_bytes(a - 1) + req_.profile->boundary_bytes(b);
+  prob.base.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];

@@ -135,7 +135,7 @@ class Simulation {
       any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
       int d = j % p_;
       int versions = sched_.weight_versions(d);
-      static_bytes_[j] = static_cast<std::int64_t>(c.static_bytes + c.recv_buffer_bytes + (versions - 1) * c.param_bytes);
+      static_bytes_[j] = static_cast<std::int64_t>(c.static_bytes + c.transfer_buffer_bytes + (versions - 1) * c.param_bytes);
     }
   }
 
