@@ -10,14 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/calibrate/send_cost.h"
+#include "core/events/event_json.h"
 #include "core/model/analytic_profile.h"
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
@@ -182,32 +181,9 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
 }
 
 LinkProfile calibrate_sends(const std::string& run_dir, LinkProfile link) {
-  // Median time per message size (the first iteration's sends, which meet
-  // connection set-up and cold caches, are outliers a mean would keep).
-  std::map<double, std::vector<double>> us_by_bytes;
-  for (const auto& f : std::filesystem::directory_iterator(run_dir + "/events")) {
-    std::ifstream in(f.path());
-    for (std::string line; std::getline(in, line);) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      if (e.is_discarded() || e.value("kind", "") != "send") continue;
-      us_by_bytes[e.value("bytes", 0.0)].push_back((e.value("end_ns", 0.0) - e.value("start_ns", 0.0)) / 1e3);
-    }
-  }
-  if (us_by_bytes.empty()) return link;
-  std::vector<double> bytes, us;
-  for (auto& [b, v] : us_by_bytes) bytes.push_back(b), us.push_back(median(v));
-  const double n = static_cast<double>(us.size());
-  double mb = 0, mu = 0;
-  for (size_t i = 0; i < us.size(); ++i) mb += bytes[i] / n, mu += us[i] / n;
-  double sbb = 0, sbu = 0;
-  for (size_t i = 0; i < us.size(); ++i) sbb += (bytes[i] - mb) * (bytes[i] - mb), sbu += (bytes[i] - mb) * (us[i] - mu);
-  const double slope = sbb > 0 ? sbu / sbb : 0;  // us per byte
-  if (slope > 0) {
-    link.send_cpu_gbps = 8.0 / (slope * 1e3);
-    link.send_cpu_us = std::max(0.0, mu - slope * mb);
-  } else {
-    link.send_cpu_gbps = 0;
-    link.send_cpu_us = mu;
+  if (auto fit = fit_send_cost(read_event_files(run_dir))) {
+    link.send_cpu_us = fit->per_message_us;
+    link.send_cpu_gbps = fit->gbps;
   }
   return link;
 }

@@ -25,6 +25,14 @@ grep -q "stage [01]: memory budget exceeded" "$T/err" || fail "error should name
 "$PW" profile "$JOB" -o "$T/prof.json" --repeats 2 > /dev/null 2> "$T/err" || fail "profile: $(cat "$T/err")"
 grep -q '"measured"' "$T/prof.json" || fail "profile source should be measured"
 "$PW" run "$JOB" --profile "$T/prof.json" --run-dir "$T/prof-run" --quiet > /dev/null 2> "$T/err" || fail "run from profile: $(cat "$T/err")"
+# In situ: the profile's compute rescaled by a short run of the job, and every later plan says so.
+"$PW" profile "$JOB" -o "$T/cal.json" --repeats 2 --in-situ 3 > "$T/out" 2> "$T/err" || fail "profile --in-situ: $(cat "$T/err")"
+grep -q "calibrated profile written" "$T/out" || fail "no calibration summary: $(cat "$T/out")"
+grep -q "cluster.send_cpu_us=" "$T/out" || fail "in-situ send cost not printed: $(cat "$T/out")"
+"$PW" plan "$JOB" --profile "$T/cal.json" > /dev/null 2> "$T/err" || fail "plan from a calibrated profile: $(cat "$T/err")"
+grep -q "note: compute calibrated in situ" "$T/err" || fail "plan should say the profile is calibrated: $(cat "$T/err")"
+"$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "--in-situ 1 should exit 2"
 # Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.
 "$PW" run "$JOB" --run-dir "$T/rec" --db "$T/rec.pwrun.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run --db: $(cat "$T/err")"
 "$PW" replay "$T/rec.pwrun.sqlite" --json > "$T/replay.json" 2> "$T/err" || fail "replay of a real run: $(cat "$T/err")"

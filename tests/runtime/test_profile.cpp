@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "core/calibrate/stage_compute.h"
+#include "core/events/event_json.h"
 #include "core/job/job_plan.h"
 #include "core/model/analytic_profile.h"
 #include "core/model/profile_io.h"
@@ -62,6 +64,38 @@ TEST(Profiler, CalibratesSendsFromARunsEvents) {
   EXPECT_NEAR(l.send_cpu_us, 0.0, 1e-6);
   EXPECT_NEAR(l.send_cpu_gbps, 80.0, 1e-6);
   EXPECT_EQ(l.gbps, 10);  // the wire is not the sender's business
+  std::filesystem::remove_all(dir);
+}
+
+
+// Calibration reads forward and backward events as the stage's compute: a
+// backward's gradient send and an optimizer step's wait for outstanding
+// sends are their own time, not inside those events.
+TEST(Profiler, ARunsComputeEventsHoldNoCommunication) {
+  std::string dir = temp_dir("compute-events");
+  auto r = run_job(options(mlp_job(2, 4, "1f1b", {64, 64}, 4), dir));
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  std::vector<Event> events = read_event_files(dir);
+  int gradient_sends = 0;
+  for (const auto& e : events) {
+    if (e.stage != 1 || e.kind != EventKind::Send) continue;
+    // Stage 1 is last: its only sends are gradients.
+    ++gradient_sends;
+    for (const auto& b : events)
+      if (b.stage == 1 && b.kind == EventKind::Backward && b.microbatch == e.microbatch && b.start_ns <= e.start_ns)
+        EXPECT_LE(b.end_ns, e.start_ns) << "the send of microbatch " << e.microbatch << " lies inside its backward";
+  }
+  EXPECT_EQ(gradient_sends, 4 * 4);
+  auto m = measure_stage_compute(events);
+  ASSERT_EQ(m.size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(m[s].range.first_layer, r.plan.stages[s].first_layer);
+    EXPECT_EQ(m[s].range.last_layer, r.plan.stages[s].last_layer);
+    EXPECT_EQ(m[s].microbatches, 3 * 4);  // the first iteration is left out
+    EXPECT_GT(m[s].fwd_ms, 0);
+    EXPECT_GT(m[s].bwd_ms, 0);
+    EXPECT_GT(m[s].optimizer_ms, 0);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,18 +1,70 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/calibrate/send_cost.h"
+#include "core/calibrate/stage_compute.h"
+#include "core/events/event_json.h"
 #include "core/model/profile_io.h"
+#include "runtime/coordinator.h"
 #include "runtime/profiler.h"
 
 namespace pw::cli {
+namespace {
+
+// Runs `iterations` of the job on the profile just measured (so its plan is
+// the one the profile gives) and scales the profile's compute by what the
+// stages took side by side. Prints the send cost the run showed, which is
+// the job's (cluster.send_cpu_*), not the model's.
+ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated, int iterations, int threads,
+                               const std::string& profile_file) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()));
+  JobSpec probe = job;
+  probe.training.iterations = iterations;
+  probe.model.profile = profile_file;
+  rt::RunOptions o;
+  o.job = probe;
+  o.threads_per_worker = threads;
+  o.run_dir = dir.string();
+  std::cerr << "calibrating in situ: " << iterations << " iterations on " << job.pipeline.stages << " stages...\n";
+  rt::RunResult r = rt::run_job(o);
+  std::vector<Event> events = read_event_files(o.run_dir);
+  fs::remove_all(dir);
+  if (r.exit_code != 0) throw std::runtime_error("in-situ run failed: " + r.error);
+  auto measured = measure_stage_compute(events);
+  if (measured.empty()) throw std::runtime_error("in-situ run recorded no forward or backward events");
+  ModelProfile p = calibrate_profile(isolated, measured);
+  std::cout << "in situ (" << iterations << " iterations, " << fixed(r.iteration_ms, 2)
+            << " ms/iteration)\n  stage  layers   forward ms (profiled)   backward ms (profiled)   microbatches\n";
+  for (size_t s = 0; s < measured.size(); ++s) {
+    const auto& m = measured[s];
+    double f = 0, b = 0;
+    for (int l = m.range.first_layer; l <= m.range.last_layer; ++l) f += isolated.layers[l].fwd_ms, b += isolated.layers[l].bwd_ms;
+    std::cout << pad(std::to_string(s), 7) << pad(std::to_string(m.range.first_layer) + "-" + std::to_string(m.range.last_layer), 8)
+              << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
+              << pad(std::to_string(m.microbatches), 15) << "\n";
+  }
+  if (auto send = fit_send_cost(events))
+    std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
+              << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string())
+              << ": plan with --set cluster.send_cpu_us=" << fixed(send->per_message_us, 1)
+              << " --set cluster.send_cpu_gbps=" << fixed(send->gbps, 3) << "\n";
+  return p;
+}
+
+}  // namespace
 
 int cmd_profile(const std::vector<std::string>& argv) {
   std::vector<std::string> a = argv;
   for (auto& x : a)
     if (x == "-o") x = "--output";
-  CliArgs args(a, {}, {"output", "repeats", "threads"});
+  CliArgs args(a, {}, {"output", "repeats", "threads", "in-situ"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   auto out = args.option("output");
@@ -30,6 +82,9 @@ int cmd_profile(const std::vector<std::string>& argv) {
   };
   po.repeats = num("repeats", po.repeats);
   po.threads = num("threads", 0);
+  const int in_situ = num("in-situ", 0);
+  if (in_situ == 1) throw UsageError("--in-situ needs at least 2 iterations (the first one is not measured)");
+  if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
   ModelProfile p = rt::measure_profile(job, po);
   save_profile_file(p, *out);
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
@@ -38,6 +93,11 @@ int cmd_profile(const std::vector<std::string>& argv) {
     std::cout << "  " << l.name << std::string(l.name.size() < 12 ? 12 - l.name.size() : 1, ' ')
               << pad(fixed(l.fwd_ms, 3), 9) << pad(fixed(l.bwd_ms, 3), 10) << pad(gib(l.activation_bytes), 14)
               << pad(gib(l.param_bytes), 12) << "\n";
+  if (in_situ > 0) {
+    p = calibrate_in_situ(job, p, in_situ, po.threads, *out);
+    save_profile_file(p, *out);
+    std::cout << "calibrated profile written to " << *out << "\n";
+  }
   return 0;
 }
 

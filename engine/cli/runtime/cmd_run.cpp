@@ -147,7 +147,7 @@ std::vector<Command> runtime_commands() {
            "[--json] [--quiet] [--set a.b=v ...]",
            "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
            cmd_run},
-          {"profile", "JOB.json -o FILE [--repeats N] [--threads N] [--set a.b=v ...]",
+          {"profile", "JOB.json -o FILE [--repeats N] [--threads N] [--in-situ ITERATIONS] [--set a.b=v ...]",
            "measure every layer's forward/backward time and bytes on this machine into a profile file",
            cmd_profile}};
 }

@@ -31,6 +31,9 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
                    {"layers", layers}};
   if (!p.cut_bytes.empty()) j["cut_bytes"] = p.cut_bytes;
   if (!p.inputs.empty()) j["inputs"] = p.inputs;
+  // What was done to the costs after measuring (an in-situ calibration):
+  // it travels with the file so every later plan says so.
+  if (!p.assumptions.empty()) j["notes"] = p.assumptions;
   return j;
 }
 
@@ -43,6 +46,7 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
   p.microbatch_size = j.value("microbatch_size", 1);
   p.device = j.value("device", "");
   p.source = j.value("source", "measured");
+  if (j.contains("notes")) p.assumptions = j.at("notes").get<std::vector<std::string>>();
   int i = 0;
   for (const auto& e : j.at("layers")) {
     try {

@@ -1,0 +1,20 @@
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "core/events/event.h"
+
+namespace pw {
+
+// What a send holds its sender, fitted to a run's send events as
+// per_message_us + bytes at gbps (least squares over the median time per
+// message size; the first iteration's sends meet connection set-up and cold
+// caches, outliers a mean would keep). One message size gives a
+// per-message time only (gbps 0). nullopt when there are no sends.
+struct SendCost {
+  double per_message_us = 0;
+  double gbps = 0;  // 0: no per-byte term
+};
+std::optional<SendCost> fit_send_cost(const std::vector<Event>& events);
+
+}  // namespace pw

@@ -1,0 +1,38 @@
+#pragma once
+#include <vector>
+
+#include "core/events/event.h"
+#include "core/model/layer_profile.h"
+#include "core/plan/plan.h"
+
+namespace pw {
+
+// What one (virtual) stage's compute took per microbatch in a run, from its
+// events: medians, so a first iteration's cold caches and a stray
+// descheduling do not move them. Nested work is taken out of its parent:
+// a forward without the swap-outs inside it, a backward without the
+// recomputes and swap-ins inside it (the cost model prices those apart).
+struct MeasuredStageCompute {
+  StageRange range;          // the layers the stage held
+  int device = 0;
+  int microbatches = 0;      // forwards the medians were taken over
+  double fwd_ms = 0;
+  double bwd_ms = 0;
+  double optimizer_ms = 0;   // the device's optimizer step, per iteration
+};
+
+// One entry per (virtual) stage seen in `events`, in layer order. Events
+// before each device's first optimizer step (its first iteration) are left
+// out when the device has later ones.
+std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events);
+
+// `profile` with each stage's layers' forward, backward and optimizer times
+// scaled so the stage's sums equal what was measured. Co-running stages on
+// a shared CPU (caches, memory bandwidth, the scheduler) are slower than a
+// profile that times each layer alone; scaling per stage keeps the layers'
+// proportions within it, so the profile still serves plans with other
+// partitions. Stages without a measurement keep their costs. The profile
+// records what was done in `assumptions`.
+ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured);
+
+}  // namespace pw
