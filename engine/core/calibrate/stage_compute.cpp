@@ -7,11 +7,10 @@
 namespace pw {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
 double ms(const Event& e) { return static_cast<double>(e.end_ns - e.start_ns) / 1e6; }
@@ -43,7 +42,7 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
     warm_from[device] = s.size() > 1 ? s.front()->end_ns : 0;
     std::vector<double> d;
     for (size_t i = s.size() > 1 ? 1 : 0; i < s.size(); ++i) d.push_back(ms(*s[i]));
-    optimizer[device] = median(d);
+    optimizer[device] = mean(d);
   }
 
   std::map<std::pair<int, int>, Samples> by_range;
@@ -70,8 +69,8 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
     m.range = StageRange{range.first, range.second};
     m.device = s.device;
     m.microbatches = static_cast<int>(s.fwd.size());
-    m.fwd_ms = median(s.fwd);
-    m.bwd_ms = median(s.bwd);
+    m.fwd_ms = mean(s.fwd);
+    m.bwd_ms = mean(s.bwd);
     m.optimizer_ms = optimizer.count(s.device) ? optimizer[s.device] : 0;
     out.push_back(m);
   }

@@ -8,8 +8,10 @@
 namespace pw {
 
 // What one (virtual) stage's compute took per microbatch in a run, from its
-// events: medians, so a first iteration's cold caches and a stray
-// descheduling do not move them. Nested work is taken out of its parent:
+// events: means over the iterations after the first (whose cold caches and
+// connection set-up are a one-off). Means, not medians: on a shared CPU a
+// stall inside a forward costs the run its whole length, and what is
+// predicted, the mean iteration time, counts it. Nested work is taken out of its parent:
 // a forward without the swap-outs inside it, a backward without the
 // recomputes and swap-ins inside it (the cost model prices those apart).
 struct MeasuredStageCompute {
