@@ -1,5 +1,7 @@
 #include "runtime/stage.h"
 
+#include "core/events/clock.h"
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/engine.h>
@@ -26,10 +28,6 @@
 namespace pw::rt {
 namespace {
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 enum Dir : int { kActivation = 0, kGradient = 1 };
 
@@ -139,7 +137,7 @@ struct StageExecutor::Impl {
     if (!sink) return;
     Event e;
     e.start_ns = t0;
-    e.end_ns = now_ns();
+    e.end_ns = steady_now_ns();
     e.kind = k;
     e.stage = device;
     e.microbatch = mb;
@@ -198,7 +196,7 @@ struct StageExecutor::Impl {
   at::Tensor take_recv(Dir dir, int mb, int chunk) {
     post_recv(dir, mb, chunk);
     auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     it->second.work->wait();
     at::Tensor t = it->second.buf[0];
     recvs.erase(it);
@@ -208,7 +206,7 @@ struct StageExecutor::Impl {
   void send(Dir dir, int mb, int chunk, const at::Tensor& t) {
     int v = sched->virtual_stage(device, chunk);
     int to = dir == kActivation ? v + 1 : v - 1;
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     Comm c;
     c.buf.push_back(t.contiguous());
     // The receiver's tag names the virtual stage that receives (activation)
@@ -243,7 +241,7 @@ struct StageExecutor::Impl {
       x = batch.input;
     else
       x = take_recv(kActivation, mb, chunk);
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     MicrobatchState& st = state[{mb, chunk}];
     st.layers.resize(r.size());
     st.stash = stash_for(chunk);
@@ -275,7 +273,7 @@ struct StageExecutor::Impl {
           ls.swap->track_leaf(in);
         }
         ls.root = torch::autograd::impl::gradient_edge(out);
-        std::int64_t s0 = now_ns();
+        std::int64_t s0 = steady_now_ns();
         // The host pool lives outside the device account (see memory.h).
         std::int64_t bytes = ls.swap->swap_out();
         memory.add_host(bytes);
@@ -307,12 +305,12 @@ struct StageExecutor::Impl {
       throw std::logic_error("backward of microbatch " + std::to_string(mb) + " before its forward");
     MicrobatchState& st = it->second;
     at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     for (int l = r.last_layer; l >= r.first_layer; --l) {
       LayerState& ls = st.layers[l - r.first_layer];
       bool grad_in = !(v == 0 && l == r.first_layer);
       if (ls.swap) {
-        std::int64_t s0 = now_ns();
+        std::int64_t s0 = steady_now_ns();
         std::int64_t bytes = ls.swap->swap_in();
         memory.add_host(-bytes);
         emit(EventKind::SwapIn, s0, mb, chunk, bytes);
@@ -326,7 +324,7 @@ struct StageExecutor::Impl {
         if (ls.out.defined()) {
           out = ls.out;
         } else {
-          std::int64_t s0 = now_ns();
+          std::int64_t s0 = steady_now_ns();
           out = layer_of(st, l, r.first_layer)->forward(ls.in);
           emit(EventKind::Recompute, s0, mb, chunk);
         }
@@ -367,7 +365,7 @@ struct StageExecutor::Impl {
   // per microbatch), which sets the scheduled learning rate.
   void step(double progress) {
     wait_sends();  // communication, not the step's compute
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     const double lr = learning_rate_at(job.training, progress);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     optimizer->step();

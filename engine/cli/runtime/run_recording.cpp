@@ -1,5 +1,7 @@
 #include "cli/runtime/run_recording.h"
 
+#include "core/events/clock.h"
+
 #include <chrono>
 #include <iostream>
 #include <mutex>
@@ -21,10 +23,6 @@
 namespace pw::cli {
 namespace {
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 class RunRecording final : public rt::RunObserver {
  public:
@@ -93,7 +91,7 @@ class RunRecording final : public rt::RunObserver {
   void on_iteration(std::int64_t it, double loss, double sps, double eta) override {
     ThroughputSample t;
     // The workers' clock (steady, absolute), so samples line up with events.
-    t.t_ns = now_ns();
+    t.t_ns = steady_now_ns();
     t.iteration = it;
     t.samples_per_s = sps;
     t.iteration_ms = last_ns_ ? (t.t_ns - last_ns_) / 1e6 : 0;
@@ -179,7 +177,7 @@ class RunRecording final : public rt::RunObserver {
  private:
   void log(LogLevel level, const std::string& message) {
     LogRecord l;
-    l.t_ns = now_ns();
+    l.t_ns = steady_now_ns();
     l.level = level;
     l.source = "coordinator";
     l.message = message;

@@ -1,5 +1,7 @@
 #include "runtime/migration/worker_agent.h"
 
+#include "core/events/clock.h"
+
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -17,10 +19,6 @@
 namespace pw::rt::migration {
 namespace {
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
 
@@ -39,7 +37,7 @@ class MeasuringSink final : public EventSink {
       if (factor_ > 1 && iteration_ >= from_) {
         auto extra = static_cast<std::int64_t>((factor_ - 1) * static_cast<double>(d));
         std::this_thread::sleep_for(std::chrono::nanoseconds(extra));
-        d = now_ns() - e.start_ns;
+        d = steady_now_ns() - e.start_ns;
       }
       compute_ns_ += d;
     }
@@ -91,7 +89,7 @@ struct WorkerAgent::Impl {
 
   void before(std::int64_t it, StageExecutor& stage) {
     if (!settings.present) return;
-    iter_start = now_ns();
+    iter_start = steady_now_ns();
     measuring->start(it);
     // Rank 0 finishes every iteration last and starts the next one first,
     // and no other rank can finish iteration `it` before rank 0's sends of
@@ -110,17 +108,17 @@ struct WorkerAgent::Impl {
     if (!settings.present) return;
     double compute_ms = measuring->compute_ns() * 1e-6 / schedule.microbatches();
     nlohmann::json j{{"compute_ms", compute_ms},
-                     {"iter_ms", (now_ns() - iter_start) * 1e-6},
+                     {"iter_ms", (steady_now_ns() - iter_start) * 1e-6},
                      {"peak", stage.memory().peak_bytes()},
                      {"budget", stage.memory().budget()},
-                     {"t_ns", now_ns()}};
+                     {"t_ns", steady_now_ns()}};
     store->set(keys::stat(it, rank), to_bytes(j.dump()));
   }
 
   int device_of(const Plan& p, int layer) const { return p.stage_of(layer) % world; }
 
   void migrate(int version, std::int64_t it, StageExecutor& stage) {
-    std::int64_t t0 = now_ns();
+    std::int64_t t0 = steady_now_ns();
     auto doc = nlohmann::json::parse(from_bytes(store->get(keys::plan(version))));
     Plan next = plan_from_json(doc.at("plan"));
     validate_plan(next, plan.layer_count());
@@ -170,7 +168,7 @@ struct WorkerAgent::Impl {
       else
         import_layer(fresh, l, blobs.at(l), job.training.optimizer);
     }
-    std::int64_t prepared = now_ns();
+    std::int64_t prepared = steady_now_ns();
     store->set(keys::ack(version, rank),
                to_bytes(nlohmann::json{{"iteration", it}, {"sent", sent}, {"received", received},
                                        {"prepare_ms", (prepared - t0) * 1e-6}, {"start_ns", t0}}
@@ -188,10 +186,10 @@ struct WorkerAgent::Impl {
     stage.swap(fresh);  // `fresh` now holds the old stage and frees it
     stage.memory().set_baseline(baseline);
     plan = next;
-    std::int64_t t1 = now_ns();
+    std::int64_t t1 = steady_now_ns();
     store->set(keys::done(version, rank),
                to_bytes(nlohmann::json{{"stall_ms", (t1 - t0) * 1e-6}, {"end_ns", t1}}.dump()));
-    iter_start = now_ns();  // the stall is reported separately from the iteration's time
+    iter_start = steady_now_ns();  // the stall is reported separately from the iteration's time
   }
 };
 
