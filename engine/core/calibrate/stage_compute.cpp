@@ -90,7 +90,9 @@ ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<Me
     device_measured_optimizer_ms[m.device] = m.optimizer_ms;
   }
   std::ostringstream note;
+  note.precision(3);
   note << "compute calibrated in situ (measured / profiled per stage):";
+  const char* sep = " ";
   for (const auto& m : measured) {
     if (!in_range(m.range)) continue;
     double fwd = 0, bwd = 0;
@@ -104,9 +106,9 @@ ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<Me
       p.layers[l].bwd_ms *= fb;
       p.layers[l].optimizer_ms *= fo;
     }
-    note.precision(3);
-    note << " layers " << m.range.first_layer << "-" << m.range.last_layer << " forward x" << ff << ", backward x" << fb
-         << ", optimizer x" << fo << ";";
+    note << sep << "layers " << m.range.first_layer << "-" << m.range.last_layer << " forward x" << ff << ", backward x"
+         << fb << ", optimizer x" << fo;
+    sep = "; ";
   }
   p.assumptions.push_back(note.str());
   return p;
