@@ -40,4 +40,5 @@ grep -q '"status": "finished"' "$T/replay.json" || fail "recorded run not finish
 grep -q '"source": "run"' "$T/replay.json" || fail "recorded run source should be run"
 grep -q '"throughput_samples": 20' "$T/replay.json" || fail "want 20 throughput samples: $(grep throughput_samples "$T/replay.json")"
 grep -q '"forward": ' "$T/replay.json" || fail "no forward events recorded"
+grep -q '"microbatches": 4' "$T/replay.json" || fail "replay should derive 16 / 4 = 4 microbatches: $(grep microbatches "$T/replay.json")"
 echo "cli_run: ok"

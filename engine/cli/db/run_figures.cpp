@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/spec/job_spec.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -29,7 +30,16 @@ nlohmann::json run_figures(const db::RunReader& r) {
     if (job.contains("pipeline")) jj["pipeline"] = job["pipeline"];
     // Derived figures (microbatches from the batch size) as the producer saw them.
     auto sum = r.summary();
-    if (sum.is_object() && sum.contains("microbatches")) jj["pipeline"]["microbatches"] = sum["microbatches"];
+    if (sum.is_object() && sum.contains("microbatches")) {
+      jj["pipeline"]["microbatches"] = sum["microbatches"];
+    } else if (jj.contains("pipeline")) {
+      // A real run's summary does not carry it: derive it as the engine did.
+      try {
+        jj["pipeline"]["microbatches"] = parse_job(job).pipeline.microbatches;
+      } catch (const std::exception&) {
+        // A job this build no longer accepts: keep what the file says.
+      }
+    }
     if (job.contains("cluster")) jj["cluster"] = job["cluster"];
     j["job"] = jj;
   }
