@@ -19,7 +19,9 @@ class QTabWidget;
 namespace pw::gui {
 
 class JobModel;
+class JsonKeyEditor;
 class LayerTableModel;
+class SearchSpaceEditor;
 class PlanView;
 class PlannerComparisonModel;
 class RunModel;
@@ -38,11 +40,14 @@ class DesignerWidget : public QWidget {
   explicit DesignerWidget(JobModel* job, QWidget* parent = nullptr);
   ~DesignerWidget() override;
 
+  // The editor of a field and its error label, by JSON path; the search
+  // space's too ("search_space.window").
   QWidget* editorFor(const QString& path) const;
   QLabel* errorLabelFor(const QString& path) const;
   QString generalError() const;
   bool predictionPending() const;
   const Prediction& prediction() const { return prediction_; }
+  SearchSpaceEditor* searchSpace() const { return search_space_; }
   PlanView* planView() const { return plan_view_; }
   TimelineView* timeline() const { return timeline_; }
   QCustomPlot* memoryPlot() const { return memory_plot_; }
@@ -87,6 +92,8 @@ class DesignerWidget : public QWidget {
   void schedulePrediction();
   void startPrediction();
   void applyPrediction(const Prediction& p);
+  void applySupernetPrediction(const SupernetPrediction& s);  // designer_supernet.cpp
+  void plotMemory(const std::vector<double>& peak_bytes, const std::vector<double>& budget_bytes);
   void updateKindVisibility();
   QString modelPath() const;  // model.path resolved against the job file
   void inspectModel();
@@ -96,8 +103,8 @@ class DesignerWidget : public QWidget {
   JobModel* job_;
   QMap<QString, Field> fields_;
   QLabel* general_error_;
-  QPlainTextEdit* search_space_;
-  QPlainTextEdit* data_;
+  SearchSpaceEditor* search_space_;
+  JsonKeyEditor* data_;
   QLabel* summary_;
   PlanView* plan_view_;
   QCustomPlot* memory_plot_;
