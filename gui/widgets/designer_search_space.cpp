@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QStyledItemDelegate>
 #include <QTableView>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "gui/models/nas_core.h"
@@ -117,29 +118,34 @@ SearchSpaceEditor::SearchSpaceEditor(JobModel* job, QWidget* parent)
   table_->setItemDelegateForColumn(SearchSpaceLayersModel::Op, new OpDelegate(table_));
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Expanding);  // scrolls inside, never widens the form
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setMinimumHeight(150);
   lb->addWidget(table_);
-  auto* buttons = new QHBoxLayout;
+  auto* buttons = new QGridLayout;  // two by two: a row of four would widen the form
   auto selected = [this] {
     const auto rows = table_->selectionModel()->selectedRows();
     return rows.isEmpty() ? layers_->rowCount() - 1 : rows.front().row();
   };
   auto button = [&](const QString& name, const QString& text, auto act) {
-    auto* b = new QPushButton(text);
+    auto* b = new QToolButton;
+    b->setText(text);
     b->setObjectName(name);
-    connect(b, &QPushButton::clicked, this, act);
-    buttons->addWidget(b);
+    b->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    connect(b, &QToolButton::clicked, this, act);
+    const int n = buttons->count();
+    buttons->addWidget(b, n / 2, n % 2);
   };
   button("addLayer", tr("+ Layer"), [this] { layers_->addLayer(); });
-  button("removeLayer", tr("− Layer"), [this, selected] { layers_->removeLayer(layers_->layerOf(selected())); });
   button("addCandidate", tr("+ Candidate"), [this, selected] { layers_->addCandidate(std::max(0, layers_->layerOf(selected()))); });
+  button("removeLayer", tr("− Layer"), [this, selected] { layers_->removeLayer(layers_->layerOf(selected())); });
   button("removeCandidate", tr("− Candidate"), [this, selected] {
     const int r = selected();
     layers_->removeCandidate(layers_->layerOf(r), layers_->candidateOf(r));
   });
-  buttons->addStretch(1);
+  buttons->setColumnStretch(2, 1);
   lb->addLayout(buttons);
   table_error_->setObjectName(QStringLiteral("error:search_space.layers"));
   table_error_->setWordWrap(true);

@@ -8,6 +8,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTableView>
 #include <QtTest>
@@ -122,6 +124,7 @@ class DesignerSearchSpaceTest : public QObject {
     auto* summary = d_->findChild<QLabel*>("predictionSummary");
     QVERIFY2(summary->text().contains("subnets/s"), qPrintable(summary->text()));
     QCOMPARE(d_->timeline()->run()->info().stages, 2);  // the predicted subnets on the timeline
+    show_search_space();
     screenshot(d_, "designer-supernet");
   }
 
@@ -163,6 +166,8 @@ class DesignerSearchSpaceTest : public QObject {
     QVERIFY(under->isVisible());
     QVERIFY2(under->text().contains("layers[2].candidates[0].kernel"), qPrintable(under->text()));
     ss->layerTable()->scrollTo(m->index(bad, 0));
+    show_search_space();
+    QVERIFY(wait_until([&] { return !d_->predictionPending(); }));
     screenshot(d_, "designer-search-space-error");
     QVERIFY(m->setData(m->index(bad, SearchSpaceLayersModel::Kernel), 3));
     QVERIFY(job_->isValid());
@@ -205,6 +210,19 @@ class DesignerSearchSpaceTest : public QObject {
   }
 
  private:
+  void show_search_space() {
+    auto* scroll = d_->findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    scroll->ensureWidgetVisible(d_->searchSpace(), 0, 0);
+    QApplication::processEvents();
+    // The form is no wider than its column: nothing to scroll sideways.
+    if (scroll->horizontalScrollBar()->isVisible())
+      for (auto* w : d_->searchSpace()->findChildren<QWidget*>())
+        if (w->isVisible() && w->minimumSizeHint().width() > 250)
+          qWarning() << w->metaObject()->className() << w->objectName() << w->minimumSizeHint() << w->width();
+    QVERIFY(!scroll->horizontalScrollBar()->isVisible());
+  }
+
   JobModel* job_ = nullptr;
   DesignerWidget* d_ = nullptr;
 };
