@@ -205,7 +205,7 @@ TEST(SearchSpace, ExportedNamesAreWhatTheParserAccepts) {
   EXPECT_EQ(n.partitions.front(), parse_search_space(pw::parse_job({{"name", "x"},
                                                                      {"cluster", {{"device", "v100-32g"}}},
                                                                      {"model", {{"kind", "transformer"}, {"encoder_layers", 2},
-                                                                                {"decoder_layers", 0}, {"hidden", 64}}},
+                                                                                {"decoder_layers", 0}, {"hidden", 64}, {"seq_len", 16}}},
                                                                      {"search_space", {{"builtin", "evolved-transformer"}}}}))
                                        .partition);
 }
