@@ -11,13 +11,15 @@
 #include "gui/models/layer_table_model.h"
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
+#include "gui/models/supernet_comparison_model.h"
 #include "gui/widgets/designer_widget.h"
 #include "gui/widgets/plan_view.h"
 
 namespace pw::gui {
 
 void DesignerWidget::applySupernetPrediction(const SupernetPrediction& s) {
-  comparison_->setPrediction(prediction_);  // no planner rows
+  supernet_comparison_->setPrediction(s);
+  showComparison(true);
   layers_->setRows({}, QString());
   layer_source_->setText(tr("A supernet: its choice layers are the search space's."));
   memory_plot_->clearPlottables();
@@ -46,7 +48,7 @@ void DesignerWidget::applySupernetPrediction(const SupernetPrediction& s) {
                        .arg(r.subnets_per_s, 0, 'f', 2)
                        .arg(100 * r.utilisation, 0, 'f', 1)
                        .arg(100 * r.hit_rate(), 0, 'f', 1);
-    if (!r.reproducible) note += tr(" — not reproducible");
+    note += QStringLiteral(" — ") + supernet_status(o, s.budget_bytes);
     rows.push_back({mode, partition, note});
     if (&o != &s.outcomes.front()) baselines << tr("%1 %2").arg(mode).arg(r.subnets_per_s, 0, 'f', 2);
   }

@@ -33,11 +33,13 @@
 #include "gui/models/layer_table_model.h"
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
+#include "gui/models/supernet_comparison_model.h"
 #include "gui/widgets/designer_search_space.h"
 #include "gui/widgets/form_rows.h"
 #include "gui/widgets/json_key_editor.h"
 #include "gui/widgets/plan_view.h"
 #include "gui/widgets/run_launcher.h"
+#include "gui/widgets/stale_veil.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_view.h"
 
@@ -70,6 +72,8 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
       memory_plot_(new QCustomPlot(this)),
       table_(new QTableView(this)),
       comparison_(new PlannerComparisonModel(this)),
+      supernet_comparison_(new SupernetComparisonModel(this)),
+      partition_caption_(new QLabel(this)),
       timeline_(new TimelineView(this)),
       predicted_run_(new RunModel(this)),
       right_tabs_(new QTabWidget(this)),
@@ -98,7 +102,8 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   top_lay->addWidget(summary_);
-  top_lay->addWidget(new QLabel(tr("<b>Partition</b> (chosen planner first, then the baselines)"), top));
+  partition_caption_->setObjectName(QStringLiteral("partitionCaption"));
+  top_lay->addWidget(partition_caption_);
   top_lay->addWidget(plan_view_, 1);
   auto* mid = new QSplitter(Qt::Horizontal, right);
   memory_plot_->setObjectName(QStringLiteral("predictedMemoryPlot"));
@@ -107,7 +112,6 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   memory_plot_->xAxis->setLabel(tr("stage"));
   style_plot(memory_plot_);
   mid->addWidget(memory_plot_);
-  table_->setModel(comparison_);
   table_->setObjectName(QStringLiteral("plannerTable"));
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
@@ -139,12 +143,17 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   right->addWidget(timeline_);
   right->setStretchFactor(2, 2);
   split->setStretchFactor(1, 3);
+  showComparison(false);
+  prediction_views_ = {partition_caption_, plan_view_, memory_plot_, right_tabs_, timeline_};
 
   debounce_.setSingleShot(true);
   debounce_.setInterval(150);
   connect(&debounce_, &QTimer::timeout, this, &DesignerWidget::startPrediction);
   connect(&watcher_, &QFutureWatcher<Prediction>::finished, this, [this] {
+    in_flight_ = false;
     applyPrediction(watcher_.result());
+    // The job went invalid while this ran: what it shows is already stale.
+    if (!job_->isValid()) setPredictionStale(true);
     if (again_) {
       again_ = false;
       startPrediction();
@@ -410,23 +419,56 @@ void DesignerWidget::showValidation() {
   }
 }
 
-bool DesignerWidget::predictionPending() const { return debounce_.isActive() || watcher_.isRunning() || again_; }
+// in_flight_, not watcher_.isRunning(): the future finishes before its
+// finished() signal is delivered, and until then the result is not shown.
+bool DesignerWidget::predictionPending() const { return debounce_.isActive() || in_flight_ || again_; }
 
 void DesignerWidget::schedulePrediction() { debounce_.start(); }
 
 void DesignerWidget::startPrediction() {
   if (!job_->isValid()) {
-    summary_->setText(tr("<i>Fix the highlighted field to see the prediction.</i>"));
+    setPredictionStale(true);
     return;
   }
-  if (watcher_.isRunning()) {
+  if (in_flight_) {
     again_ = true;  // one in flight at a time; the newest edit runs next
     return;
   }
   requested_revision_ = job_->revision();
   JobSpec spec = *job_->spec();
-  summary_->setText(summary_->text() + tr(" <i>(updating…)</i>"));
+  // Stale figures stay greyed until the new ones land; the fix note goes.
+  summary_->setText(stale_ ? tr("<i>Updating the prediction…</i>") : summary_->text() + tr(" <i>(updating…)</i>"));
+  in_flight_ = true;
   watcher_.setFuture(QtConcurrent::run([spec] { return predict(spec); }));
+}
+
+void DesignerWidget::showComparison(bool supernet) {
+  QAbstractItemModel* m = supernet ? static_cast<QAbstractItemModel*>(supernet_comparison_) : comparison_;
+  if (table_->model() != m) {
+    table_->setModel(m);
+    // The view keeps the other model's column widths: back to the defaults
+    // (a planner's partition is long; at its content width Status scrolls away).
+    for (int c = 0; c < m->columnCount(); ++c) table_->setColumnWidth(c, table_->horizontalHeader()->defaultSectionSize());
+  }
+  // The modes' figures are short: fit them ("1.01 MiB of 512.0 MiB" would wrap).
+  if (supernet) table_->resizeColumnsToContents();
+  right_tabs_->setTabText(right_tabs_->indexOf(table_), supernet ? tr("Modes") : tr("Planners"));
+  partition_caption_->setText(supernet ? tr("<b>Partition</b> of the choice layers, the same under every mode "
+                                            "(the job's mode first, then the others)")
+                                       : tr("<b>Partition</b> (chosen planner first, then the baselines)"));
+}
+
+void DesignerWidget::setPredictionStale(bool stale) {
+  stale_ = stale;
+  // Greyed and inert rather than blank: the last valid figures are still
+  // worth comparing against while the user fixes a field.
+  for (QWidget* w : prediction_views_) set_veiled(w, stale);
+  if (stale) {
+    const bool shown = prediction_.supernet || !prediction_.outcomes.empty();
+    summary_->setText(shown ? tr("<i>Fix the highlighted field to see the prediction; the greyed figures below are "
+                                 "the last valid job's.</i>")
+                            : tr("<i>Fix the highlighted field to see the prediction.</i>"));
+  }
 }
 
 void DesignerWidget::plotMemory(const std::vector<double>& peak_bytes, const std::vector<double>& budget_bytes) {
@@ -458,8 +500,10 @@ void DesignerWidget::plotMemory(const std::vector<double>& peak_bytes, const std
 
 void DesignerWidget::applyPrediction(const Prediction& p) {
   prediction_ = p;
+  setPredictionStale(false);
   if (p.supernet) return applySupernetPrediction(*p.supernet);
   comparison_->setPrediction(p);
+  showComparison(false);
   std::vector<PlanView::Row> rows;
   for (const auto& o : p.outcomes) {
     if (!o.ok) {

@@ -11,15 +11,20 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableView>
 #include <QtTest>
 
 #include "core/spec/job_spec.h"
 #include "gui/models/job_model.h"
+#include "gui/models/planner_comparison_model.h"
 #include "gui/models/search_space_layers_model.h"
+#include "gui/models/supernet_comparison_model.h"
 #include "gui/widgets/designer_search_space.h"
 #include "gui/widgets/designer_widget.h"
 #include "gui/widgets/json_key_editor.h"
+#include "gui/widgets/plan_view.h"
+#include "gui/widgets/stale_veil.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_view.h"
 #include "gui/models/run_model.h"
@@ -124,8 +129,71 @@ class DesignerSearchSpaceTest : public QObject {
     auto* summary = d_->findChild<QLabel*>("predictionSummary");
     QVERIFY2(summary->text().contains("subnets/s"), qPrintable(summary->text()));
     QCOMPARE(d_->timeline()->run()->info().stages, 2);  // the predicted subnets on the timeline
+    // The side-by-side table compares the supernet modes (the planners
+    // have nothing to plan), and the caption says so.
+    auto* table = d_->findChild<QTableView*>("plannerTable");
+    QVERIFY(table);
+    QAbstractItemModel* m = table->model();
+    QCOMPARE(m->rowCount(), static_cast<int>(s.outcomes.size()));
+    QCOMPARE(m->rowCount(), 5);
+    auto* tabs = d_->findChild<QTabWidget*>("designerTabs");
+    QCOMPARE(tabs->tabText(tabs->indexOf(table)), QStringLiteral("Modes"));
+    auto column = [&](const QString& header) {
+      for (int c = 0; c < m->columnCount(); ++c)
+        if (m->headerData(c, Qt::Horizontal).toString() == header) return c;
+      return -1;
+    };
+    QVERIFY(column("Peak candidates") >= 0 && column("Utilisation") >= 0 && column("Resident") >= 0);
+    QStringList modes;
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const auto& o = s.outcomes[r];
+      modes << m->data(m->index(r, 0)).toString().section(' ', 0, 0);
+      QVERIFY(o.ok);
+      QCOMPARE(m->data(m->index(r, column("Subnets/s")), Qt::UserRole).toDouble(), o.result.subnets_per_s);
+      QVERIFY(m->data(m->index(r, column("Peak candidates"))).toString().contains(" of "));
+      const QString status = m->data(m->index(r, column("Status"))).toString();
+      QCOMPARE(status.contains("not reproducible"), !o.result.reproducible);
+    }
+    QCOMPARE(modes, (QStringList{"csp", "sequential", "gpipe", "pipedream", "vpipe"}));
+    QVERIFY(m->data(m->index(modes.indexOf("pipedream"), column("Status"))).toString().contains("not reproducible"));
+    auto* caption = d_->findChild<QLabel*>("partitionCaption");
+    QVERIFY(caption);
+    QVERIFY2(!caption->text().contains("planner") && caption->text().contains("mode"), qPrintable(caption->text()));
     show_search_space();
     screenshot(d_, "designer-supernet");
+  }
+
+  // An invalid job keeps the last valid prediction on screen, greyed and
+  // said to be stale, for a supernet job and a planned one alike.
+  void anInvalidJobGreysTheLastPrediction() {
+    auto greyed = [](QWidget* w) { return !w->isEnabled() && is_veiled(w); };
+    auto* summary = d_->findChild<QLabel*>("predictionSummary");
+    for (const bool supernet : {true, false}) {
+      QString err;
+      QVERIFY2(job_->load(job_file(supernet ? "fmnist-supernet.json" : "bert24-4gpu.json"), &err), qPrintable(err));
+      QVERIFY(wait_until([&] { return !d_->predictionPending() && d_->prediction().supernet.has_value() == supernet; }, 60000));
+      QVERIFY(!greyed(d_->planView()) && d_->memoryPlot()->isEnabled() && d_->timeline()->isEnabled());
+      job_->setValue("training.iterations", 0);
+      QVERIFY(!job_->isValid());
+      QVERIFY(wait_until([&] { return !d_->predictionPending(); }));
+      QVERIFY2(summary->text().contains("last valid"), qPrintable(summary->text()));
+      QVERIFY(greyed(d_->planView()) && greyed(d_->timeline()) && greyed(d_->memoryPlot()));
+      QVERIFY(!d_->findChild<QTableView*>("plannerTable")->isEnabled());
+      QVERIFY(summary->isEnabled());  // the note itself stays readable
+      if (!supernet) screenshot(d_, "designer-stale");
+      job_->setValue("training.iterations", 10);
+      QVERIFY(job_->isValid());
+      QVERIFY(wait_until([&] { return !d_->predictionPending(); }, 60000));
+      QVERIFY2(!greyed(d_->planView()) && d_->timeline()->isEnabled(), qPrintable(summary->text()));
+      QVERIFY2(!summary->text().contains("last valid"), qPrintable(summary->text()));
+    }
+    // A planned job shows the planners again.
+    auto* tabs = d_->findChild<QTabWidget*>("designerTabs");
+    auto* table = d_->findChild<QTableView*>("plannerTable");
+    QCOMPARE(tabs->tabText(tabs->indexOf(table)), QStringLiteral("Planners"));
+    QCOMPARE(table->model(), static_cast<QAbstractItemModel*>(d_->comparison()));
+    QVERIFY(table->model()->rowCount() > 0);
+    QVERIFY(d_->findChild<QLabel*>("partitionCaption")->text().contains("chosen planner"));
   }
 
   void customLayersTableEditsAndShowsErrorsAtTheirRow() {
