@@ -130,6 +130,41 @@ class StudioViewsTest : public QObject {
     QTRY_VERIFY(replots > hidden);
   }
 
+  // Leaving freeze or replay shows the live range at once, not at the
+  // next tick (a finished run has none), even after panning while frozen.
+  void leavingFreezeJumpsToTheLiveRange() {
+    RunModel m;
+    QWidget host;
+    auto* tl = new TimelineView(&host);
+    tl->resize(600, 300);
+    tl->setRun(&m);
+    m.append(simulate_run(test_job(), {.iterations = 1}));
+    const std::int64_t first_end = m.endNs();
+    tl->setCursor(first_end - 1);  // frozen
+    tl->setVisibleRange(m.beginNs(), m.beginNs() + (first_end - m.beginNs()) / 4);  // inspecting
+    RunBatch later = simulate_run(test_job(), {.iterations = 1});
+    for (auto& e : later.events) {
+      e.start_ns += first_end;
+      e.end_ns += first_end;
+    }
+    m.append(later);  // data keeps arriving
+    QVERIFY(m.endNs() > first_end);
+    const double key_end = tl->plot()->xAxis->range().upper;
+    QVERIFY(key_end < tl->bars()->keyOf(first_end));  // the frozen view did not move
+    tl->setCursor(INT64_MAX);  // live again, before any further tick
+    QCOMPARE(tl->plot()->xAxis->range().upper, tl->bars()->keyOf(m.endNs()));
+    QCOMPARE(tl->plot()->xAxis->range().lower, tl->bars()->keyOf(m.beginNs()));
+    // And it keeps following.
+    RunBatch more = simulate_run(test_job(), {.iterations = 1});
+    const std::int64_t shift = m.endNs();
+    for (auto& e : more.events) {
+      e.start_ns += shift;
+      e.end_ns += shift;
+    }
+    m.append(more);
+    QCOMPARE(tl->plot()->xAxis->range().upper, tl->bars()->keyOf(m.endNs()));
+  }
+
   void opensASimulatedRunAndDrawsIt() {
     win_->setSource(new SimulatedRunSource(test_job(), {.iterations = 6}));
     QVERIFY(wait_until([&] { return win_->run()->finished(); }));
