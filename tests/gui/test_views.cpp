@@ -11,7 +11,9 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QScrollBar>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -384,6 +386,21 @@ class StudioViewsTest : public QObject {
     QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Forward)], x.forward);
     QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Backward)], x.backward);
     QVERIFY(win_->rangeStats()->summaryText().contains(QStringLiteral("%1%").arg(100 * x.busy_fraction, 0, 'f', 1)));
+    // The table fits its dock: no column cut off, none of "0 ns" only.
+    QApplication::processEvents();
+    auto* table = win_->rangeStats()->findChild<QTableWidget*>("rangeTable");
+    QVERIFY(table);
+    int shown = 0;
+    for (int c = 2; c < table->columnCount(); ++c) {
+      auto kind = event_kind_from_string(table->horizontalHeaderItem(c)->text().toStdString());
+      QVERIFY(kind.has_value());
+      QCOMPARE(table->isColumnHidden(c), s.kind_ns[static_cast<int>(*kind)] == 0);
+      shown += !table->isColumnHidden(c);
+    }
+    QVERIFY(shown >= 2);
+    QVERIFY2(!table->horizontalScrollBar()->isVisible(),
+             qPrintable(QStringLiteral("columns %1 px in a %2 px view").arg(table->horizontalHeader()->length()).arg(table->viewport()->width())));
+    screenshot(win_, "monitor-range-selected");
     screenshot(win_->rangeStats(), "range-statistics");
     // Shift+drag selects too.
     auto* plot = win_->timeline()->plot();
