@@ -446,9 +446,17 @@ class StudioViewsTest : public QObject {
   }
 
   void memoryThroughputAndPlanViews() {
+    // The legend sits above the lines, never over them.
+    auto legend_clear = [&] {
+      QCustomPlot* p = win_->memoryView()->plot();
+      const QRect legend = p->legend->outerRect(), lines = p->axisRect()->rect();
+      return p->legend->visible() && legend.isValid() && !legend.intersects(lines) && legend.bottom() <= lines.top();
+    };
     screenshot(win_->memoryView(), "memory");
+    QVERIFY(legend_clear());
     win_->memoryView()->setStage(1);
     screenshot(win_->memoryView(), "memory-stage1-by-category");
+    QVERIFY(legend_clear());
     win_->memoryView()->setStage(-1);
     auto* tp = win_->throughputView()->plot();
     QVERIFY(tp->graphCount() == 1 && tp->graph(0)->dataCount() > 0);
