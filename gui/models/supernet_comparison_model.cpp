@@ -19,19 +19,6 @@ QString supernet_status(const SupernetOutcome& o, double budget_bytes) {
   return s;
 }
 
-void SupernetComparisonModel::setPrediction(const SupernetPrediction& p) {
-  beginResetModel();
-  p_ = p;
-  p_.events.clear();  // the timeline's; the table needs only the figures
-  endResetModel();
-}
-
-int SupernetComparisonModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(p_.outcomes.size());
-}
-
-int SupernetComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant SupernetComparisonModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal) return {};
   if (role == Qt::ToolTipRole) {
@@ -57,8 +44,9 @@ QVariant SupernetComparisonModel::headerData(int section, Qt::Orientation o, int
 }
 
 QVariant SupernetComparisonModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
-  const SupernetOutcome& o = p_.outcomes[index.row()];
+  const SupernetOutcome* outcome = outcomeAt(index);
+  if (!outcome) return {};
+  const SupernetOutcome& o = *outcome;
   const auto& r = o.result;
   if (role == Qt::DisplayRole) {
     if (index.column() == Mode) return QString::fromStdString(o.mode) + (index.row() == 0 ? tr(" (job's)") : QString());

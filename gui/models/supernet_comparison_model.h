@@ -1,6 +1,5 @@
 #pragma once
-#include <QAbstractTableModel>
-
+#include "gui/models/outcome_table_model.h"
 #include "gui/models/supernet_prediction.h"
 
 namespace pw::gui {
@@ -8,21 +7,15 @@ namespace pw::gui {
 // One row per supernet mode of a SupernetPrediction, the job's own mode
 // first: the designer's side-by-side table for a supernet job, which the
 // planners do not plan (PlannerComparisonModel would stay empty).
-class SupernetComparisonModel : public QAbstractTableModel {
+// setPrediction takes a copy: hand it one without the timeline's events.
+class SupernetComparisonModel : public OutcomeTableModel<SupernetComparisonModel, SupernetPrediction> {
   Q_OBJECT
  public:
   enum Column { Mode, SubnetsPerS, Time, Utilisation, Resident, PeakMemory, Status, ColumnCount };
-  using QAbstractTableModel::QAbstractTableModel;
+  using OutcomeTableModel::OutcomeTableModel;
 
-  void setPrediction(const SupernetPrediction& p);
-
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
-
- private:
-  SupernetPrediction p_;
 };
 
 // The most any stage held of candidates at once (0 when the mode failed).

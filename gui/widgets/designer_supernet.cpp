@@ -18,7 +18,9 @@
 namespace pw::gui {
 
 void DesignerWidget::applySupernetPrediction(const SupernetPrediction& s) {
-  supernet_comparison_->setPrediction(s);
+  SupernetPrediction figures = s;
+  figures.events.clear();  // the timeline's, up to 200k; the table needs the figures only
+  supernet_comparison_->setPrediction(std::move(figures));
   showComparison(true);
   layers_->setRows({}, QString());
   layer_source_->setText(tr("A supernet: its choice layers are the search space's."));
