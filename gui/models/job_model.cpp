@@ -4,24 +4,38 @@
 #include <QStringList>
 #include <algorithm>
 
+#include "gui/models/nas_core.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::gui {
 namespace {
 
-// "model.widths[1]" -> the key that holds it, as a JSON pointer ("/model/widths").
+// "model.widths[1]" -> the key that holds it, as a JSON pointer
+// ("/model/widths"); indices before the last key are followed
+// ("search_space.layers[0].candidates[1].op" -> "/search_space/layers/0/candidates/1/op").
 std::optional<nlohmann::json::json_pointer> field_pointer(const std::string& path) {
   if (path.empty() || path == "$") return std::nullopt;
-  std::string p = path.substr(0, path.find('['));
+  std::string p = path;
+  if (!p.empty() && p.back() == ']') p = p.substr(0, p.rfind('['));
   std::string ptr;
-  std::size_t from = 0;
-  for (;;) {
-    std::size_t dot = p.find('.', from);
-    ptr += "/" + p.substr(from, dot - from);
-    if (dot == std::string::npos) break;
-    from = dot + 1;
+  for (char c : p) {
+    if (c == '.' || c == '[') ptr += '/';
+    else if (c != ']') ptr += c;
   }
-  return nlohmann::json::json_pointer(ptr);
+  return nlohmann::json::json_pointer("/" + ptr);
+}
+
+// A supernet job's search space is parsed apart from the job (by pw_core's
+// nas layer, as prepare_nas_job does): its errors, with their paths, are
+// the job's too.
+JobSpec parse_with_search_space(const nlohmann::json& doc) {
+  JobSpec spec = parse_job(doc);
+  if (nas::is_supernet_job(spec)) {
+    nas::parse_search_space(spec);
+    nas::supernet_mode(spec);
+    nas::parse_evolution(spec);
+  }
+  return spec;
 }
 
 // Makes `path` acceptable to the parser, so that parsing again reaches the
@@ -77,7 +91,7 @@ void JobModel::validate() {
   for (int round = 0; round < 64; ++round) {
     std::string path, reason;
     try {
-      JobSpec spec = parse_job(probe);
+      JobSpec spec = parse_with_search_space(probe);
       if (round == 0) spec_ = std::move(spec);
       break;
     } catch (const SpecError& e) {

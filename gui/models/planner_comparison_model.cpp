@@ -28,18 +28,6 @@ QString partition_text(const Plan& plan) {
   return parts.join(QStringLiteral(" | "));
 }
 
-void PlannerComparisonModel::setPrediction(const Prediction& p) {
-  beginResetModel();
-  p_ = p;
-  endResetModel();
-}
-
-int PlannerComparisonModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(p_.outcomes.size());
-}
-
-int PlannerComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
-
 QVariant PlannerComparisonModel::headerData(int section, Qt::Orientation o, int role) const {
   if (role != Qt::DisplayRole || o != Qt::Horizontal) return {};
   switch (section) {
@@ -55,8 +43,9 @@ QVariant PlannerComparisonModel::headerData(int section, Qt::Orientation o, int 
 }
 
 QVariant PlannerComparisonModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
-  const PlannerOutcome& o = p_.outcomes[index.row()];
+  const PlannerOutcome* outcome = outcomeAt(index);
+  if (!outcome) return {};
+  const PlannerOutcome& o = *outcome;
   const SimResult& r = o.iteration.result;
   std::uint64_t peak = 0;
   for (const auto& s : r.stages) peak = std::max(peak, s.peak_memory_bytes);

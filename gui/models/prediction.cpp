@@ -6,6 +6,10 @@ namespace pw::gui {
 
 Prediction predict(const JobSpec& job) {
   Prediction out;
+  if (nas::is_supernet_job(job)) {
+    out.supernet = predict_supernet(job);
+    return out;
+  }
   std::vector<std::string> order{job.pipeline.planner};
   for (const auto& n : planner_names())
     if (n != job.pipeline.planner) order.push_back(n);

@@ -1,9 +1,11 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/spec/job_spec.h"
 #include "gui/models/simulated_iteration.h"
+#include "gui/models/supernet_prediction.h"
 
 namespace pw::gui {
 
@@ -16,8 +18,10 @@ struct PlannerOutcome {
 };
 
 // What the designer shows for a job: the chosen planner first, then every
-// other known planner (pw::planner_names()) as a baseline.
+// other known planner (pw::planner_names()) as a baseline; for a supernet
+// job (search_space set) the supernet simulator's modes instead.
 struct Prediction {
+  std::optional<SupernetPrediction> supernet;
   std::vector<PlannerOutcome> outcomes;
   int layers = 0;
   std::vector<std::string> layer_names;

@@ -33,42 +33,23 @@
 #include "gui/models/layer_table_model.h"
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
+#include "gui/models/supernet_comparison_model.h"
+#include "gui/widgets/designer_search_space.h"
+#include "gui/widgets/form_rows.h"
+#include "gui/widgets/json_key_editor.h"
 #include "gui/widgets/plan_view.h"
 #include "gui/widgets/run_launcher.h"
+#include "gui/widgets/stale_veil.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_view.h"
 
 namespace pw::gui {
 namespace {
 
-QStringList qlist(const std::vector<std::string>& v) {
-  QStringList out;
-  for (const auto& s : v) out << QString::fromStdString(s);
-  return out;
-}
-
-QSpinBox* spin(int lo, int hi, const QString& unset = {}) {
-  auto* s = new QSpinBox;
-  s->setRange(unset.isEmpty() ? lo : lo - 1, hi);
-  if (!unset.isEmpty()) s->setSpecialValueText(unset);  // the minimum means "not set"
-  s->setKeyboardTracking(false);
-  return s;
-}
-
-QDoubleSpinBox* dspin(double lo, double hi, int decimals, const QString& unset = {}) {
-  auto* s = new QDoubleSpinBox;
-  s->setDecimals(decimals);
-  s->setRange(lo, hi);
-  if (!unset.isEmpty()) s->setSpecialValueText(unset);
-  s->setKeyboardTracking(false);
-  return s;
-}
-
-QComboBox* combo(const QStringList& items) {
-  auto* c = new QComboBox;
-  c->addItems(items);
-  return c;
-}
+using form::combo;
+using form::dspin;
+using form::qlist;
+using form::spin;
 
 const QStringList kTransformerKinds{"transformer", "bert", "gpt"};
 
@@ -84,13 +65,15 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
     : QWidget(parent),
       job_(job),
       general_error_(new QLabel(this)),
-      search_space_(new QPlainTextEdit(this)),
-      data_(new QPlainTextEdit(this)),
+      search_space_(new SearchSpaceEditor(job, this)),
+      data_(new JsonKeyEditor(job, "data", this)),
       summary_(new QLabel(this)),
       plan_view_(new PlanView(this)),
       memory_plot_(new QCustomPlot(this)),
       table_(new QTableView(this)),
       comparison_(new PlannerComparisonModel(this)),
+      supernet_comparison_(new SupernetComparisonModel(this)),
+      partition_caption_(new QLabel(this)),
       timeline_(new TimelineView(this)),
       predicted_run_(new RunModel(this)),
       right_tabs_(new QTabWidget(this)),
@@ -119,7 +102,8 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   top_lay->addWidget(summary_);
-  top_lay->addWidget(new QLabel(tr("<b>Partition</b> (chosen planner first, then the baselines)"), top));
+  partition_caption_->setObjectName(QStringLiteral("partitionCaption"));
+  top_lay->addWidget(partition_caption_);
   top_lay->addWidget(plan_view_, 1);
   auto* mid = new QSplitter(Qt::Horizontal, right);
   memory_plot_->setObjectName(QStringLiteral("predictedMemoryPlot"));
@@ -128,7 +112,6 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   memory_plot_->xAxis->setLabel(tr("stage"));
   style_plot(memory_plot_);
   mid->addWidget(memory_plot_);
-  table_->setModel(comparison_);
   table_->setObjectName(QStringLiteral("plannerTable"));
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
@@ -160,12 +143,17 @@ DesignerWidget::DesignerWidget(JobModel* job, QWidget* parent)
   right->addWidget(timeline_);
   right->setStretchFactor(2, 2);
   split->setStretchFactor(1, 3);
+  showComparison(false);
+  prediction_views_ = {partition_caption_, plan_view_, memory_plot_, right_tabs_, timeline_};
 
   debounce_.setSingleShot(true);
   debounce_.setInterval(150);
   connect(&debounce_, &QTimer::timeout, this, &DesignerWidget::startPrediction);
   connect(&watcher_, &QFutureWatcher<Prediction>::finished, this, [this] {
+    in_flight_ = false;
     applyPrediction(watcher_.result());
+    // The job went invalid while this ran: what it shows is already stale.
+    if (!job_->isValid()) setPredictionStale(true);
     if (again_) {
       again_ = false;
       startPrediction();
@@ -276,56 +264,21 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "pipeline.planner", tr("Planner"), combo(qlist(planner_names())));
   addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("interleaved schedule: model chunks per device"));
 
-  auto* raw = new QGroupBox(tr("Search space and data (JSON)"), host);
+  auto* ss = new QGroupBox(tr("Search space (supernet)"), host);
+  auto* ss_lay = new QVBoxLayout(ss);
+  ss_lay->addWidget(search_space_);
+  lay->addWidget(ss);
+
+  auto* raw = new QGroupBox(tr("Data (JSON)"), host);
   auto* rf = new QGridLayout(raw);
   rf->setColumnStretch(1, 1);
-  search_space_->setPlaceholderText(tr("{\"layers\": [[\"conv3\", \"conv5\"], ...]} per-layer candidate ops"));
   data_->setPlaceholderText(tr("{\"kind\": \"synthetic\"}"));
-  for (auto* e : {search_space_, data_}) {
-    e->setMaximumHeight(70);
-    e->setFont(QFont(QStringLiteral("monospace")));
-  }
-  auto* ss_err = new QLabel;
-  auto* data_err = new QLabel;
-  auto* ss_label = new QLabel(tr("Search space"));
+  data_->setMaximumHeight(70);
   auto* data_label = new QLabel(tr("Data"));
-  rf->addWidget(ss_label, 0, 0, Qt::AlignLeft | Qt::AlignTop);
-  rf->addWidget(search_space_, 0, 1);
-  rf->addWidget(ss_err, 1, 1);
-  rf->addWidget(data_label, 2, 0, Qt::AlignLeft | Qt::AlignTop);
-  rf->addWidget(data_, 2, 1);
-  rf->addWidget(data_err, 3, 1);
-  fields_["search_space"] = Field{"search_space", search_space_, ss_err, ss_label, search_space_, {}};
-  fields_["data"] = Field{"data", data_, data_err, data_label, data_, {}};
-  for (const QString& key : {QStringLiteral("search_space"), QStringLiteral("data")}) {
-    auto* edit = static_cast<QPlainTextEdit*>(fields_[key].editor);
-    QLabel* err = fields_[key].error;
-    err->setVisible(false);
-    err->setStyleSheet(QStringLiteral("color: #d9534f"));
-    connect(edit, &QPlainTextEdit::textChanged, this, [this, key, edit, err] {
-      if (loading_) return;
-      QString text = edit->toPlainText().trimmed();
-      if (text.isEmpty()) {
-        err->setVisible(false);
-        auto doc = job_->document();
-        doc.erase(key.toStdString());
-        QScopedValueRollback<bool> editing(editing_, true);
-        job_->setDocument(doc);
-        return;
-      }
-      auto j = nlohmann::json::parse(text.toStdString(), nullptr, false);
-      if (j.is_discarded()) {
-        err->setText(tr("not valid JSON yet"));
-        err->setVisible(true);
-        return;
-      }
-      err->setVisible(false);
-      auto doc = job_->document();
-      doc[key.toStdString()] = j;
-      QScopedValueRollback<bool> editing(editing_, true);
-      job_->setDocument(doc);
-    });
-  }
+  rf->addWidget(data_label, 0, 0, Qt::AlignLeft | Qt::AlignTop);
+  rf->addWidget(data_, 0, 1);
+  rf->addWidget(data_->syntaxError(), 1, 1);
+  fields_["data"] = Field{"data", data_, data_->syntaxError(), data_label, data_, {}};
   lay->addWidget(raw);
 
   auto* buttons = new QHBoxLayout;
@@ -343,120 +296,35 @@ void DesignerWidget::buildForm(QWidget* host) {
 
 void DesignerWidget::addField(QGridLayout* form, const QString& path, const QString& label, QWidget* editor,
                               const QStringList& kinds, const QString& tip, QWidget* extra) {
-  auto* err = new QLabel;
-  err->setObjectName(QStringLiteral("error:") + path);
-  err->setWordWrap(true);
-  err->setStyleSheet(QStringLiteral("color: #d9534f"));
-  err->setVisible(false);
-  editor->setObjectName(path);
-  if (!tip.isEmpty()) editor->setToolTip(tip);
-  auto* col = new QWidget;
-  auto* v = new QVBoxLayout(col);
-  v->setContentsMargins(0, 0, 0, 0);
-  v->setSpacing(1);
-  if (extra) {
-    auto* h = new QHBoxLayout;
-    h->setSpacing(4);
-    h->addWidget(editor, 1);
-    h->addWidget(extra);
-    v->addLayout(h);
-  } else {
-    v->addWidget(editor);
-  }
-  v->addWidget(err);
-  auto* caption = new QLabel(label);
-  caption->setBuddy(editor);
-  // Level with the editor's text, also when an error grows the row.
-  caption->setMinimumHeight(editor->sizeHint().height());
-  const int row = form->count() / 2;  // two items per row
-  form->addWidget(caption, row, 0, Qt::AlignLeft | Qt::AlignTop);
-  form->addWidget(col, row, 1);
-  fields_[path] = Field{path, editor, err, caption, col, kinds};
-  if (auto* s = qobject_cast<QSpinBox*>(editor))
-    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { onEditorChanged(path); });
-  else if (auto* d = qobject_cast<QDoubleSpinBox*>(editor))
-    connect(d, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { onEditorChanged(path); });
-  else if (auto* c = qobject_cast<QComboBox*>(editor))
-    connect(c, &QComboBox::currentTextChanged, this, [this, path] { onEditorChanged(path); });
-  else if (auto* l = qobject_cast<QLineEdit*>(editor))
-    connect(l, &QLineEdit::textChanged, this, [this, path] { onEditorChanged(path); });
+  const form::Row r = form::add_row(form, path, label, editor, tip, extra);
+  fields_[path] = Field{path, editor, r.error, r.caption, r.row, kinds};
+  form::on_edited(editor, this, [this, path] { onEditorChanged(path); });
 }
 
 QWidget* DesignerWidget::editorFor(const QString& path) const {
   auto it = fields_.find(path);
-  return it == fields_.end() ? nullptr : it->editor;
+  return it == fields_.end() ? search_space_->editorFor(path) : it->editor;
 }
 
 QLabel* DesignerWidget::errorLabelFor(const QString& path) const {
   auto it = fields_.find(path);
-  return it == fields_.end() ? nullptr : it->error;
+  return it == fields_.end() ? search_space_->errorLabelFor(path) : it->error;
 }
 
 QString DesignerWidget::generalError() const { return general_error_->isVisible() ? general_error_->text() : QString(); }
 
 QVariant DesignerWidget::editorValue(const Field& f) const {
-  if (auto* s = qobject_cast<QSpinBox*>(f.editor)) {
-    if (!s->specialValueText().isEmpty() && s->value() == s->minimum()) return {};
-    return s->value();
-  }
-  if (auto* d = qobject_cast<QDoubleSpinBox*>(f.editor)) {
-    if (!d->specialValueText().isEmpty() && d->value() == d->minimum()) return {};
-    return d->value();
-  }
-  if (auto* c = qobject_cast<QComboBox*>(f.editor)) return c->currentText();
-  if (auto* l = qobject_cast<QLineEdit*>(f.editor)) {
-    QString t = l->text().trimmed();
-    if (t.isEmpty()) return {};
-    if (f.path == "model.widths" || f.path == "model.channels" || f.path == "model.input.shape") {
-      QVariantList list;
-      for (const auto& part : t.split(',', Qt::SkipEmptyParts)) {
-        bool ok = false;
-        int v = part.trimmed().toInt(&ok);
-        list << (ok ? QVariant(v) : QVariant(part.trimmed()));  // a non-number reaches the validator
-      }
-      return list;
-    }
-    return t;
-  }
-  return {};
+  return form::value(f.editor, f.path == "model.widths" || f.path == "model.channels" || f.path == "model.input.shape");
 }
 
-void DesignerWidget::setEditorValue(const Field& f, const QVariant& v) {
-  QSignalBlocker block(f.editor);
-  if (auto* s = qobject_cast<QSpinBox*>(f.editor)) {
-    s->setValue(v.isValid() ? v.toInt() : s->minimum());
-  } else if (auto* d = qobject_cast<QDoubleSpinBox*>(f.editor)) {
-    d->setValue(v.isValid() ? v.toDouble() : d->minimum());
-  } else if (auto* c = qobject_cast<QComboBox*>(f.editor)) {
-    if (v.isValid()) {
-      if (c->findText(v.toString()) < 0) c->addItem(v.toString());  // keeps unknown values visible
-      c->setCurrentText(v.toString());
-    } else {
-      c->setCurrentIndex(0);
-    }
-  } else if (auto* l = qobject_cast<QLineEdit*>(f.editor)) {
-    if (v.typeId() == QMetaType::QVariantList) {
-      QStringList parts;
-      for (const auto& x : v.toList()) parts << x.toString();
-      l->setText(parts.join(QStringLiteral(", ")));
-    } else {
-      l->setText(v.toString());
-    }
-  }
-}
+void DesignerWidget::setEditorValue(const Field& f, const QVariant& v) { form::set_value(f.editor, v); }
 
 void DesignerWidget::loadFromModel() {
   loading_ = true;
-  for (const auto& f : fields_) {
-    if (f.path == "search_space" || f.path == "data") {
-      auto* e = static_cast<QPlainTextEdit*>(f.editor);
-      QSignalBlocker block(e);
-      auto it = job_->document().find(f.path.toStdString());
-      e->setPlainText(it == job_->document().end() ? QString() : QString::fromStdString(it->dump()));
-      continue;
-    }
-    setEditorValue(f, job_->value(f.path));
-  }
+  for (const auto& f : fields_)
+    if (f.path != "data") setEditorValue(f, job_->value(f.path));
+  data_->load();
+  search_space_->load();
   loading_ = false;
   updateKindVisibility();
   showValidation();
@@ -510,7 +378,7 @@ void DesignerWidget::onKindChanged() {
 
 void DesignerWidget::showValidation() {
   for (const auto& f : fields_) {
-    if (f.path == "search_space" || f.path == "data") continue;
+    if (f.path == "data") continue;
     f.error->setVisible(false);
     f.editor->setStyleSheet(QString());
   }
@@ -521,12 +389,14 @@ void DesignerWidget::showValidation() {
     f.error->setVisible(true);
     f.editor->setStyleSheet(QStringLiteral("border: 1px solid #d9534f"));
   }
+  // The search space's own editor places (and clears) its errors.
+  const auto rest = search_space_->showErrors(job_->errors());
   if (job_->isValid()) return;
   // Every error at once, each under its field; the rest (no visible field
   // for the path) listed at the top.
   QStringList general;
   QMap<QString, QStringList> by_field;
-  for (const auto& e : job_->errors()) {
+  for (const auto& e : rest) {
     auto it = fields_.find(e.path);
     if (it == fields_.end()) it = fields_.find(e.path.left(e.path.indexOf('[')));  // model.widths[1]
     if (it != fields_.end() && it->editor->isVisibleTo(this)) {
@@ -549,28 +419,91 @@ void DesignerWidget::showValidation() {
   }
 }
 
-bool DesignerWidget::predictionPending() const { return debounce_.isActive() || watcher_.isRunning() || again_; }
+// in_flight_, not watcher_.isRunning(): the future finishes before its
+// finished() signal is delivered, and until then the result is not shown.
+bool DesignerWidget::predictionPending() const { return debounce_.isActive() || in_flight_ || again_; }
 
 void DesignerWidget::schedulePrediction() { debounce_.start(); }
 
 void DesignerWidget::startPrediction() {
   if (!job_->isValid()) {
-    summary_->setText(tr("<i>Fix the highlighted field to see the prediction.</i>"));
+    setPredictionStale(true);
     return;
   }
-  if (watcher_.isRunning()) {
+  if (in_flight_) {
     again_ = true;  // one in flight at a time; the newest edit runs next
     return;
   }
   requested_revision_ = job_->revision();
   JobSpec spec = *job_->spec();
-  summary_->setText(summary_->text() + tr(" <i>(updating…)</i>"));
+  // Stale figures stay greyed until the new ones land; the fix note goes.
+  summary_->setText(stale_ ? tr("<i>Updating the prediction…</i>") : summary_->text() + tr(" <i>(updating…)</i>"));
+  in_flight_ = true;
   watcher_.setFuture(QtConcurrent::run([spec] { return predict(spec); }));
+}
+
+void DesignerWidget::showComparison(bool supernet) {
+  QAbstractItemModel* m = supernet ? static_cast<QAbstractItemModel*>(supernet_comparison_) : comparison_;
+  if (table_->model() != m) {
+    table_->setModel(m);
+    // The view keeps the other model's column widths: back to the defaults
+    // (a planner's partition is long; at its content width Status scrolls away).
+    for (int c = 0; c < m->columnCount(); ++c) table_->setColumnWidth(c, table_->horizontalHeader()->defaultSectionSize());
+  }
+  // The modes' figures are short: fit them ("1.01 MiB of 512.0 MiB" would wrap).
+  if (supernet) table_->resizeColumnsToContents();
+  right_tabs_->setTabText(right_tabs_->indexOf(table_), supernet ? tr("Modes") : tr("Planners"));
+  partition_caption_->setText(supernet ? tr("<b>Partition</b> of the choice layers, the same under every mode "
+                                            "(the job's mode first, then the others)")
+                                       : tr("<b>Partition</b> (chosen planner first, then the baselines)"));
+}
+
+void DesignerWidget::setPredictionStale(bool stale) {
+  stale_ = stale;
+  // Greyed and inert rather than blank: the last valid figures are still
+  // worth comparing against while the user fixes a field.
+  for (QWidget* w : prediction_views_) set_veiled(w, stale);
+  if (stale) {
+    const bool shown = prediction_.supernet || !prediction_.outcomes.empty();
+    summary_->setText(shown ? tr("<i>Fix the highlighted field to see the prediction; the greyed figures below are "
+                                 "the last valid job's.</i>")
+                            : tr("<i>Fix the highlighted field to see the prediction.</i>"));
+  }
+}
+
+void DesignerWidget::plotMemory(const std::vector<double>& peak_bytes, const std::vector<double>& budget_bytes) {
+  auto* ok_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
+  auto* over_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
+  ok_bars->setName(tr("fits"));
+  over_bars->setName(tr("over budget"));
+  ok_bars->setBrush(QColor(92, 168, 104));
+  over_bars->setBrush(QColor(217, 83, 79));
+  ok_bars->setPen(Qt::NoPen);
+  over_bars->setPen(Qt::NoPen);
+  double budget = 0, top = 0;
+  QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
+  for (int s = 0; s < static_cast<int>(peak_bytes.size()); ++s) {
+    double peak = peak_bytes[s] / 1073741824.0;
+    budget = budget_bytes[s] / 1073741824.0;
+    (peak_bytes[s] > budget_bytes[s] ? over_bars : ok_bars)->addData(s, peak);
+    top = std::max(top, peak);
+    ticks->addTick(s, QString::number(s));
+  }
+  memory_plot_->xAxis->setTicker(ticks);
+  auto* line = new QCPItemStraightLine(memory_plot_);
+  line->point1->setCoords(-1, budget);
+  line->point2->setCoords(1, budget);
+  line->setPen(QPen(QColor(220, 60, 60), 1.5, Qt::DashLine));
+  memory_plot_->xAxis->setRange(-0.6, peak_bytes.size() - 0.4);
+  memory_plot_->yAxis->setRange(0, std::max(top, budget) * 1.12);
 }
 
 void DesignerWidget::applyPrediction(const Prediction& p) {
   prediction_ = p;
+  setPredictionStale(false);
+  if (p.supernet) return applySupernetPrediction(*p.supernet);
   comparison_->setPrediction(p);
+  showComparison(false);
   std::vector<PlanView::Row> rows;
   for (const auto& o : p.outcomes) {
     if (!o.ok) {
@@ -608,30 +541,12 @@ void DesignerWidget::applyPrediction(const Prediction& p) {
                           .arg(format_duration_ns(r.iteration_time_ms * 1e6))
                           .arg(100 * r.bubble_fraction, 0, 'f', 1)
                           .arg(r.feasible ? QString() : QStringLiteral("<br><span style='color:#d9534f'>%1</span>").arg(QString::fromStdString(r.reason))));
-    auto* ok_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
-    auto* over_bars = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
-    ok_bars->setName(tr("fits"));
-    over_bars->setName(tr("over budget"));
-    ok_bars->setBrush(QColor(92, 168, 104));
-    over_bars->setBrush(QColor(217, 83, 79));
-    ok_bars->setPen(Qt::NoPen);
-    over_bars->setPen(Qt::NoPen);
-    double budget = 0, top = 0;
-    QSharedPointer<QCPAxisTickerText> ticks(new QCPAxisTickerText);
-    for (int s = 0; s < static_cast<int>(r.stages.size()); ++s) {
-      double peak = r.stages[s].peak_memory_bytes / 1073741824.0;
-      budget = r.stages[s].memory_budget_bytes / 1073741824.0;
-      (r.stages[s].peak_memory_bytes > r.stages[s].memory_budget_bytes ? over_bars : ok_bars)->addData(s, peak);
-      top = std::max(top, peak);
-      ticks->addTick(s, QString::number(s));
+    std::vector<double> peaks, budgets;
+    for (const auto& st : r.stages) {
+      peaks.push_back(static_cast<double>(st.peak_memory_bytes));
+      budgets.push_back(static_cast<double>(st.memory_budget_bytes));
     }
-    memory_plot_->xAxis->setTicker(ticks);
-    auto* line = new QCPItemStraightLine(memory_plot_);
-    line->point1->setCoords(-1, budget);
-    line->point2->setCoords(1, budget);
-    line->setPen(QPen(QColor(220, 60, 60), 1.5, Qt::DashLine));
-    memory_plot_->xAxis->setRange(-0.6, r.stages.size() - 0.4);
-    memory_plot_->yAxis->setRange(0, std::max(top, budget) * 1.12);
+    plotMemory(peaks, budgets);
     predicted_run_->clear();
     predicted_run_->append(repeat_iteration(c->iteration, 1));
   } else if (c) {

@@ -19,10 +19,13 @@ class QTabWidget;
 namespace pw::gui {
 
 class JobModel;
+class JsonKeyEditor;
 class LayerTableModel;
+class SearchSpaceEditor;
 class PlanView;
 class PlannerComparisonModel;
 class RunModel;
+class SupernetComparisonModel;
 class TimelineView;
 
 // The job designer: a form over every job spec field, with the validation
@@ -38,15 +41,22 @@ class DesignerWidget : public QWidget {
   explicit DesignerWidget(JobModel* job, QWidget* parent = nullptr);
   ~DesignerWidget() override;
 
+  // The editor of a field and its error label, by JSON path; the search
+  // space's too ("search_space.window").
   QWidget* editorFor(const QString& path) const;
   QLabel* errorLabelFor(const QString& path) const;
   QString generalError() const;
   bool predictionPending() const;
   const Prediction& prediction() const { return prediction_; }
+  SearchSpaceEditor* searchSpace() const { return search_space_; }
   PlanView* planView() const { return plan_view_; }
   TimelineView* timeline() const { return timeline_; }
   QCustomPlot* memoryPlot() const { return memory_plot_; }
   PlannerComparisonModel* comparison() const { return comparison_; }
+  // A supernet job's side-by-side table (the same tab, "Modes").
+  SupernetComparisonModel* supernetComparison() const { return supernet_comparison_; }
+  // The prediction on screen is the last valid job's, not this one's.
+  bool predictionStale() const { return stale_; }
   // The layer table: the job's profile, or a TorchScript file's children
   // (read by `pipewright profile` in a child process: name, class,
   // parameters, costs).
@@ -87,6 +97,10 @@ class DesignerWidget : public QWidget {
   void schedulePrediction();
   void startPrediction();
   void applyPrediction(const Prediction& p);
+  void applySupernetPrediction(const SupernetPrediction& s);  // designer_supernet.cpp
+  void showComparison(bool supernet);  // which table and caption the prediction fills
+  void setPredictionStale(bool stale);
+  void plotMemory(const std::vector<double>& peak_bytes, const std::vector<double>& budget_bytes);
   void updateKindVisibility();
   QString modelPath() const;  // model.path resolved against the job file
   void inspectModel();
@@ -96,13 +110,16 @@ class DesignerWidget : public QWidget {
   JobModel* job_;
   QMap<QString, Field> fields_;
   QLabel* general_error_;
-  QPlainTextEdit* search_space_;
-  QPlainTextEdit* data_;
+  SearchSpaceEditor* search_space_;
+  JsonKeyEditor* data_;
   QLabel* summary_;
   PlanView* plan_view_;
   QCustomPlot* memory_plot_;
   QTableView* table_;
   PlannerComparisonModel* comparison_;
+  SupernetComparisonModel* supernet_comparison_;
+  QLabel* partition_caption_;
+  QList<QWidget*> prediction_views_;  // greyed while the prediction is stale
   TimelineView* timeline_;
   RunModel* predicted_run_;
   QTimer debounce_;
@@ -118,6 +135,8 @@ class DesignerWidget : public QWidget {
   QString inspect_error_;            // shown under model.path
   Prediction prediction_;
   bool loading_ = false;
+  bool stale_ = false;
+  bool in_flight_ = false;  // a prediction started and not yet shown
   bool editing_ = false;  // the form itself is changing the job
   bool again_ = false;  // an edit arrived while a prediction was running
   quint64 requested_revision_ = 0;

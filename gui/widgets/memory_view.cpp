@@ -31,9 +31,22 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent), stage_box_(new QCombo
   plot_->yAxis->setLabel(tr("GiB"));
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 7));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // compact rows along the top
-  plot_->legend->setWrap(4);
+  // The legend in a row of its own above the axis rect, left-aligned (a
+  // spacer takes the rest of the row): inside the axis rect it covered the
+  // lines whatever headroom the value axis left.
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->axisRect()->insetLayout()->simplify();
+  auto* legend_row = new QCPLayoutGrid;
+  plot_->plotLayout()->insertRow(0);
+  plot_->plotLayout()->addElement(0, 0, legend_row);
+  plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+  legend_row->setMargins(QMargins(0, 0, 0, 0));
+  legend_row->addElement(0, 0, plot_->legend);
+  legend_row->addElement(0, 1, new QCPLayoutElement(plot_));
+  legend_row->setColumnStretchFactor(0, 0.001);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);  // compact rows
+  plot_->legend->setWrap(5);
+  plot_->legend->setMargins(QMargins(4, 1, 4, 1));  // its row takes height from a short dock's plot
   plot_->legend->setRowSpacing(0);
   plot_->legend->setColumnSpacing(4);
   plot_->legend->setIconSize(14, 8);
@@ -177,7 +190,7 @@ void MemoryView::appendNew() {
     for (int g = 0; g < plot_->graphCount(); ++g)
       if (plot_->graph(g)->property("budget").isValid())
         plot_->graph(g)->setName(budget_in_view ? tr("budget") : tr("budget %1 GiB (off scale)").arg(budget, 0, 'f', 1));
-    plot_->yAxis->setRange(0, std::max(budget_in_view ? budget : 0.0, top) * 1.45 + 1e-9);  // room for the legend
+    plot_->yAxis->setRange(0, std::max(budget_in_view ? budget : 0.0, top) * 1.1 + 1e-9);
     if (!property("userX").toBool()) plot_->xAxis->setRange(0, std::max(1e-3, (run_->endNs() - origin_) / 1e6));
   }
   updateFuture();

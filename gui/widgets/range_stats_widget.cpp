@@ -2,6 +2,8 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
+#include <QStyle>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -14,6 +16,9 @@ namespace {
 // Columns after stage and busy: the kinds worth a column of their own.
 const EventKind kKindColumns[] = {EventKind::Forward, EventKind::Backward, EventKind::Recompute, EventKind::SwapOut,
                                   EventKind::SwapIn,  EventKind::Send,     EventKind::OptimizerStep};
+// Past this the dock would crowd the timeline out: the table scrolls instead
+// (every kind at once: recompute, swaps, sends and the optimizer).
+constexpr int kMaxFitWidth = 560;
 }
 
 RangeStatsWidget::RangeStatsWidget(QWidget* parent)
@@ -25,6 +30,7 @@ RangeStatsWidget::RangeStatsWidget(QWidget* parent)
   summary_->setWordWrap(true);
   lay->addWidget(summary_);
   lay->addWidget(table_, 1);
+  table_->setObjectName(QStringLiteral("rangeTable"));
   QStringList headers{tr("Stage"), tr("Busy")};
   for (EventKind k : kKindColumns) headers << QString::fromLatin1(to_string(k));
   table_->setColumnCount(headers.size());
@@ -44,6 +50,18 @@ void RangeStatsWidget::clear() {
   stats_ = RangeStats();
   summary_->setText(tr("Shift+drag on the timeline to select a time range."));
   table_->setRowCount(0);
+  for (int c = 0; c < static_cast<int>(std::size(kKindColumns)); ++c) table_->setColumnHidden(c + 2, true);
+  fitColumns();
+}
+
+void RangeStatsWidget::fitColumns() {
+  // The dock is as wide as the columns shown (they size to their contents),
+  // so none is cut off at the default width.
+  table_->horizontalHeader()->resizeSections(QHeaderView::ResizeToContents);
+  const int scroll = style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, table_);
+  const auto m = layout()->contentsMargins();
+  const int need = table_->horizontalHeader()->length() + 2 * table_->frameWidth() + scroll + m.left() + m.right();
+  setMinimumWidth(std::min(need, kMaxFitWidth));
 }
 
 QString RangeStatsWidget::summaryText() const { return summary_->text(); }
@@ -73,8 +91,12 @@ void RangeStatsWidget::showRange(qint64 t0, qint64 t1) {
   int total = static_cast<int>(stats_.stages.size());
   cell(total, 0, tr("all"));
   cell(total, 1, QStringLiteral("%1%").arg(100 * stats_.busy_fraction, 0, 'f', 1));
-  for (int c = 0; c < static_cast<int>(std::size(kKindColumns)); ++c)
-    cell(total, c + 2, format_duration_ns(static_cast<double>(stats_.kind_ns[static_cast<int>(kKindColumns[c])])));
+  for (int c = 0; c < static_cast<int>(std::size(kKindColumns)); ++c) {
+    const std::int64_t ns = stats_.kind_ns[static_cast<int>(kKindColumns[c])];
+    cell(total, c + 2, format_duration_ns(static_cast<double>(ns)));
+    table_->setColumnHidden(c + 2, ns == 0);  // a column of "0 ns" says nothing and costs width
+  }
+  fitColumns();
 }
 
 }  // namespace pw::gui

@@ -12,7 +12,8 @@ class RunModel;
 
 // Statistics of the time range selected on the timeline: busy share and
 // bubble over all stages, microbatches completed, and per stage the busy
-// share and time per event kind.
+// share and time per event kind (the kinds the range has: a column of
+// zeros is hidden); the widget is at least as wide as its columns.
 class RangeStatsWidget : public QWidget {
   Q_OBJECT
  public:
@@ -24,6 +25,7 @@ class RangeStatsWidget : public QWidget {
   QString summaryText() const;
 
  private:
+  void fitColumns();
   const RunModel* run_ = nullptr;
   RangeStats stats_;
   QLabel* summary_;

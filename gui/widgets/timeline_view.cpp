@@ -112,17 +112,30 @@ void TimelineView::onRunChanged() {
     zoomToFit();
     fitted_ = true;
     user_moved_ = false;
-  } else if (follow_ && !user_moved_ && !run_->isEmpty() && bars_->cursor() == INT64_MAX) {
-    // Live: the whole run so far stays in view until the user pans or zooms.
-    QCPRange r(bars_->keyOf(run_->beginNs()), bars_->keyOf(run_->endNs()));
-    plot_->xAxis->setRange(r.lower, std::max(r.upper, r.lower + 1e-3));
+  } else {
+    followLive();
   }
   replot_when_visible(plot_);
 }
 
+void TimelineView::followLive() {
+  if (!follow_ || user_moved_ || !run_ || run_->isEmpty() || bars_->cursor() != INT64_MAX) return;
+  // Live: the whole run so far stays in view until the user pans or zooms.
+  QCPRange r(bars_->keyOf(run_->beginNs()), bars_->keyOf(run_->endNs()));
+  plot_->xAxis->setRange(r.lower, std::max(r.upper, r.lower + 1e-3));
+}
+
 void TimelineView::setCursor(qint64 t) {
+  const bool leaving = bars_->cursor() != INT64_MAX && t == INT64_MAX;
   bars_->setCursor(t);
   bool on = t != INT64_MAX;
+  if (leaving) {
+    // Out of freeze or replay means following again ("Ctrl+F to follow
+    // again"), panned while inspecting or not, and now: a finished run has
+    // no next tick to do it, a live one would lag a tick behind.
+    user_moved_ = false;
+    followLive();
+  }
   cursor_line_->setVisible(on);
   if (on) {
     double k = bars_->keyOf(t);

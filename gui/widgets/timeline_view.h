@@ -54,6 +54,7 @@ class TimelineView : public QWidget {
 
  private:
   void onRunChanged();
+  void followLive();  // the live range, unless the user moved the view
   void updateStageTicks();
   void onMousePress(QMouseEvent* e);
   void onMouseMove(QMouseEvent* e);

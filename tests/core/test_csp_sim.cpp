@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
+#include "core/nas/search_space_names.h"
 #include "core/nas/supernet_partition.h"
 #include "core/spec/spec_error.h"
 #include "test_csp_helpers.h"
@@ -168,6 +170,44 @@ TEST(SearchSpace, ErrorsNameTheJsonPath) {
   expect_path({{"layers", {{{"candidates", {{{"op", "uniform"}, {"fwd_ms", -1}}}}}}}}, "search_space.layers[0].candidates[0].fwd_ms", "uniform");
   expect_path({{"builtin", "uniform"}, {"window", 0}}, "search_space.window", "uniform");
   expect_path({{"builtin", "uniform"}, {"sampler", "list"}}, "search_space.subnet_file", "uniform");
+}
+
+TEST(SearchSpace, ExportedNamesAreWhatTheParserAccepts) {
+  // The studio offers these names; each must parse, and a name outside
+  // them must not.
+  const auto& n = search_space_names();
+  auto parses = [](nlohmann::json space) {
+    nlohmann::json doc = {{"name", "x"},
+                          {"cluster", {{"device", "v100-32g"}}},
+                          {"model", {{"kind", "transformer"}, {"encoder_layers", 2}, {"decoder_layers", 0}, {"hidden", 64},
+                                     {"heads", 4}, {"seq_len", 16}}},
+                          {"search_space", space}};
+    try {
+      parse_search_space(pw::parse_job(doc));
+      return true;
+    } catch (const pw::SpecError&) {
+      return false;
+    }
+  };
+  auto custom = [](const std::string& op) {
+    return nlohmann::json{{"layers", {{{"candidates", {{{"op", op}}}}}}}};
+  };
+  for (const auto& op : n.ops) EXPECT_TRUE(parses(custom(op))) << op;
+  EXPECT_FALSE(parses(custom("conv2d")));
+  EXPECT_TRUE(parses({{"builtin", "evolved-transformer"}}));
+  EXPECT_NE(std::find(n.builtins.begin(), n.builtins.end(), "evolved-transformer"), n.builtins.end());
+  for (const auto& b : n.builtins) EXPECT_NE(b, "custom");
+  EXPECT_FALSE(parses({{"builtin", "custom"}}));
+  for (const auto& p : n.partitions) EXPECT_TRUE(parses({{"builtin", "evolved-transformer"}, {"partition", p}})) << p;
+  for (const auto& s : n.shared) EXPECT_TRUE(parses({{"builtin", "evolved-transformer"}, {"shared", s}})) << s;
+  for (const auto& s : n.samplers)
+    EXPECT_TRUE(parses({{"builtin", "evolved-transformer"}, {"sampler", s}, {"subnet_file", "x.txt"}})) << s;
+  EXPECT_EQ(n.partitions.front(), parse_search_space(pw::parse_job({{"name", "x"},
+                                                                     {"cluster", {{"device", "v100-32g"}}},
+                                                                     {"model", {{"kind", "transformer"}, {"encoder_layers", 2},
+                                                                                {"decoder_layers", 0}, {"hidden", 64}, {"seq_len", 16}}},
+                                                                     {"search_space", {{"builtin", "evolved-transformer"}}}}))
+                                       .partition);
 }
 
 TEST(SearchSpace, FmnistCnnSpace) {

@@ -11,7 +11,9 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QScrollBar>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -128,6 +130,41 @@ class StudioViewsTest : public QObject {
     QCOMPARE(replots, hidden);
     host.show();
     QTRY_VERIFY(replots > hidden);
+  }
+
+  // Leaving freeze or replay shows the live range at once, not at the
+  // next tick (a finished run has none), even after panning while frozen.
+  void leavingFreezeJumpsToTheLiveRange() {
+    RunModel m;
+    QWidget host;
+    auto* tl = new TimelineView(&host);
+    tl->resize(600, 300);
+    tl->setRun(&m);
+    m.append(simulate_run(test_job(), {.iterations = 1}));
+    const std::int64_t first_end = m.endNs();
+    tl->setCursor(first_end - 1);  // frozen
+    tl->setVisibleRange(m.beginNs(), m.beginNs() + (first_end - m.beginNs()) / 4);  // inspecting
+    RunBatch later = simulate_run(test_job(), {.iterations = 1});
+    for (auto& e : later.events) {
+      e.start_ns += first_end;
+      e.end_ns += first_end;
+    }
+    m.append(later);  // data keeps arriving
+    QVERIFY(m.endNs() > first_end);
+    const double key_end = tl->plot()->xAxis->range().upper;
+    QVERIFY(key_end < tl->bars()->keyOf(first_end));  // the frozen view did not move
+    tl->setCursor(INT64_MAX);  // live again, before any further tick
+    QCOMPARE(tl->plot()->xAxis->range().upper, tl->bars()->keyOf(m.endNs()));
+    QCOMPARE(tl->plot()->xAxis->range().lower, tl->bars()->keyOf(m.beginNs()));
+    // And it keeps following.
+    RunBatch more = simulate_run(test_job(), {.iterations = 1});
+    const std::int64_t shift = m.endNs();
+    for (auto& e : more.events) {
+      e.start_ns += shift;
+      e.end_ns += shift;
+    }
+    m.append(more);
+    QCOMPARE(tl->plot()->xAxis->range().upper, tl->bars()->keyOf(m.endNs()));
   }
 
   void opensASimulatedRunAndDrawsIt() {
@@ -349,6 +386,21 @@ class StudioViewsTest : public QObject {
     QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Forward)], x.forward);
     QCOMPARE(s.kind_ns[static_cast<int>(EventKind::Backward)], x.backward);
     QVERIFY(win_->rangeStats()->summaryText().contains(QStringLiteral("%1%").arg(100 * x.busy_fraction, 0, 'f', 1)));
+    // The table fits its dock: no column cut off, none of "0 ns" only.
+    QApplication::processEvents();
+    auto* table = win_->rangeStats()->findChild<QTableWidget*>("rangeTable");
+    QVERIFY(table);
+    int shown = 0;
+    for (int c = 2; c < table->columnCount(); ++c) {
+      auto kind = event_kind_from_string(table->horizontalHeaderItem(c)->text().toStdString());
+      QVERIFY(kind.has_value());
+      QCOMPARE(table->isColumnHidden(c), s.kind_ns[static_cast<int>(*kind)] == 0);
+      shown += !table->isColumnHidden(c);
+    }
+    QVERIFY(shown >= 2);
+    QVERIFY2(!table->horizontalScrollBar()->isVisible(),
+             qPrintable(QStringLiteral("columns %1 px in a %2 px view").arg(table->horizontalHeader()->length()).arg(table->viewport()->width())));
+    screenshot(win_, "monitor-range-selected");
     screenshot(win_->rangeStats(), "range-statistics");
     // Shift+drag selects too.
     auto* plot = win_->timeline()->plot();
@@ -394,9 +446,17 @@ class StudioViewsTest : public QObject {
   }
 
   void memoryThroughputAndPlanViews() {
+    // The legend sits above the lines, never over them.
+    auto legend_clear = [&] {
+      QCustomPlot* p = win_->memoryView()->plot();
+      const QRect legend = p->legend->outerRect(), lines = p->axisRect()->rect();
+      return p->legend->visible() && legend.isValid() && !legend.intersects(lines) && legend.bottom() <= lines.top();
+    };
     screenshot(win_->memoryView(), "memory");
+    QVERIFY(legend_clear());
     win_->memoryView()->setStage(1);
     screenshot(win_->memoryView(), "memory-stage1-by-category");
+    QVERIFY(legend_clear());
     win_->memoryView()->setStage(-1);
     auto* tp = win_->throughputView()->plot();
     QVERIFY(tp->graphCount() == 1 && tp->graph(0)->dataCount() > 0);

@@ -4,13 +4,13 @@
 #include <cmath>
 
 #include "core/model/analytic_profile.h"
+#include "core/nas/search_space_names.h"
 #include "core/spec/json_fields.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::nas {
 namespace {
 constexpr double MB = 1024.0 * 1024;
-const std::vector<std::string> kBuiltins = {"evolved-transformer", "fmnist-cnn", "uniform"};
 
 // Costs of the Evolved-Transformer operations (So et al. 2019; NASPipe's
 // space) on [s, b, h] activations. Every op includes its layer norm and
@@ -185,8 +185,7 @@ void build_uniform(JsonFields& f, SearchSpace& sp) {
 }
 
 Candidate custom_candidate(const JobSpec& job, JsonFields f, const std::string& layer) {
-  std::string op = f.choice("op", {"conv", "sep_conv", "light_conv", "attention", "cross_attention", "glu",
-                                   "identity", "uniform"});
+  std::string op = f.choice("op", search_space_names().ops);
   Candidate c;
   if (op == "uniform") {
     c.op = op;
@@ -228,6 +227,12 @@ void build_custom(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
   }
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
 ChoiceLayer shared_layer(const LayerProfile& p) {
   Candidate c;
   c.op = "shared";
@@ -257,25 +262,36 @@ double SearchSpace::log10_subnets() const {
   return s;
 }
 
+const SearchSpaceNames& search_space_names() {
+  static const SearchSpaceNames names{{"evolved-transformer", "fmnist-cnn", "uniform"},
+                                      {"conv", "sep_conv", "light_conv", "attention", "cross_attention", "glu",
+                                       "identity", "uniform"},
+                                      {"balanced", "csp"},
+                                      {"uniform", "list"},
+                                      {"frozen", "train"}};
+  return names;
+}
+
 bool is_supernet_job(const JobSpec& job) { return !job.search_space.is_null(); }
 
 SearchSpace parse_search_space(const JobSpec& job) {
   if (job.search_space.is_null()) throw SpecError("search_space", "is required for a supernet job");
+  const SearchSpaceNames& names = search_space_names();
   JsonFields f(job.search_space, "search_space");
   SearchSpace sp;
   bool builtin = f.has("builtin");
   if (builtin == f.has("layers"))
-    throw SpecError("search_space", "needs exactly one of \"builtin\" (" + std::string("evolved-transformer, "
-                                    "fmnist-cnn, uniform") + ") or \"layers\" (a custom list)");
-  sp.kind = builtin ? f.choice("builtin", kBuiltins) : "custom";
+    throw SpecError("search_space", "needs exactly one of \"builtin\" (" + joined(names.builtins) +
+                                    ") or \"layers\" (a custom list)");
+  sp.kind = builtin ? f.choice("builtin", names.builtins) : "custom";
   sp.replication = static_cast<int>(f.integer("replication", 1, 1));
   if (sp.replication > 1 && sp.kind != "evolved-transformer")
     throw SpecError(f.path_of("replication"), "only the evolved-transformer space is replicated");
   sp.window = static_cast<int>(f.integer("window", 1, 32));
-  sp.partition = f.choice("partition", {"balanced", "csp"}, "balanced");
+  sp.partition = f.choice("partition", names.partitions, names.partitions.front());
   sp.device_budget_bytes = f.number("device_budget_gb", 0, 0.0) * 1024 * MB;
-  sp.shared = f.choice("shared", {"frozen", "train"}, "frozen") == "train" ? SharedRule::Train : SharedRule::Frozen;
-  sp.sampler = f.choice("sampler", {"uniform", "list"}, "uniform");
+  sp.shared = f.choice("shared", names.shared, names.shared.front()) == "train" ? SharedRule::Train : SharedRule::Frozen;
+  sp.sampler = f.choice("sampler", names.samplers, names.samplers.front());
   sp.subnet_file = f.str("subnet_file", "");
   if (f.has("search")) f.raw("search");  // the evolutionary search's settings: parse_evolution
   if (sp.sampler == "list" && sp.subnet_file.empty())
