@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
                 "bytes at %.2f Gbit/s\n",
                 link.gbps, link.latency_us, link.send_cpu_us, link.send_cpu_gbps);
     // Three predictions of one real run: from the isolated profile and the
-    // isolated link; with sends fitted to a 3-iteration probe run of the job;
+    // isolated link; with sends fitted to a probe run of the job (half the
+    // measured run's iterations, at least 3);
     // with the probe's compute as well (`pipewright profile --in-situ`).
     auto fidelity = [&](const char* label, JobSpec job, const std::string& prof) {
       ModelProfile isolated = rt::measure_profile(job, {10, worker_threads});
@@ -180,15 +181,15 @@ int main(int argc, char** argv) {
       rt::LinkProfile in_situ = link;
       std::vector<MeasuredStageCompute> compute;
       JobSpec probe = job;
-      probe.training.iterations = 3;
+      probe.training.iterations = std::max<std::int64_t>(3, job.training.iterations / 2);
       run(probe, worker_threads, "", [&](const std::string& dir) {
         in_situ = rt::calibrate_sends(dir, link);
         compute = measure_stage_compute(read_event_files(dir));
       });
       job.cluster.device.send_cpu_us = in_situ.send_cpu_us;
       job.cluster.device.send_cpu_gbps = in_situ.send_cpu_gbps;
-      std::printf("3. %s: sends in a 3-iteration run held their sender %.0f us + bytes at %.2f Gbit/s\n", label,
-                  in_situ.send_cpu_us, in_situ.send_cpu_gbps);
+      std::printf("3. %s: sends in a %lld-iteration probe held their sender %.0f us + bytes at %.2f Gbit/s\n", label,
+                  static_cast<long long>(probe.training.iterations), in_situ.send_cpu_us, in_situ.send_cpu_gbps);
       const double sends = prepare_job(job).plan.iteration_time_ms;
       save_profile_file(calibrate_profile(isolated, compute), prof);
       const double both = prepare_job(job).plan.iteration_time_ms;
