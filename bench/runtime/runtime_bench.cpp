@@ -182,9 +182,12 @@ int main(int argc, char** argv) {
       std::vector<MeasuredStageCompute> compute;
       JobSpec probe = job;
       probe.training.iterations = std::max<std::int64_t>(3, job.training.iterations / 2);
+      double overhead_us = 0;
       run(probe, worker_threads, "", [&](const std::string& dir) {
         in_situ = rt::calibrate_sends(dir, link);
-        compute = measure_stage_compute(read_event_files(dir));
+        auto events = read_event_files(dir);
+        compute = measure_stage_compute(events);
+        overhead_us = fit_action_overhead_us(events).value_or(0);
       });
       job.cluster.device.send_cpu_us = in_situ.send_cpu_us;
       job.cluster.device.send_cpu_gbps = in_situ.send_cpu_gbps;
@@ -192,25 +195,31 @@ int main(int argc, char** argv) {
                   static_cast<long long>(probe.training.iterations), in_situ.send_cpu_us, in_situ.send_cpu_gbps);
       const double sends = prepare_job(job).plan.iteration_time_ms;
       save_profile_file(calibrate_profile(isolated, compute), prof);
+      job.cluster.device.action_overhead_us = overhead_us;
       const double both = prepare_job(job).plan.iteration_time_ms;
+      std::printf("3. %s: the probe's stages spent %.0f us between actions\n", label, overhead_us);
       // The run's own compute and sends replayed through the simulator: what
       // is left is the schedule's and the links' model, not machine drift
       // between two runs.
-      double replayed = 0;
+      double replayed = 0, replayed_without_overhead = 0;
       auto rm = run(job, worker_threads, "", [&](const std::string& dir) {
         auto events = read_event_files(dir);
         JobSpec self = job;
         if (auto fit = fit_send_cost(events))
           self.cluster.device.send_cpu_us = fit->per_message_us, self.cluster.device.send_cpu_gbps = fit->gbps;
         save_profile_file(calibrate_profile(isolated, measure_stage_compute(events)), prof);
+        replayed_without_overhead = prepare_job(self).plan.iteration_time_ms;
+        self.cluster.device.action_overhead_us = fit_action_overhead_us(events).value_or(0);
         replayed = prepare_job(self).plan.iteration_time_ms;
       });
       const double meas = rm.iteration_ms;
       auto err = [&](double pred) { return 100 * (pred - meas) / meas; };
       std::printf("3. simulator fidelity, %s: measured %.1f ms/iteration; predicted from the isolated profile %.1f "
-                  "(%+.1f%%), with in-situ sends %.1f (%+.1f%%), with in-situ compute and sends %.1f (%+.1f%%) "
-                  "(target within 10%%); the run's own compute and sends replayed: %.1f (%+.1f%%)\n",
-                  label, meas, alone, err(alone), sends, err(sends), both, err(both), replayed, err(replayed));
+                  "(%+.1f%%), with in-situ sends %.1f (%+.1f%%), with in-situ compute, sends and overhead %.1f (%+.1f%%) "
+                  "(target within 10%%); the run's own compute, sends and overhead replayed: %.1f (%+.1f%%; "
+                  "without the overhead %+.1f%%)\n",
+                  label, meas, alone, err(alone), sends, err(sends), both, err(both), replayed, err(replayed),
+                  err(replayed_without_overhead));
       return job;
     };
     std::string prof = (std::filesystem::temp_directory_path() / "pw-bench-profile.json").string();

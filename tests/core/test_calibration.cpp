@@ -130,6 +130,22 @@ TEST(Calibration, OneDevicesOptimizerStepCoversAllItsChunks) {
   EXPECT_NEAR(c.layers[1].optimizer_ms, 3, 1e-12);
 }
 
+TEST(Calibration, ActionOverheadIsTheTimeBetweenEventsPerAction) {
+  using K = EventKind;
+  // Device 0 after its warm-up step (ends at 10 ms): 0.2 ms to the first
+  // forward, a send right after it, 0.3 ms to the next forward, 0.1 to the
+  // backward, 0.5 before the step (its wait for sends: not counted).
+  // 0.6 ms over 4 actions (2 forwards, a backward, the step) = 150 us.
+  std::vector<Event> e{ev(K::Forward, 0, 0, 0, 9, 0, 0),          ev(K::OptimizerStep, 0, -1, 9, 10),
+                       ev(K::Forward, 0, 0, 10.2, 12, 0, 0),      ev(K::Send, 0, 0, 12, 12.1, 0, 0),
+                       ev(K::Forward, 0, 1, 12.4, 14, 0, 0),      ev(K::Recompute, 0, 1, 14.1, 14.5, 0, 0),
+                       ev(K::Backward, 0, 1, 14.1, 16, 0, 0),     ev(K::OptimizerStep, 0, -1, 16.5, 17)};
+  auto us = fit_action_overhead_us(e);
+  ASSERT_TRUE(us);
+  EXPECT_NEAR(*us, 150, 1e-6);
+  EXPECT_FALSE(fit_action_overhead_us({}));
+}
+
 TEST(Calibration, SendCostFromEventsAsPerMessageTimePlusRate) {
   std::vector<Event> e;
   auto send = [&](std::int64_t bytes, double us) {

@@ -148,6 +148,25 @@ TEST(Simulator, SendsOccupyTheSenderOnHostDrivenLinks) {
   EXPECT_NEAR(s.run().iteration_time_ms, (m + p - 1) * (f + b), 1e-3);
 }
 
+TEST(Simulator, ActionOverheadDelaysTheNextActionOfItsStage) {
+  // As above with o = 0.5 ms of host work after every action instead of the
+  // send cost: each stage starts its next action o after the last ends, and
+  // stage 1's first backward and stage 0's end come o later still:
+  // (m - 1)(f + o) + 2f + o + (m - 1)(b + o) + 2b + o.
+  const int p = 2, m = 4;
+  const double f = 1, b = 2, o = 0.5;
+  Pipeline s = make(ScheduleKind::GPipe, p, m, 1, f, b);
+  s.device.link_gbps = 1e9;
+  s.device.link_latency_us = 0;
+  s.device.action_overhead_us = o * 1e3;
+  SimResult r = s.run();
+  EXPECT_NEAR(r.iteration_time_ms, (m - 1) * (f + o) + 2 * f + o + (m - 1) * (b + o) + 2 * b + o, 1e-3);
+  // Not compute: the stages are no busier for it.
+  s.device.action_overhead_us = 0;
+  SimResult plain = s.run();
+  EXPECT_NEAR(r.stages[0].busy_ms, plain.stages[0].busy_ms, 1e-6);
+}
+
 TEST(Simulator, RecomputeCostsOneMoreForwardAndKeepsOnlyInputs) {
   const int p = 2, m = 4;
   Pipeline s = make(ScheduleKind::OneFOneB, p, m, 1, 1, 2);

@@ -28,7 +28,7 @@ grep -q '"measured"' "$T/prof.json" || fail "profile source should be measured"
 # In situ: the profile's compute rescaled by a short run of the job, and every later plan says so.
 "$PW" profile "$JOB" -o "$T/cal.json" --repeats 2 --in-situ 3 > "$T/out" 2> "$T/err" || fail "profile --in-situ: $(cat "$T/err")"
 grep -q "calibrated profile written" "$T/out" || fail "no calibration summary: $(cat "$T/out")"
-grep -q "cluster.send_cpu_us=" "$T/out" || fail "in-situ send cost not printed: $(cat "$T/out")"
+grep -q "cluster.send_cpu_us=.*cluster.action_overhead_us=" "$T/out" || fail "in-situ send cost and action overhead not printed: $(cat "$T/out")"
 "$PW" plan "$JOB" --profile "$T/cal.json" > /dev/null 2> "$T/err" || fail "plan from a calibrated profile: $(cat "$T/err")"
 grep -q "note: compute calibrated in situ" "$T/err" || fail "plan should say the profile is calibrated: $(cat "$T/err")"
 "$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"

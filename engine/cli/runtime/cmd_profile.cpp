@@ -50,11 +50,19 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
               << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
               << pad(std::to_string(m.microbatches), 15) << "\n";
   }
-  if (auto send = fit_send_cost(events))
+  // Both are the job's (the machine's transport and host), not the model's.
+  std::string sets;
+  if (auto send = fit_send_cost(events)) {
     std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
-              << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string())
-              << ": plan with --set cluster.send_cpu_us=" << fixed(send->per_message_us, 1)
-              << " --set cluster.send_cpu_gbps=" << fixed(send->gbps, 3) << "\n";
+              << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string()) << "\n";
+    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) +
+            " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
+  }
+  if (auto us = fit_action_overhead_us(events)) {
+    std::cout << "  between actions the stages spent " << fixed(*us, 0) << " us each outside them\n";
+    sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
+  }
+  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
   return p;
 }
 

@@ -25,31 +25,40 @@ struct Samples {
   std::vector<double> fwd, bwd;
 };
 
-}  // namespace
-
-std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events) {
+void sort_by_device_and_start(std::vector<Event>& events) {
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return a.stage != b.stage ? a.stage < b.stage : a.start_ns < b.start_ns;
   });
-  // Where each device's first iteration ends (its first optimizer step),
-  // when it has a second one to measure instead.
-  std::map<int, std::vector<const Event*>> steps;
+}
+
+// Where each device's first iteration ends (its first optimizer step),
+// when it has a second one to measure instead; 0 otherwise.
+std::map<int, std::int64_t> warm_from(const std::vector<Event>& events) {
+  std::map<int, std::vector<std::int64_t>> steps;
   for (const auto& e : events)
-    if (e.kind == EventKind::OptimizerStep) steps[e.stage].push_back(&e);
-  std::map<int, std::int64_t> warm_from;
+    if (e.kind == EventKind::OptimizerStep) steps[e.stage].push_back(e.end_ns);
+  std::map<int, std::int64_t> from;
+  for (auto& [device, ends] : steps) from[device] = ends.size() > 1 ? *std::min_element(ends.begin(), ends.end()) : 0;
+  return from;
+}
+
+}  // namespace
+
+std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events) {
+  sort_by_device_and_start(events);
+  std::map<int, std::int64_t> warm = warm_from(events);
+  std::map<int, std::vector<double>> steps;
+  for (const auto& e : events)
+    if (e.kind == EventKind::OptimizerStep && (e.start_ns >= warm[e.stage] || warm[e.stage] == 0))
+      steps[e.stage].push_back(ms(e));
   std::map<int, double> optimizer;
-  for (auto& [device, s] : steps) {
-    warm_from[device] = s.size() > 1 ? s.front()->end_ns : 0;
-    std::vector<double> d;
-    for (size_t i = s.size() > 1 ? 1 : 0; i < s.size(); ++i) d.push_back(ms(*s[i]));
-    optimizer[device] = mean(d);
-  }
+  for (auto& [device, d] : steps) optimizer[device] = mean(d);
 
   std::map<std::pair<int, int>, Samples> by_range;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (e.kind != EventKind::Forward && e.kind != EventKind::Backward) continue;
-    if (e.first_layer < 0 || e.start_ns < warm_from[e.stage]) continue;
+    if (e.first_layer < 0 || e.start_ns < warm[e.stage]) continue;
     double own = ms(e);
     // Children start inside their parent and the list is sorted by start.
     for (size_t j = i + 1; j < events.size() && events[j].stage == e.stage && events[j].start_ns < e.end_ns; ++j) {
@@ -75,6 +84,26 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
     out.push_back(m);
   }
   return out;
+}
+
+std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
+  sort_by_device_and_start(events);
+  std::map<int, std::int64_t> warm = warm_from(events);
+  double gap_ns = 0;
+  long actions = 0;
+  int device = -1;
+  std::int64_t prev_end = 0;
+  for (const auto& e : events) {
+    if (e.start_ns < warm[e.stage]) continue;
+    if (e.stage != device) device = e.stage, prev_end = std::max<std::int64_t>(warm[e.stage], 0);
+    // The device's first measured event follows its warm-up step's end.
+    if (prev_end > 0 && e.start_ns > prev_end && e.kind != EventKind::OptimizerStep)
+      gap_ns += static_cast<double>(e.start_ns - prev_end);
+    prev_end = std::max(prev_end, e.end_ns);
+    actions += e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::OptimizerStep;
+  }
+  if (actions == 0) return std::nullopt;
+  return gap_ns / 1e3 / static_cast<double>(actions);
 }
 
 ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured) {

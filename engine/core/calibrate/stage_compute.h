@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "core/events/event.h"
@@ -27,6 +28,14 @@ struct MeasuredStageCompute {
 // before each device's first optimizer step (its first iteration) are left
 // out when the device has later ones.
 std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events);
+
+// The time a stage spends between its events per action (forward, backward,
+// optimizer step), pooled over devices and the iterations after the first:
+// the host work outside every event that delays the next action
+// (DeviceSpec::action_overhead_us). Gaps before an optimizer step are left
+// out: they are its wait for outstanding sends, which is communication.
+// nullopt when the events hold no action.
+std::optional<double> fit_action_overhead_us(std::vector<Event> events);
 
 // `profile` with each stage's layers' forward, backward and optimizer times
 // scaled so the stage's sums equal what was measured. Co-running stages on

@@ -106,6 +106,7 @@ class Simulation {
  private:
   void build_stages() {
     const auto& dev = in_.device;
+    overhead_ = to_ns(dev.action_overhead_us * 1e-3);
     vs_.resize(V_);
     static_bytes_.resize(V_);
     for (int j = 0; j < V_; ++j) {
@@ -210,7 +211,7 @@ class Simulation {
         std::int64_t start = s.free, end = start + opt;
         if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[d], start, end, 0);
         s.busy += opt;
-        s.free = end;
+        s.free = end + overhead_;
         s.last_end = end;
         if (a.microbatch >= 0 && d == 0) step_end_stage0_.push_back(end);
         ++s.cursor;
@@ -252,7 +253,7 @@ class Simulation {
           fwd_arrival(j + 1, mb) = arrive;
         }
         s.busy += v.fwd + v.send_fwd_cpu;
-        s.free = end + v.send_fwd_cpu;
+        s.free = end + v.send_fwd_cpu + overhead_;
       } else {
         std::int64_t ready = 0;
         if (j + 1 < V_) {
@@ -282,7 +283,7 @@ class Simulation {
           bwd_arrival(j - 1, mb) = arrive;
         }
         s.busy += end - start + v.send_bwd_cpu;
-        s.free = end + v.send_bwd_cpu;
+        s.free = end + v.send_bwd_cpu + overhead_;
         s.swapin_done = kUnset;
         prefetch_swap_in(d, s.cursor + 1, end);
       }
@@ -344,6 +345,7 @@ class Simulation {
   EventSink* sink_;
   int p_ = 0, V_ = 0, M_ = 0;
   bool any_swap_ = false;
+  std::int64_t overhead_ = 0;  // per action, DeviceSpec::action_overhead_us
   std::vector<VStage> vs_;
   std::vector<std::int64_t> static_bytes_;
   std::vector<std::int64_t> fwd_arrival_, bwd_arrival_, swap_out_done_;

@@ -21,6 +21,11 @@ struct DeviceSpec {
   // part). Zero for GPUs, where NCCL and copy engines run beside compute.
   double send_cpu_us = 0;
   double send_cpu_gbps = 0;
+  // Host time a stage spends after each forward, backward and optimizer step
+  // outside them (its bookkeeping: memory checks, event records, posting the
+  // next receives). It delays the stage's next action but is no compute.
+  // Zero in the analytic model; `pipewright profile --in-situ` measures it.
+  double action_overhead_us = 0;
 };
 
 // Known presets; nullopt for an unknown name.

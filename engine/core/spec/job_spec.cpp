@@ -127,6 +127,7 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, custom ? 500.0 : c.device.mem_bandwidth_gbs);
   c.device.send_cpu_us = f.number("send_cpu_us", 0, c.device.send_cpu_us);
   c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, c.device.send_cpu_gbps);
+  c.device.action_overhead_us = f.number("action_overhead_us", 0, c.device.action_overhead_us);
   f.finish();
   return c;
 }
