@@ -19,8 +19,8 @@ namespace {
 
 // Runs `iterations` of the job on the profile just measured (so its plan is
 // the one the profile gives) and scales the profile's compute by what the
-// stages took side by side. Prints the send cost the run showed, which is
-// the job's (cluster.send_cpu_*), not the model's.
+// stages took side by side. Prints the send cost and the per-action host
+// time the run showed, which are the job's (cluster.*), not the model's.
 ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated, int iterations, int threads,
                                const std::string& profile_file) {
   namespace fs = std::filesystem;
@@ -50,7 +50,6 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
               << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
               << pad(std::to_string(m.microbatches), 15) << "\n";
   }
-  // Both are the job's (the machine's transport and host), not the model's.
   std::string sets;
   if (auto send = fit_send_cost(events)) {
     std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"

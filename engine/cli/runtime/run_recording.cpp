@@ -23,7 +23,6 @@
 namespace pw::cli {
 namespace {
 
-
 class RunRecording final : public rt::RunObserver {
  public:
   RunRecording(const RunRecordingOptions& o, rt::RunObserver* next) : opt_(o), next_(next) {

@@ -49,7 +49,7 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
   std::map<int, std::int64_t> warm = warm_from(events);
   std::map<int, std::vector<double>> steps;
   for (const auto& e : events)
-    if (e.kind == EventKind::OptimizerStep && (e.start_ns >= warm[e.stage] || warm[e.stage] == 0))
+    if (e.kind == EventKind::OptimizerStep && e.start_ns >= warm[e.stage])
       steps[e.stage].push_back(ms(e));
   std::map<int, double> optimizer;
   for (auto& [device, d] : steps) optimizer[device] = mean(d);

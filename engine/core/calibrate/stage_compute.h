@@ -12,13 +12,14 @@ namespace pw {
 // events: means over the iterations after the first (whose cold caches and
 // connection set-up are a one-off). Means, not medians: on a shared CPU a
 // stall inside a forward costs the run its whole length, and what is
-// predicted, the mean iteration time, counts it. Nested work is taken out of its parent:
-// a forward without the swap-outs inside it, a backward without the
-// recomputes and swap-ins inside it (the cost model prices those apart).
+// predicted, the mean iteration time, counts it. Nested work is taken out
+// of its parent: a forward without the swap-outs inside it, a backward
+// without the recomputes and swap-ins inside it (the cost model prices
+// those apart).
 struct MeasuredStageCompute {
   StageRange range;          // the layers the stage held
   int device = 0;
-  int microbatches = 0;      // forwards the medians were taken over
+  int microbatches = 0;      // forwards the means were taken over
   double fwd_ms = 0;
   double bwd_ms = 0;
   double optimizer_ms = 0;   // the device's optimizer step, per iteration
