@@ -14,6 +14,7 @@
 #include "ipc/control.h"
 #include "ipc/curve.h"
 #include "ipc/publisher.h"
+#include "../timing_checks.h"
 
 namespace pw::gui {
 namespace {
@@ -78,7 +79,7 @@ TEST(LiveRunSource, ReceivesTelemetryControlsTheRunAndNoticesItsDeath) {
   t.start();
   pub.reset();
   ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, 6000));
-  EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 1500);
+  if (::pw::test::timing_checks()) EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 1500);
   EXPECT_FALSE(src.engineAlive());
   EXPECT_TRUE(failed[0][0].toString().contains("gone"));
   EXPECT_TRUE(src.description().contains("not responding"));
@@ -141,7 +142,7 @@ TEST(LiveRunSource, CurveRightKeyReceivesWrongKeyIsRefusedInSeconds) {
     t.start();
     src.start();
     ASSERT_TRUE(wait_for([&] { return failed.count() > 0; }, LiveRunSource::kSilenceMs + 3000));
-    EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 2000);
+    if (::pw::test::timing_checks()) EXPECT_LT(t.elapsed(), LiveRunSource::kSilenceMs + 2000);
     EXPECT_FALSE(src.engineAlive());
     EXPECT_TRUE(failed[0][0].toString().contains("refused")) << failed[0][0].toString().toStdString();
   }

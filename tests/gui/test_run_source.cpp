@@ -8,6 +8,7 @@
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
 #include "gui/models/simulated_run_source.h"
+#include "../timing_checks.h"
 
 namespace pw::gui {
 namespace {
@@ -51,7 +52,7 @@ TEST(SimulatedRunSource, PacedRunArrivesGraduallyAndStops) {
   QElapsedTimer t;
   t.start();
   src.stop();
-  EXPECT_LT(t.elapsed(), 500);
+  if (::pw::test::timing_checks()) EXPECT_LT(t.elapsed(), 500);
   EXPECT_FALSE(model.finished());
   EXPECT_LT(model.endNs(), 1000LL * 30'000'000);
 }

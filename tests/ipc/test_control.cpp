@@ -5,6 +5,7 @@
 
 #include "ipc/control.h"
 #include "ipc/publisher.h"
+#include "../timing_checks.h"
 
 namespace pw::ipc {
 namespace {
@@ -94,7 +95,7 @@ TEST(Control, HeartbeatsTellEachSideWhenTheOtherIsGone) {
   ControlClient c(endpoint, "orphan");
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(c.heartbeat(300ms)) << "the server is gone";
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  if (::pw::test::timing_checks()) EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_EQ(c.stats().timeouts, 1u);
 }
 
