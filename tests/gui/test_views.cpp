@@ -33,6 +33,7 @@
 #include "gui/widgets/plot_export.h"
 #include "gui/widgets/range_stats_widget.h"
 #include "gui/widgets/replay_bar.h"
+#include "../timing_checks.h"
 #include "gui/widgets/run_launcher.h"
 #include "gui/widgets/subnet_graph_view.h"
 #include "gui/widgets/theme.h"
@@ -220,7 +221,7 @@ class StudioViewsTest : public QObject {
     t.start();
     QVERIFY(win_->attach(dialog.request()));
     QVERIFY2(wait_until([&] { return win_->sourceError().contains("refused"); }, 6000), qPrintable(win_->statusText()));
-    QVERIFY(t.elapsed() < 5000);
+    if (::pw::test::timing_checks()) QVERIFY(t.elapsed() < 5000);
     QVERIFY(win_->statusText().contains("refused"));
     QCOMPARE(win_->run()->eventCount(), std::size_t(0));
 
@@ -241,9 +242,11 @@ class StudioViewsTest : public QObject {
     // form out with a grid since): designerFormSurvivesHiddenRowsWithErrors
     // below exercises that path on its own.
     const QString script = qEnvironmentVariable("PW_TS_SCRIPT");
-    if (!QFileInfo(find_pipewright()).isExecutable()) QSKIP("no pipewright binary next to this build (pipewright profile reads the model)");
-    if (QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) != 0)
-      QSKIP("python3-torch is absent (apt-get install python3-torch): no way to script a test model");
+    // Both come with scripts/test (the runtime layer, python3-torch): their
+    // absence fails rather than passing without testing anything.
+    QVERIFY2(QFileInfo(find_pipewright()).isExecutable(), "no pipewright binary next to this build (pipewright profile reads the model)");
+    QVERIFY2(QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) == 0,
+             "python3-torch is absent (apt-get install python3-torch): no way to script a test model");
     QTemporaryDir dir;
     QCOMPARE(QProcess::execute("/usr/bin/python3", {script, "make", dir.path()}), 0);
     win_->showTab("designer");
@@ -540,7 +543,7 @@ class StudioViewsTest : public QObject {
       last = t.elapsed();
     }
     QVERIFY(win_->run()->eventCount() > first);
-    QVERIFY2(worst < 200, qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(worst)));
+    if (::pw::test::timing_checks()) QVERIFY2(worst < 200, qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(worst)));
     QVERIFY(!win_->run()->finished());
     // Freeze: the view stops, data keeps arriving.
     win_->replayBar()->setCursor(win_->run()->endNs() - 1);
@@ -638,11 +641,35 @@ class StudioViewsTest : public QObject {
   }
 
   void darkTheme() {
-    apply_theme(Theme::Dark);
-    for (auto* p : win_->findChildren<QCustomPlot*>()) style_plot(p);
-    screenshot(win_, "monitor-dark");
-    apply_theme(Theme::Light);
-    for (auto* p : win_->findChildren<QCustomPlot*>()) style_plot(p);
+    // Mean grey level of the window and of its plots under a theme: the dark
+    // theme must darken both (a palette the plots ignore would not).
+    auto lightness = [&](Theme t, const char* shot) {
+      apply_theme(t);
+      for (auto* p : win_->findChildren<QCustomPlot*>()) style_plot(p);
+      if (shot) screenshot(win_, shot);
+      QApplication::processEvents();
+      auto mean_grey = [](QWidget* w) {
+        for (auto* p : w->findChildren<QCustomPlot*>()) p->replot(QCustomPlot::rpImmediateRefresh);
+        QImage img = w->grab().toImage();
+        double sum = 0;
+        int n = 0;
+        for (int y = 0; y < img.height(); y += 5)
+          for (int x = 0; x < img.width(); x += 5, ++n) sum += qGray(img.pixel(x, y));
+        return n ? sum / n : 0.0;
+      };
+      double plots = 0;
+      int count = 0;
+      for (auto* p : win_->findChildren<QCustomPlot*>())
+        if (p->isVisible() && p->width() > 50) plots += mean_grey(p), ++count;
+      return std::pair{mean_grey(win_), count ? plots / count : 0.0};
+    };
+    auto [light_window, light_plots] = lightness(Theme::Light, nullptr);
+    auto [dark_window, dark_plots] = lightness(Theme::Dark, "monitor-dark");
+    lightness(Theme::Light, nullptr);
+    QVERIFY2(dark_window < 100 && dark_window < light_window - 60,
+             qPrintable(QStringLiteral("window grey %1 dark vs %2 light").arg(dark_window).arg(light_window)));
+    QVERIFY2(dark_plots < 100 && dark_plots < light_plots - 60,
+             qPrintable(QStringLiteral("plot grey %1 dark vs %2 light").arg(dark_plots).arg(light_plots)));
   }
 
  private:
