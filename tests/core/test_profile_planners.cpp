@@ -19,11 +19,6 @@ using namespace pw::test;
 
 namespace {
 
-bool have_planner(const std::string& name) {
-  auto names = planner_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // Every way to cut the layer order into k non-empty ranges.
 double brute_force_slowest_stage(const ModelProfile& p, int k) {
   int n = p.size();
@@ -89,7 +84,6 @@ TEST(ProfilePlanners, ChainModelsBruteForceAgreesWithTheDownsetOptimum) {
 
 TEST(ProfilePlanners, PipeDreamMatchesBruteForceOnChains) {
   PW_REQUIRE_PIPEDREAM_PROFILES();
-  if (!have_planner("pipedream")) GTEST_SKIP() << "planner \"pipedream\" is not registered yet";
   for (const char* model : {"alexnet", "vgg16"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     for (int k : {2, 4, 8}) {
@@ -103,7 +97,6 @@ TEST(ProfilePlanners, PipeDreamMatchesBruteForceOnChains) {
 
 TEST(ProfilePlanners, PipeDreamWithinTwoPercentOfTheOptimumOnBranchingGraphs) {
   PW_REQUIRE_PIPEDREAM_PROFILES();
-  if (!have_planner("pipedream")) GTEST_SKIP() << "planner \"pipedream\" is not registered yet";
   for (const char* model : {"resnet18", "resnet50", "resnet101", "densenet121", "inception_v3", "gnmt", "gnmt_large"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     DownsetBound bound(p);
@@ -126,7 +119,6 @@ TEST(ProfilePlanners, OneFixedOrderIsNotEnoughOnBranchingGraphs) {
   // Why job_profile lays the graph out per stage count: in the profiler's
   // execution order the best 8-stage split of ResNet-18 is > 2% off.
   PW_REQUIRE_PIPEDREAM_PROFILES();
-  if (!have_planner("pipedream")) GTEST_SKIP() << "planner \"pipedream\" is not registered yet";
   ModelProfile p = load_profile_file(pipedream_graph_path("resnet18"), 0);
   double lb = DownsetBound(p).lower_bound(8, 1e-6);
   EXPECT_GT(slowest_stage(p, plan_with("pipedream", p, 8)), 1.02 * lb);
@@ -137,7 +129,6 @@ TEST(ProfilePlanners, OneFixedOrderIsNotEnoughOnBranchingGraphs) {
 
 TEST(ProfilePlanners, VPipeAtLeastAsGoodAsPipeDreamUnconstrained) {
   PW_REQUIRE_PIPEDREAM_PROFILES();
-  if (!have_planner("pipedream") || !have_planner("vpipe")) GTEST_SKIP() << "planners not registered yet";
   for (const char* model : {"alexnet", "vgg16", "resnet50"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     for (int k : {2, 4, 8}) {

@@ -68,7 +68,8 @@ w = json.loads(open('$tmp/py.out').read().splitlines()[-1]); s = json.load(open(
 assert w['status'] == 'finished' and w['events'] == s['events'] and w['gaps'] == 0, w
 " && ok || bad "python example client" "$(cat "$tmp/py.out")"
 else
-  echo "skip: python3-zmq/python3-protobuf/protoc missing"
+  # scripts/test installs them: their absence is a broken set-up, not a pass.
+  bad "python example client: python3-zmq, python3-protobuf or protoc is missing (scripts/test installs them)"
 fi
 
 # 4. Control: pause, status, resume, refused checkpoint, stop -> recorded as stopped.

@@ -50,7 +50,11 @@ for r in 0 1; do
 done
 "$PW" replay "$T/run.pwrun.sqlite" --json > "$T/replay.json" 2>/dev/null || fail "replay of the stopped run"
 grep -q '"stopped"' "$T/replay.json" || fail "the database should say stopped"
-grep -q '"checkpoint complete' "$T/replay.json" 2>/dev/null || true
+# The requested checkpoint is in the recording's log (replay --json only counts logs).
+$PY -c "
+import sqlite3, sys
+n = sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM logs WHERE message LIKE 'checkpoint complete at iteration %'\").fetchone()[0]
+sys.exit(0 if n >= 1 else 1)" "$T/run.pwrun.sqlite" || fail "the database's log has no 'checkpoint complete at iteration N'"
 
 # The stopped run equals a run given exactly that many iterations.
 "$PW" run "$JOB" --set training.iterations=$DONE --run-dir "$T/short" --quiet > /dev/null 2>&1 || fail "short run"
