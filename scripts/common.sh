@@ -5,16 +5,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${PW_BUILD_DIR:-$ROOT/build}"
 
+# Only what a build, a test or a benchmark uses: the benchmarks print ratios
+# of their own (no Google Benchmark), tests read databases with Python's
+# sqlite3 module and draw the studio offscreen (no sqlite3 tool, no Xvfb).
 PW_PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 bc
-  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsqlite3-dev sqlite3
+  nlohmann-json3-dev libgtest-dev
+  libsqlite3-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libtorch-dev libgloo-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgraphviz-dev libgl-dev
   dataset-fashion-mnist fortunes
   python3-torch python3-zmq python3-protobuf
-  xvfb xauth
 )
 
 pw_install_packages() {
