@@ -13,16 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/events/clock.h"
 #include "db/schema.h"
 #include "db/sqlite_util.h"
 
 namespace pw::db {
 namespace {
-
-std::int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Everything queued between two commits, one vector per table.
 struct Batch {

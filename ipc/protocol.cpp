@@ -42,11 +42,6 @@ zmq::context_t& context() {
   return *ctx;
 }
 
-std::int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void to_pb(const Event& e, pb::Event* o) {
   o->set_stage(e.stage);
   o->set_kind(static_cast<int>(e.kind));

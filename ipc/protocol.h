@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/events/clock.h"
 #include "core/events/event.h"
 #include "core/events/run_records.h"
 #include "ipc/pipewright.pb.h"
@@ -31,7 +32,7 @@ pb::Envelope::BodyCase body_of(Topic t);
 // One ZeroMQ context for the process (its I/O thread serves every socket).
 zmq::context_t& context();
 
-std::int64_t unix_ns();
+using pw::unix_ns;  // core/events/clock.h
 
 // pw records <-> protocol messages.
 void to_pb(const Event& e, pb::Event* out);

@@ -3,7 +3,6 @@
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "core/events/event_json.h"
+#include "runtime/child_process.h"
 #include "runtime/data.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/migration/controller.h"  // migration hook
@@ -38,21 +38,10 @@ double now_s() {
 }
 
 pid_t spawn_worker(const std::string& binary, const std::string& store_file, int rank, int world) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    // Die with the coordinator, even if it is SIGKILLed.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(4);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("PW_STORE_FILE", store_file.c_str(), 1);
-    setenv("RANK", std::to_string(rank).c_str(), 1);
-    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-    execl(binary.c_str(), binary.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
+  return spawn_child({binary}, {{"MASTER_ADDR", "127.0.0.1"},
+                                {"PW_STORE_FILE", store_file},
+                                {"RANK", std::to_string(rank)},
+                                {"WORLD_SIZE", std::to_string(world)}});
 }
 
 // Follows a stage's event file (JSON lines) as the worker appends to it;
@@ -482,16 +471,11 @@ class Coordinator {
 }  // namespace
 
 std::string default_worker_binary() {
-  if (const char* w = std::getenv("PW_WORKER"); w && *w) return w;
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "pipewright-worker";
   // The CLI lives in engine/cli and the worker in engine/runtime in a build
   // tree; installed, both are in bin/.
-  for (auto cand : {self.parent_path() / "pipewright-worker", self.parent_path().parent_path() / "runtime" / "pipewright-worker",
-                    self.parent_path().parent_path() / "engine" / "runtime" / "pipewright-worker"})
-    if (std::filesystem::exists(cand)) return cand.string();
-  return "pipewright-worker";
+  std::string found = find_sibling_program("PW_WORKER", {"pipewright-worker", "../runtime/pipewright-worker",
+                                                         "../engine/runtime/pipewright-worker"});
+  return found.empty() ? "pipewright-worker" : found;
 }
 
 RunResult run_job(const RunOptions& options, RunObserver* observer) {

@@ -21,6 +21,7 @@
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
 #include "runtime/memory.h"
+#include "runtime/process_group.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
 
 namespace pw::rt {
@@ -134,10 +135,7 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<c10::intrusive_ptr<c10d::ProcessGroupGloo>> pgs(2);
   auto make = [&](int rank) {
-    auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(60));
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    opts->threads = 2;
-    pgs[rank] = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, 2, opts);
+    pgs[rank] = make_gloo_group(store, rank, 2, {.timeout = std::chrono::seconds(60), .threads = 2});
   };
   std::thread other(make, 1);
   make(0);

@@ -26,6 +26,7 @@
 #include "runtime/migration/worker_agent.h"  // migration hook
 #include "runtime/host_allocator.h"
 #include "runtime/protocol.h"
+#include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
 #include "runtime/stage.h"
 
@@ -170,11 +171,8 @@ int run_worker(const WorkerEnv& env) {
 
     TrainData data(job);
     TensorBytes::install();
-    auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(300));
-    opts->devices.push_back(gloo_device(env));
-    opts->threads = 2;
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("pg", store),
-                                                           env.rank, env.world_size, opts);
+    auto pg = make_gloo_group(store, env.rank, env.world_size,
+                              {.prefix = "pg", .timeout = std::chrono::seconds(300), .threads = 2, .device = gloo_device(env)});
     EventLog log(run_dir.empty() ? "" : run_dir + "/events/stage" + std::to_string(env.rank) + ".jsonl");
     migration::WorkerAgent migration(job, plan, *schedule, env.rank, store, pg, data, &log);  // migration hook
     StageExecutor stage(job, plan, *schedule, env.rank, pg, data, migration.sink());

@@ -12,4 +12,11 @@ inline std::int64_t steady_now_ns() {
       .count();
 }
 
+// Wall-clock time for what people read as a date (a run's start and end,
+// telemetry send times): the system clock, unlike event times.
+inline std::int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace pw

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/nas/subnet_log.h"
+#include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
 
 namespace pw::rt::nas {
@@ -39,16 +40,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
                                      "--window", std::to_string(l.window), "--t0", std::to_string(t0)};
     if (!l.csp) args.push_back("--no-csp");
     for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
-    pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    pids.push_back(pid);
+    pids.push_back(spawn_child(args));
   }
   // Reap in exit order (only our own children); after the first failure
   // stop the others, which would otherwise wait on the failed stage until

@@ -20,6 +20,7 @@
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
 #include "runtime/data.h"
+#include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
 #include "runtime/worker.h"
 #include "runtime/nas/supernet_modules.h"
@@ -141,11 +142,8 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   env.world_size = p;
   env.store_file = cfg.store_file;
   auto store = connect_store(env, std::chrono::seconds(60));
-  auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::seconds(120));
-  opts->devices.push_back(gloo_device(env));
-  opts->threads = 1;
-  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("nas", store), s, p,
-                                                         opts);
+  auto pg = make_gloo_group(store, s, p, {.prefix = "nas", .timeout = std::chrono::seconds(120), .threads = 1,
+                                          .device = gloo_device(env)});
   const int batch = job.training.microbatch_size;
   auto shape = net.activation_shape(batch);
   std::int64_t numel = 1;
