@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/events/event.h"
+#include "core/events/run_recorder.h"
 #include "core/events/run_records.h"
 
 namespace pw::db {
@@ -39,7 +40,7 @@ struct RunWriterOptions {
 // final status and leaves a self-contained file (no -wal beside it).
 // Errors of the writer thread (disk full...) surface as DbError from the
 // next call.
-class RunWriter final : public EventSink {
+class RunWriter final : public RunRecorder {
  public:
   // Creates the file and its schema and commits the run row (status
   // running) before returning. Throws DbError.
@@ -54,28 +55,28 @@ class RunWriter final : public EventSink {
   void on_event(const Event& e) override;
   void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) override;
 
-  void memory(const MemorySample& m);
-  void throughput(const ThroughputSample& t);
-  void migration(const Migration& m);
-  void subnet(std::int32_t id, const nlohmann::json& choices);
-  void subnet_state(const SubnetState& s);
-  void subnet_edge(const SubnetEdge& e);
-  void log(const LogRecord& l);
+  void memory(const MemorySample& m) override;
+  void throughput(const ThroughputSample& t) override;
+  void migration(const Migration& m) override;
+  void subnet(std::int32_t id, const nlohmann::json& choices) override;
+  void subnet_state(const SubnetState& s) override;
+  void subnet_edge(const SubnetEdge& e) override;
+  void log(const LogRecord& l) override;
   // Plan `version` (1, 2, ... within the run) took effect at t_ns.
-  void plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan);
-  void job(const nlohmann::json& job_spec);
-  void profile(const nlohmann::json& profile);
+  void plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan) override;
+  void job(const nlohmann::json& job_spec) override;
+  void profile(const nlohmann::json& profile) override;
   // Figures the producer computed itself (e.g. the simulator's result).
-  void summary(const nlohmann::json& summary);
+  void summary(const nlohmann::json& summary) override;
   // Telemetry/control endpoints of a live run, for clients that find the
   // run through its file.
-  void endpoint(const std::string& name, const std::string& endpoint);
+  void endpoint(const std::string& name, const std::string& endpoint) override;
 
   // Blocks until everything queued so far is committed.
-  void flush();
+  void flush() override;
   // Commits everything, sets the final status, checkpoints the WAL into
   // the file and stops the writer thread. Later records throw.
-  void finish(RunStatus status, const std::string& reason = "");
+  void finish(RunStatus status, const std::string& reason = "") override;
 
   struct Stats {
     std::uint64_t events = 0;        // committed

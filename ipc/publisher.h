@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/events/event.h"
+#include "core/events/run_recorder.h"
 #include "core/events/run_records.h"
 #include "ipc/curve.h"
 #include "ipc/endpoints.h"
@@ -33,7 +34,7 @@ struct PublisherOptions {
 // blocking, and sends a heartbeat every `heartbeat`. Records queued while
 // the sender is busy go out together, so batches grow under load and
 // latency stays low when idle.
-class Publisher final : public EventSink {
+class Publisher final : public RunRecorder {
  public:
   // Binds before returning (throws std::invalid_argument / runtime_error).
   explicit Publisher(std::string run_id, PublisherOptions options = {});
@@ -50,18 +51,23 @@ class Publisher final : public EventSink {
 
   void on_event(const Event& e) override;
   void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) override;
-  void memory(const MemorySample& m);
-  void throughput(const ThroughputSample& t);
-  void migration(const Migration& m);
-  void subnet_state(const SubnetState& s);
-  void subnet_edge(const SubnetEdge& e);
-  void log(const LogRecord& l);
-  void plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan);
+  void memory(const MemorySample& m) override;
+  void throughput(const ThroughputSample& t) override;
+  void migration(const Migration& m) override;
+  void subnet_state(const SubnetState& s) override;
+  void subnet_edge(const SubnetEdge& e) override;
+  void log(const LogRecord& l) override;
+  void plan(int version, std::int64_t t_ns, const std::string& reason, const nlohmann::json& plan) override;
   void status(RunStatus s, const std::string& reason = "");
-  void paused(bool paused);  // status PAUSED / RUNNING
+  void paused(bool paused) override;  // status PAUSED / RUNNING
 
   // Blocks until everything queued so far has been handed to ZeroMQ.
-  void flush();
+  void flush() override;
+  // The final status, then everything queued handed to ZeroMQ.
+  void finish(RunStatus status, const std::string& reason) override {
+    this->status(status, reason);
+    flush();
+  }
 
   // The run as published so far and the last seq of every topic it
   // includes (for late joiners; see ipc/pipewright.proto). Thread-safe.

@@ -8,12 +8,8 @@
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
 #include "core/trace/chrome_trace.h"
-#ifdef PW_HAVE_DB
-#include "db/run_writer.h"
-#endif
-#ifdef PW_HAVE_IPC
-#include "cli/ipc/sim_telemetry.h"
-#endif
+#include "cli/run_outputs.h"
+#include "core/nas/supernet_run_info.h"
 
 namespace pw::cli {
 namespace {
@@ -62,44 +58,18 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
     writer = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
     tee.sinks.push_back(writer.get());
   }
+  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "simulate", job.pipeline.stages});
+  if (outputs.recording()) {
+    nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
+    outputs.begin(job.raw, &profile, &plan);
+    tee.sinks.push_back(&outputs.recorder());
+  }
   // Dependency data (subnet phases, wait edges) to the recorder and telemetry.
-  std::vector<std::function<void(int, const std::vector<int>&)>> on_subnet;
-  std::vector<std::function<void(const SubnetState&)>> on_state;
-  std::vector<std::function<void(const SubnetEdge&)>> on_edge;
-  const std::string run_id = new_run_id();
-#ifdef PW_HAVE_DB
-  std::unique_ptr<db::RunWriter> rec;
-  if (auto path = args.option("db")) {
-    db::RunWriterOptions o;
-    o.overwrite = true;  // a simulation is reproducible: replace the file
-    rec = std::make_unique<db::RunWriter>(*path, db::RunInfo{run_id, job.name, "simulate", job.pipeline.stages}, o);
-    rec->job(job.raw);
-    tee.sinks.push_back(rec.get());
-    on_subnet.push_back([&](int id, const std::vector<int>& c) { rec->subnet(id, nlohmann::json(c)); });
-    on_state.push_back([&](const SubnetState& x) { rec->subnet_state(x); });
-    on_edge.push_back([&](const SubnetEdge& e) { rec->subnet_edge(e); });
-  }
-#else
-  if (args.option("db")) throw UsageError("--db: this pipewright was built without SQLite");
-#endif
-#ifdef PW_HAVE_IPC
-  std::unique_ptr<SimTelemetry> tel;
-  if (auto ep = args.option("listen")) {
-    tel = std::make_unique<SimTelemetry>(*ep, args.flag("allow-remote"), run_id, 0, nullptr);
-    tel->publisher().set_run_info(job.name, job.pipeline.stages, "simulate", args.option("db").value_or(""));
-    tel->publisher().status(RunStatus::Running);
-    tee.sinks.push_back(&tel->publisher());
-    on_state.push_back([&](const SubnetState& x) { tel->publisher().subnet_state(x); });
-    on_edge.push_back([&](const SubnetEdge& e) { tel->publisher().subnet_edge(e); });
-    std::cerr << "telemetry " << tel->telemetry_endpoint() << "  control " << tel->control_endpoint() << std::endl;
-  }
-#else
-  if (args.option("listen")) throw UsageError("--listen: this pipewright was built without ZeroMQ/protobuf");
-#endif
-  nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { for (auto& f : on_subnet) f(id, c); },
-                            [&](const SubnetState& x) { for (auto& f : on_state) f(x); },
-                            [&](const SubnetEdge& e) { for (auto& f : on_edge) f(e); }});
-  bool recording = !on_state.empty();
+  RunRecorder& rec = outputs.recorder();
+  nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
+                            [&](const SubnetState& x) { rec.subnet_state(x); },
+                            [&](const SubnetEdge& e) { rec.subnet_edge(e); }});
+  const bool recording = outputs.recording();
   auto r = nas::simulate_supernet(nas::supernet_sim_input(nj, mode), tee.sinks.empty() ? nullptr : &tee,
                                   recording ? &deps : nullptr);
   deps.finish();
@@ -108,23 +78,11 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
   auto seq = nas::simulate_supernet(seq_in);
   double samples = job.training.batch_size;
   auto finish_outputs = [&] {
-    ThroughputSample tp{static_cast<std::int64_t>(r.makespan_ms * 1e6), 1, r.subnets_per_s * samples,
-                        r.subnets_per_s > 0 ? 1000.0 / r.subnets_per_s : 0};
-#ifdef PW_HAVE_DB
-    if (rec) {
-      rec->throughput(tp);
-      nlohmann::json sum = to_json(r);
-      sum["job"] = job.name;
-      rec->summary(sum);
-      rec->finish(RunStatus::Finished, "");
-    }
-#endif
-#ifdef PW_HAVE_IPC
-    if (tel) {
-      tel->publisher().throughput(tp);
-      tel->finish(RunStatus::Finished, "", 0);
-    }
-#endif
+    rec.throughput({static_cast<std::int64_t>(r.makespan_ms * 1e6), 1, r.subnets_per_s * samples,
+                    r.subnets_per_s > 0 ? 1000.0 / r.subnets_per_s : 0});
+    nlohmann::json sum = to_json(r);
+    sum["job"] = job.name;
+    outputs.finish(RunStatus::Finished, "", &sum);
   };
   if (json) {
     nlohmann::json j = to_json(r);
@@ -138,7 +96,7 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
     for (const auto& s : nj.stages) st.push_back({{"first_layer", s.first}, {"last_layer", s.last}});
     j["stages"] = st;
     if (trace) j["trace"] = *trace;
-    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = run_id;
+    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = outputs.run_id();
     j["recorded_subnet_states"] = deps.states();
     j["recorded_wait_edges"] = deps.edges();
     finish_outputs();

@@ -10,15 +10,11 @@
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
 #include "core/events/run_records.h"
-#include <functional>
-#ifdef PW_HAVE_DB
 #include "core/model/profile_io.h"
-#include "db/run_writer.h"
-#endif
+#include "cli/run_outputs.h"
+#include <functional>
 #ifdef PW_HAVE_IPC
-#include <filesystem>
 #include "cli/ipc/sim_telemetry.h"
-#include "ipc/endpoints.h"
 #endif
 
 namespace pw::cli {
@@ -108,7 +104,10 @@ void print_human(const PreparedJob& p, const SimResult& r) {
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "allow-remote"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace", "curve-dir"});
+  std::set<std::string> flags{"json"}, options{"planner", "trace", "profile", "linger", "pace"};
+  flags.insert(kRunOutputFlags.begin(), kRunOutputFlags.end());
+  options.insert(kRunOutputOptions.begin(), kRunOutputOptions.end());
+  CliArgs args(argv, flags, options);
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
@@ -124,70 +123,29 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *path + "\"");
     trace = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
   }
-#ifndef PW_HAVE_DB
-  if (args.option("db")) throw UsageError("--db: this pipewright was built without SQLite");
-#endif
-#ifndef PW_HAVE_IPC
-  if (args.option("listen")) throw UsageError("--listen: this pipewright was built without ZeroMQ/protobuf");
-#endif
   Fanout out;
   if (trace) out.sinks.push_back(trace.get());
-  const std::string run_id = new_run_id();
-  std::function<void(RunStatus, const std::string&, const SimResult*)> end_run = [](RunStatus, const std::string&, const SimResult*) {};
-#ifdef PW_HAVE_DB
-  std::unique_ptr<db::RunWriter> rec;
-  if (auto path = args.option("db")) {
-    db::RunWriterOptions o;
-    o.overwrite = true;  // a simulation is reproducible: replace the file
-    rec = std::make_unique<db::RunWriter>(*path, db::RunInfo{run_id, job.name, "simulate", job.pipeline.stages}, o);
-    rec->job(job.raw);
-    rec->profile(profile_to_json(p.profile));
-    rec->plan(1, 0, "initial plan", to_json(p.plan));
-    out.sinks.push_back(rec.get());
+#ifdef PW_HAVE_IPC
+  // Before the outputs, so their control server stops before it goes.
+  std::unique_ptr<SimTelemetry> control;
+#endif
+  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "simulate", job.pipeline.stages});
+  if (outputs.recording()) {
+    nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
+    outputs.begin(job.raw, &profile, &plan);
+    out.sinks.push_back(&outputs.recorder());
+  }
+#ifdef PW_HAVE_IPC
+  if (auto* pub = outputs.publisher()) {
+    control = std::make_unique<SimTelemetry>(*pub, number_option(args, "pace"));
+    outputs.set_control_handler([&](const ipc::pb::ControlRequest& r) { return control->handle(r); });
+    out.gate = [&](std::int64_t t) { control->gate(t); };
   }
 #endif
-#ifdef PW_HAVE_IPC
-  std::unique_ptr<SimTelemetry> tel;
-  std::string endpoints_file;
-  if (auto ep = args.option("listen")) {
-    std::optional<ipc::CurveServer> curve;
-    if (auto dir = args.option("curve-dir")) curve = ipc::curve_server_from_dir(*dir);
-    tel = std::make_unique<SimTelemetry>(*ep, args.flag("allow-remote"), run_id, number_option(args, "pace"),
-                                         curve ? &*curve : nullptr);
-    auto& pub = tel->publisher();
-    pub.set_run_info(job.name, job.pipeline.stages, "simulate", args.option("db").value_or(""));
-    pub.status(RunStatus::Running);
-    pub.plan(1, 0, "initial plan", to_json(p.plan));
-    out.sinks.push_back(&pub);
-    out.gate = [&](std::int64_t t) { tel->gate(t); };
-    std::cerr << "telemetry " << tel->telemetry_endpoint() << "  control " << tel->control_endpoint() << std::endl;
-#ifdef PW_HAVE_DB
-    if (rec) {
-      rec->endpoint("telemetry", tel->telemetry_endpoint());
-      rec->endpoint("control", tel->control_endpoint());
-      endpoints_file = std::filesystem::path(*args.option("db")).replace_extension(".endpoints.json").string();
-      ipc::write_endpoints_file(endpoints_file, run_id, tel->telemetry_endpoint(), tel->control_endpoint());
-    }
-#endif
-  }
-#endif
-  end_run = [&](RunStatus status, const std::string& reason, const SimResult* r) {
-    ThroughputSample tp{out.last_end, 1, r ? r->throughput_samples_per_s : 0, r ? r->iteration_time_ms : 0};
-#ifdef PW_HAVE_DB
-    if (rec) {
-      if (r) {
-        rec->throughput(tp);
-        rec->summary(result_json(p, *r));
-      }
-      rec->finish(status, reason);
-    }
-#endif
-#ifdef PW_HAVE_IPC
-    if (tel) {
-      if (r) tel->publisher().throughput(tp);
-      tel->finish(status, reason, 0);
-    }
-#endif
+  auto end_run = [&](RunStatus status, const std::string& reason, const SimResult* r, double linger_s) {
+    if (r) outputs.recorder().throughput({out.last_end, 1, r->throughput_samples_per_s, r->iteration_time_ms});
+    nlohmann::json summary = r ? result_json(p, *r) : nlohmann::json();
+    outputs.finish(status, reason, r ? &summary : nullptr, linger_s);
   };
   SimResult r;
   try {
@@ -195,33 +153,28 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   } catch (const std::exception& e) {
 #ifdef PW_HAVE_IPC
     if (dynamic_cast<const SimStopped*>(&e)) {
-      end_run(RunStatus::Stopped, e.what(), nullptr);
+      end_run(RunStatus::Stopped, e.what(), nullptr, 0);
       std::cout << "simulation " << e.what() << "\n";
       return 1;
     }
 #endif
-    end_run(RunStatus::Failed, e.what(), nullptr);
+    end_run(RunStatus::Failed, e.what(), nullptr, 0);
     throw;
   }
   if (trace) trace->finish();
-  end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r);
 
   if (args.flag("json")) {
     auto j = result_json(p, r);
     if (auto path = args.option("trace")) j["trace"] = *path;
-    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = run_id;
+    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = outputs.run_id();
     std::cout << j.dump(2) << "\n";
   } else {
     print_human(p, r);
     if (auto path = args.option("trace")) std::cout << "\nChrome trace: " << *path << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
-#ifdef PW_HAVE_IPC
-  if (tel) {
-    std::cout.flush();
-    tel->finish(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, number_option(args, "linger"));
-    if (!endpoints_file.empty()) std::filesystem::remove(endpoints_file);
-  }
-#endif
+  // Last: a lingering run keeps serving late joiners after the printout.
+  std::cout.flush();
+  end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r, number_option(args, "linger"));
   return 0;
 }
 

@@ -3,29 +3,14 @@
 #include <chrono>
 #include <thread>
 
+#include "core/events/clock.h"
+
 namespace pw::cli {
 
 namespace pb = ipc::pb;
 
-SimTelemetry::SimTelemetry(const std::string& listen, bool allow_remote, const std::string& run_id, double pace,
-                           const ipc::CurveServer* curve)
-    : pace_(pace) {
-  ipc::PublisherOptions po;
-  po.endpoint = listen;
-  po.allow_remote = allow_remote;
-  if (curve) po.curve = *curve;
-  pub_ = std::make_unique<ipc::Publisher>(run_id, po);
-  ipc::ControlServerOptions co;
-  // Control binds on the telemetry host, ephemeral port; clients learn it
-  // from heartbeats.
-  std::string host = pub_->endpoint().substr(0, pub_->endpoint().rfind(':'));
-  co.endpoint = host + ":*";
-  co.allow_remote = allow_remote;
-  if (curve) co.curve = *curve;
-  ctl_ = std::make_unique<ipc::ControlServer>([this](const pb::ControlRequest& r) { return handle(r); }, pub_.get(), co);
-  pub_->set_control_endpoint(ctl_->endpoint());
-  start_wall_ns_ = ipc::unix_ns();
-}
+SimTelemetry::SimTelemetry(ipc::Publisher& publisher, double pace)
+    : pub_(publisher), pace_(pace), start_wall_ns_(unix_ns()) {}
 
 pb::ControlReply SimTelemetry::handle(const pb::ControlRequest& req) {
   using R = pb::ControlRequest;
@@ -36,14 +21,14 @@ pb::ControlReply SimTelemetry::handle(const pb::ControlRequest& req) {
       if (paused_) return ipc::error_reply(pb::WRONG_STATE, "already paused");
       paused_ = true;
       any_ = true;
-      pub_->paused(true);
+      pub_.paused(true);
       break;
     }
     case R::kResume: {
       std::lock_guard lk(mu_);
       if (!paused_) return ipc::error_reply(pb::WRONG_STATE, "not paused");
       paused_ = false;
-      pub_->paused(false);
+      pub_.paused(false);
       cv_.notify_all();
       break;
     }
@@ -58,7 +43,7 @@ pb::ControlReply SimTelemetry::handle(const pb::ControlRequest& req) {
     case R::kQueryStatus: break;
     default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
   }
-  *reply.mutable_status() = pub_->snapshot().status();
+  *reply.mutable_status() = pub_.snapshot().status();
   // The status message itself may still be queued for sending.
   std::lock_guard lk(mu_);
   if (paused_) reply.mutable_status()->set_state(pb::PAUSED);
@@ -70,28 +55,19 @@ void SimTelemetry::gate(std::int64_t t_ns) {
     if (stop_) throw SimStopped();
     std::unique_lock lk(mu_);
     if (paused_) {
-      auto t0 = ipc::unix_ns();
+      auto t0 = unix_ns();
       cv_.wait(lk, [&] { return !paused_ || stop_; });
-      paused_ns_ += ipc::unix_ns() - t0;
+      paused_ns_ += unix_ns() - t0;
     }
     if (stop_) throw SimStopped();
     any_ = paused_;
   }
   if (pace_ > 0) {
     std::int64_t due = start_wall_ns_ + paused_ns_ + static_cast<std::int64_t>(t_ns / pace_);
-    for (std::int64_t now = ipc::unix_ns(); due > now + 1000000 && !stop_; now = ipc::unix_ns())
+    for (std::int64_t now = unix_ns(); due > now + 1000000 && !stop_; now = unix_ns())
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(due - now, 50000000)));
     if (stop_) throw SimStopped();
   }
-}
-
-void SimTelemetry::finish(RunStatus status, const std::string& reason, double linger_s) {
-  if (!finished_) {
-    pub_->status(status, reason);
-    pub_->flush();
-    finished_ = true;
-  }
-  if (linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
 }
 
 }  // namespace pw::cli

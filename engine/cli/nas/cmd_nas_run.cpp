@@ -17,17 +17,13 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/nas/nas_run.h"
+#include "cli/run_outputs.h"
 #include "core/events/run_records.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
+#include "core/nas/supernet_run_info.h"
+#include "runtime/child_process.h"
 #include "runtime/nas/csp_launch.h"
-#ifdef PW_HAVE_DB
-#include "db/run_writer.h"
-#endif
-#ifdef PW_HAVE_IPC
-#include "ipc/curve.h"
-#include "ipc/publisher.h"
-#endif
 
 namespace pw::cli {
 namespace {
@@ -35,16 +31,12 @@ namespace {
 // The CSP worker program: $PW_NAS_WORKER, else pw_nas_worker next to this
 // executable or where the build tree puts it.
 std::string nas_worker_binary() {
-  if (const char* env = std::getenv("PW_NAS_WORKER")) return env;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (auto cand : {self.parent_path() / "pw_nas_worker", self.parent_path().parent_path() / "runtime" / "nas" / "pw_nas_worker",
-                      self.parent_path().parent_path() / "libexec" / "pipewright" / "pw_nas_worker"})
-      if (fs::exists(cand, ec)) return cand.string();
-  throw std::runtime_error("cannot find the supernet worker program pw_nas_worker next to " + self.string() +
-                           " (set PW_NAS_WORKER)");
+  std::string found = rt::find_sibling_program(
+      "PW_NAS_WORKER", {"pw_nas_worker", "../runtime/nas/pw_nas_worker", "../libexec/pipewright/pw_nas_worker"});
+  if (found.empty())
+    throw std::runtime_error("cannot find the supernet worker program pw_nas_worker next to this executable"
+                             " (set PW_NAS_WORKER)");
+  return found;
 }
 
 std::string default_run_dir(const std::string& name) {
@@ -53,14 +45,6 @@ std::string default_run_dir(const std::string& name) {
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
   return "runs/" + name + "-" + buf;
 }
-
-// Events to every output (--db, --listen).
-struct Tee final : EventSink {
-  std::vector<EventSink*> sinks;
-  void on_event(const Event& e) override {
-    for (auto* x : sinks) x->on_event(e);
-  }
-};
 
 // Subnets finishing, on the terminal; every record passed on to the
 // recorder (when there is one).
@@ -107,72 +91,28 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   l.out_dir = args.option("run-dir").value_or(default_run_dir(job.name));
   std::filesystem::create_directories(l.out_dir);
   std::ofstream(l.out_dir + "/job.json") << job.raw.dump(2) << "\n";  // `pipewright search RUN_DIR` reads it
-  const std::string run_id = new_run_id();
   const auto db_path = args.option("db");
-  const auto listen = args.option("listen");
-  Tee tee;
-  std::vector<std::function<void(int, const std::vector<int>&)>> on_subnet;
-  std::vector<std::function<void(const SubnetState&)>> on_state;
-  std::vector<std::function<void(const SubnetEdge&)>> on_edge;
-#ifdef PW_HAVE_DB
-  std::unique_ptr<db::RunWriter> rec;
-  if (db_path) {
-    db::RunWriterOptions o;
-    o.overwrite = true;
-    rec = std::make_unique<db::RunWriter>(*db_path, db::RunInfo{run_id, job.name, "run", job.pipeline.stages}, o);
-    rec->job(job.raw);
-    tee.sinks.push_back(rec.get());
-    on_subnet.push_back([&](int id, const std::vector<int>& c) { rec->subnet(id, nlohmann::json(c)); });
-    on_state.push_back([&](const SubnetState& x) { rec->subnet_state(x); });
-    on_edge.push_back([&](const SubnetEdge& e) { rec->subnet_edge(e); });
+  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "run", job.pipeline.stages});
+  if (outputs.recording()) {
+    nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
+    outputs.begin(job.raw, &profile, &plan);
   }
-#else
-  if (db_path) throw UsageError("--db: this pipewright was built without SQLite");
-#endif
-#ifdef PW_HAVE_IPC
-  std::unique_ptr<ipc::Publisher> pub;
-  if (listen) {
-    ipc::PublisherOptions po;
-    po.endpoint = *listen;
-    po.allow_remote = args.flag("allow-remote");  // refused without CURVE keys (--curve-dir)
-    if (auto dir = args.option("curve-dir")) po.curve = ipc::curve_server_from_dir(*dir);
-    pub = std::make_unique<ipc::Publisher>(run_id, po);
-    pub->set_run_info(job.name, job.pipeline.stages, "run", db_path.value_or(""));
-    pub->status(RunStatus::Running);
-    tee.sinks.push_back(pub.get());
-    on_state.push_back([&](const SubnetState& x) { pub->subnet_state(x); });
-    on_edge.push_back([&](const SubnetEdge& e) { pub->subnet_edge(e); });
-    std::cerr << "telemetry " << pub->endpoint() << std::endl;
-  }
-#else
-  if (listen) throw UsageError("--listen: this pipewright was built without ZeroMQ/protobuf");
-#endif
-  nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { for (auto& f : on_subnet) f(id, c); },
-                            [&](const SubnetState& x) { for (auto& f : on_state) f(x); },
-                            [&](const SubnetEdge& e) { for (auto& f : on_edge) f(e); }});
+  RunRecorder& rec = outputs.recorder();
+  nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
+                            [&](const SubnetState& x) { rec.subnet_state(x); },
+                            [&](const SubnetEdge& e) { rec.subnet_edge(e); }});
   const bool json = args.flag("json");
-  Progress progress(on_state.empty() ? nullptr : &deps, static_cast<int>(nj.sequence.size()),
+  Progress progress(outputs.recording() ? &deps : nullptr, static_cast<int>(nj.sequence.size()),
                     !json && !args.flag("quiet"));
   l.observer = &progress;
-  if (!tee.sinks.empty()) l.events = &tee;
+  if (outputs.recording()) l.events = &rec;
   if (!json && !args.flag("quiet"))
     std::cerr << "run " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size() << " choice layers, "
               << nj.sequence.size() << " subnets on " << l.workers << " CSP worker processes (window "
               << nj.space.window << ")\n";
   auto finish = [&](RunStatus status, const std::string& error, const nlohmann::json& summary) {
     deps.finish();
-#ifdef PW_HAVE_DB
-    if (rec) {
-      rec->summary(summary);
-      rec->finish(status, error);
-    }
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub) {
-      pub->status(status, error);
-      pub->flush();
-    }
-#endif
+    outputs.finish(status, error, &summary);
   };
   rt::nas::CspRunResult r;
   try {
@@ -188,11 +128,9 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
                          {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
                          {"stage_hashes", hashes}, {"run_dir", l.out_dir},
                          {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()}};
-#ifdef PW_HAVE_DB
-  if (rec) rec->throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
-                                            r.subnets_per_s() * job.training.batch_size,
-                                            r.subnets_per_s() > 0 ? 1000.0 / r.subnets_per_s() : 0});
-#endif
+  rec.throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
+                                  r.subnets_per_s() * job.training.batch_size,
+                                  r.subnets_per_s() > 0 ? 1000.0 / r.subnets_per_s() : 0});
   finish(RunStatus::Finished, "", summary);
   if (json) {
     std::cout << summary.dump(2) << "\n";
@@ -202,7 +140,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
             << " subnets/s";
   if (!r.losses.empty()) std::cout << ", loss " << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4);
   std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
-  if (!on_state.empty())
+  if (outputs.recording())
     std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
               << (db_path ? " into " + *db_path : std::string()) << "\n";
   return 0;
@@ -222,15 +160,7 @@ int cmd_search(const std::vector<std::string>& argv) {
   // are rebuilt with the same libtorch modules that trained them.
   std::vector<std::string> cmd = {args.option("worker").value_or(nas_worker_binary()), "search", job_file, "--out", dir};
   for (const auto& o : args.overrides()) cmd.insert(cmd.end(), {"--set", o});
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    std::vector<char*> cargv;
-    for (auto& c : cmd) cargv.push_back(c.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
+  pid_t pid = rt::spawn_child(cmd);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);

@@ -73,9 +73,11 @@ int positive(const CliArgs& a, const std::string& name, int fallback) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "attach", "eval", "quiet", "allow-remote"},
-               {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker", "db", "listen",
-                "curve-dir"});
+  std::set<std::string> flags{"json", "attach", "eval", "quiet"},
+      options{"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker"};
+  flags.insert(kRunOutputFlags.begin(), kRunOutputFlags.end());
+  options.insert(kRunOutputOptions.begin(), kRunOutputOptions.end());
+  CliArgs args(argv, flags, options);
   rt::RunOptions o;
   std::string job_file;
   if (auto r = args.option("resume")) {
@@ -107,11 +109,8 @@ int cmd_run(const std::vector<std::string>& argv) {
   rt::RunCommands commands;
   if (args.option("db") || args.option("listen")) {
     RunRecordingOptions ro;
-    ro.db_path = args.option("db").value_or("");
-    ro.listen = args.option("listen").value_or("");
-    ro.allow_remote = args.flag("allow-remote");
-    ro.curve_dir = args.option("curve-dir").value_or("");
-    if (!ro.listen.empty()) {
+    ro.outputs = run_output_options(args);
+    if (!ro.outputs.listen.empty()) {
       ro.commands = &commands;
       o.commands = &commands;
     }

@@ -2,22 +2,14 @@
 
 #include "core/events/clock.h"
 
-#include <chrono>
-#include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 
 #include "core/events/run_records.h"
 #include "core/model/profile_io.h"
-#ifdef PW_HAVE_DB
-#include "db/run_writer.h"
-#endif
 #ifdef PW_HAVE_IPC
 #include "ipc/control.h"
-#include "ipc/curve.h"
-#include "ipc/endpoints.h"
-#include "ipc/publisher.h"
 #endif
 
 namespace pw::cli {
@@ -25,64 +17,17 @@ namespace {
 
 class RunRecording final : public rt::RunObserver {
  public:
-  RunRecording(const RunRecordingOptions& o, rt::RunObserver* next) : opt_(o), next_(next) {
-#ifndef PW_HAVE_DB
-    if (!o.db_path.empty()) throw std::runtime_error("--db: this build has no SQLite recorder (pw_db)");
-#endif
-#ifndef PW_HAVE_IPC
-    if (!o.listen.empty()) throw std::runtime_error("--listen: this build has no telemetry (pw_ipc)");
-#endif
-  }
+  RunRecording(const RunRecordingOptions& o, rt::RunObserver* next) : opt_(o), next_(next) {}
 
   void on_start(const PreparedJob& p, int start) override {
-    run_id_ = new_run_id();
-#ifdef PW_HAVE_DB
-    if (!opt_.db_path.empty()) {
-      db::RunInfo info;
-      info.run_id = run_id_;
-      info.name = p.job.name;
-      info.source = "run";
-      info.stages = p.job.pipeline.stages;
-      db::RunWriterOptions wo;
-      wo.overwrite = true;
-      db_ = std::make_unique<db::RunWriter>(opt_.db_path, info, wo);
-      db_->job(p.job.raw);
-      db_->profile(profile_to_json(p.profile));
-      db_->plan(1, 0, "initial", to_json(p.plan));
-    }
-#endif
+    out_ = std::make_unique<RunOutputs>(opt_.outputs,
+                                        RunOutputs::Run{new_run_id(), p.job.name, "run", p.job.pipeline.stages});
+    nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
+    out_->begin(p.job.raw, &profile, &plan);
 #ifdef PW_HAVE_IPC
-    if (!opt_.listen.empty()) {
-      std::optional<ipc::CurveServer> curve;
-      if (!opt_.curve_dir.empty()) curve = ipc::curve_server_from_dir(opt_.curve_dir);
-      ipc::PublisherOptions po;
-      po.endpoint = opt_.listen;
-      po.allow_remote = opt_.allow_remote;
-      po.curve = curve;
-      pub_ = std::make_unique<ipc::Publisher>(run_id_, po);
-      pub_->set_run_info(p.job.name, p.job.pipeline.stages, "run", opt_.db_path);
-      pub_->status(RunStatus::Running);
-      pub_->plan(1, 0, "initial", to_json(p.plan));
-      std::string control;
-      if (opt_.commands) {
-        ipc::ControlServerOptions co;
-        // Control binds on the telemetry host, ephemeral port; clients learn it from heartbeats.
-        co.endpoint = pub_->endpoint().substr(0, pub_->endpoint().rfind(':')) + ":*";
-        co.allow_remote = opt_.allow_remote;
-        co.curve = curve;
-        ctl_ = std::make_unique<ipc::ControlServer>([this](const ipc::pb::ControlRequest& r) { return handle(r); },
-                                                    pub_.get(), co);
-        pub_->set_control_endpoint(ctl_->endpoint());
-        control = ctl_->endpoint();
-      }
-      std::cerr << "telemetry " << pub_->endpoint() << (control.empty() ? "" : "  control " + control) << std::endl;
-#ifdef PW_HAVE_DB
-      if (db_) {
-        db_->endpoint("telemetry", pub_->endpoint());
-        if (!control.empty()) db_->endpoint("control", control);
-      }
-#endif
-    }
+    if (opt_.commands && out_->publisher())
+      out_->set_control_handler(
+          [this, pub = out_->publisher()](const ipc::pb::ControlRequest& r) { return handle(r, *pub); });
 #endif
     if (next_) next_->on_start(p, start);
   }
@@ -95,55 +40,33 @@ class RunRecording final : public rt::RunObserver {
     t.samples_per_s = sps;
     t.iteration_ms = last_ns_ ? (t.t_ns - last_ns_) / 1e6 : 0;
     last_ns_ = t.t_ns;
-    losses_.push_back(loss);
-#ifdef PW_HAVE_DB
-    if (db_) db_->throughput(t);
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub_) pub_->throughput(t);
-#endif
+    out_->recorder().throughput(t);
     if (next_) next_->on_iteration(it, loss, sps, eta);
   }
 
   void on_events(const std::vector<Event>& events) override {
-#ifdef PW_HAVE_DB
-    if (db_)
-      for (const auto& e : events) db_->on_event(e);
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub_)
-      for (const auto& e : events) pub_->on_event(e);
-#endif
+    for (const auto& e : events) out_->recorder().on_event(e);
     if (next_) next_->on_events(events);
   }
 
   void on_migration(const std::vector<Migration>& moves, const nlohmann::json& event) override {
-#ifdef PW_HAVE_DB
-    if (db_)
-      for (const auto& m : moves) db_->migration(m);
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub_)
-      for (const auto& m : moves) pub_->migration(m);
-#endif
+    for (const auto& m : moves) out_->recorder().migration(m);
     if (next_) next_->on_migration(moves, event);
   }
 
   void on_paused(bool paused) override {
-#ifdef PW_HAVE_IPC
-    if (pub_) pub_->paused(paused);
-#endif
-    log(LogLevel::Info, paused ? "paused: every stage stopped at the same iteration" : "resumed");
+    out_->recorder().paused(paused);
+    out_->log(LogLevel::Info, "coordinator", paused ? "paused: every stage stopped at the same iteration" : "resumed");
     if (next_) next_->on_paused(paused);
   }
 
   void on_checkpoint(std::int64_t iteration) override {
-    log(LogLevel::Info, "checkpoint complete at iteration " + std::to_string(iteration));
+    out_->log(LogLevel::Info, "coordinator", "checkpoint complete at iteration " + std::to_string(iteration));
     if (next_) next_->on_checkpoint(iteration);
   }
 
   void on_notice(const std::string& message) override {
-    log(LogLevel::Warning, message);
+    out_->log(LogLevel::Warning, "coordinator", message);
     if (next_) next_->on_notice(message);
   }
 
@@ -155,43 +78,19 @@ class RunRecording final : public rt::RunObserver {
                            {"stages", r.stages},
                            {"exit_code", r.exit_code}};
     if (r.accuracy >= 0) summary["accuracy"] = r.accuracy;
-#ifdef PW_HAVE_DB
-    if (db_) {
-      db_->summary(summary);
-      db_->finish(status, r.error);
+    // A run that failed before on_start (a bad plan) has no outputs yet.
+    if (out_) {
+      out_->finish(status, r.error, &summary);
+      out_.reset();  // control stops before the commands it posts into
     }
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub_) {
-      pub_->status(status, r.error);
-      pub_->flush();
-    }
-#endif
-#ifdef PW_HAVE_IPC
-    ctl_.reset();  // before the publisher it reads snapshots from
-#endif
     if (next_) next_->on_finish(r);
   }
 
  private:
-  void log(LogLevel level, const std::string& message) {
-    LogRecord l;
-    l.t_ns = steady_now_ns();
-    l.level = level;
-    l.source = "coordinator";
-    l.message = message;
-#ifdef PW_HAVE_DB
-    if (db_) db_->log(l);
-#endif
-#ifdef PW_HAVE_IPC
-    if (pub_) pub_->log(l);
-#endif
-  }
-
 #ifdef PW_HAVE_IPC
   // On the control server's thread: the coordinator takes posted commands
   // at its next poll; the reply says what was accepted.
-  ipc::pb::ControlReply handle(const ipc::pb::ControlRequest& req) {
+  ipc::pb::ControlReply handle(const ipc::pb::ControlRequest& req, const ipc::Publisher& pub) {
     namespace pb = ipc::pb;
     using R = pb::ControlRequest;
     auto can = opt_.commands->abilities();
@@ -232,7 +131,7 @@ class RunRecording final : public rt::RunObserver {
       default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
     }
     pb::ControlReply reply;
-    *reply.mutable_status() = pub_->snapshot().status();
+    *reply.mutable_status() = pub.snapshot().status();
     return reply;
   }
   std::mutex mu_;
@@ -241,16 +140,8 @@ class RunRecording final : public rt::RunObserver {
 
   RunRecordingOptions opt_;
   rt::RunObserver* next_;
-  std::string run_id_;
   std::int64_t last_ns_ = 0;
-  std::vector<double> losses_;
-#ifdef PW_HAVE_DB
-  std::unique_ptr<db::RunWriter> db_;
-#endif
-#ifdef PW_HAVE_IPC
-  std::unique_ptr<ipc::Publisher> pub_;
-  std::unique_ptr<ipc::ControlServer> ctl_;  // after pub_: destroyed first
-#endif
+  std::unique_ptr<RunOutputs> out_;
 };
 }  // namespace
 

@@ -2,26 +2,22 @@
 #include <memory>
 #include <string>
 
+#include "cli/run_outputs.h"
 #include "runtime/coordinator.h"
 
 namespace pw::cli {
 
-// Where a real run goes besides the terminal: a run database (--db) and
-// live telemetry (--listen). Empty strings switch a part off.
+// Where a real run goes besides the terminal (cli/run_outputs.h), and with
+// --listen the RunCommands its control server posts into (pause, resume,
+// stop, checkpoint, rebalance).
 struct RunRecordingOptions {
-  std::string db_path;
-  std::string listen;
-  bool allow_remote = false;  // --allow-remote: a non-loopback --listen (needs curve_dir)
-  std::string curve_dir;      // server keys from `pipewright keys` (CURVE)
-  // With --listen: a control server (pause, resume, stop, checkpoint,
-  // rebalance) on the telemetry host posts into this.
+  RunOutputOptions outputs;
   rt::RunCommands* commands = nullptr;
 };
 
-// A RunObserver that records the run into SQLite (pw_db's RunWriter) and
-// publishes it over ZeroMQ (pw_ipc's Publisher) with a control server
-// beside it, then forwards every call to `next` (the terminal progress line). Parts whose layer this build lacks
-// are refused with a clear error at construction.
+// A RunObserver that records the run through RunOutputs (database,
+// telemetry, control), then forwards every call to `next` (the terminal
+// progress line).
 std::unique_ptr<rt::RunObserver> make_run_recording(const RunRecordingOptions& options, rt::RunObserver* next);
 
 }  // namespace pw::cli
