@@ -177,6 +177,7 @@ pb::RunState to_pb(RunStatus s) {
     case RunStatus::Finished: return pb::FINISHED;
     case RunStatus::Failed: return pb::FAILED;
     case RunStatus::Stopped: return pb::STOPPED;
+    case RunStatus::Interrupted: return pb::INTERRUPTED;
   }
   return pb::RUN_STATE_UNSPECIFIED;
 }
@@ -187,6 +188,7 @@ const char* to_string(pb::RunState s) {
     case pb::FAILED: return "failed";
     case pb::STOPPED: return "stopped";
     case pb::PAUSED: return "paused";
+    case pb::INTERRUPTED: return "interrupted";
     default: return "unknown";
   }
 }

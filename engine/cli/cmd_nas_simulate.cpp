@@ -71,7 +71,7 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
   std::unique_ptr<db::RunWriter> rec;
   if (auto path = args.option("db")) {
     db::RunWriterOptions o;
-    o.overwrite = true;  // a simulation is reproducible: replace the file
+    o.overwrite = args.flag("overwrite");  // only ever a Pipewright run database
     rec = std::make_unique<db::RunWriter>(*path, db::RunInfo{run_id, job.name, "simulate", job.pipeline.stages}, o);
     rec->job(job.raw);
     tee.sinks.push_back(rec.get());

@@ -7,6 +7,8 @@
 #include "cli/nas_simulate.h"
 #include "core/nas/search_space.h"
 #include "cli/format.h"
+#include "cli/interrupt.h"
+#include "cli/output_file.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
 #include "core/events/run_records.h"
@@ -108,7 +110,7 @@ void print_human(const PreparedJob& p, const SimResult& r) {
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "allow-remote"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace", "curve-dir"});
+  CliArgs args(argv, {"json", "allow-remote", "overwrite"}, {"planner", "trace", "profile", "db", "listen", "linger", "pace", "curve-dir"});
   args.expect_positional(1, "one job file");
   JobSpec job = load_job(args.positional()[0], args.overrides());
   if (auto profile = args.option("profile")) job.model.profile = *profile;
@@ -117,12 +119,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
 
-  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<OutputFile> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
   if (auto path = args.option("trace")) {
-    trace_file = std::make_unique<std::ofstream>(*path);
-    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *path + "\"");
-    trace = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
+    trace_file = std::make_unique<OutputFile>(*path, "trace");
+    trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
 #ifndef PW_HAVE_DB
   if (args.option("db")) throw UsageError("--db: this pipewright was built without SQLite");
@@ -132,23 +133,34 @@ int cmd_simulate(const std::vector<std::string>& argv) {
 #endif
   Fanout out;
   if (trace) out.sinks.push_back(trace.get());
+  bool recording = false;  // --db or --listen
   const std::string run_id = new_run_id();
   std::function<void(RunStatus, const std::string&, const SimResult*)> end_run = [](RunStatus, const std::string&, const SimResult*) {};
 #ifdef PW_HAVE_DB
   std::unique_ptr<db::RunWriter> rec;
   if (auto path = args.option("db")) {
     db::RunWriterOptions o;
-    o.overwrite = true;  // a simulation is reproducible: replace the file
+    o.overwrite = args.flag("overwrite");  // only ever a Pipewright run database
     rec = std::make_unique<db::RunWriter>(*path, db::RunInfo{run_id, job.name, "simulate", job.pipeline.stages}, o);
     rec->job(job.raw);
     rec->profile(profile_to_json(p.profile));
     rec->plan(1, 0, "initial plan", to_json(p.plan));
     out.sinks.push_back(rec.get());
+    recording = true;
   }
 #endif
 #ifdef PW_HAVE_IPC
   std::unique_ptr<SimTelemetry> tel;
-  std::string endpoints_file;
+  // Removed however the command ends (error, stop, SIGINT/SIGTERM): a
+  // stale file would point clients at a run that is gone.
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove(path, ec);
+    }
+  } endpoints_guard;
+  std::string& endpoints_file = endpoints_guard.path;
   if (auto ep = args.option("listen")) {
     std::optional<ipc::CurveServer> curve;
     if (auto dir = args.option("curve-dir")) curve = ipc::curve_server_from_dir(*dir);
@@ -159,7 +171,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     pub.status(RunStatus::Running);
     pub.plan(1, 0, "initial plan", to_json(p.plan));
     out.sinks.push_back(&pub);
-    out.gate = [&](std::int64_t t) { tel->gate(t); };
+    recording = true;
+    out.gate = [&](std::int64_t t) {
+      check_interrupt();
+      tel->gate(t);
+    };
     std::cerr << "telemetry " << tel->telemetry_endpoint() << "  control " << tel->control_endpoint() << std::endl;
 #ifdef PW_HAVE_DB
     if (rec) {
@@ -171,6 +187,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
 #endif
   }
 #endif
+  // A recording run ends by SIGINT/SIGTERM as "interrupted", never left "running".
+  if (recording) {
+    catch_interrupts();
+    if (!out.gate) out.gate = [](std::int64_t) { check_interrupt(); };
+  }
   end_run = [&](RunStatus status, const std::string& reason, const SimResult* r) {
     ThroughputSample tp{out.last_end, 1, r ? r->throughput_samples_per_s : 0, r ? r->iteration_time_ms : 0};
 #ifdef PW_HAVE_DB
@@ -200,10 +221,22 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       return 1;
     }
 #endif
+    if (auto* i = dynamic_cast<const Interrupted*>(&e)) {
+      end_run(RunStatus::Interrupted, i->what(), nullptr);
+      throw;
+    }
     end_run(RunStatus::Failed, e.what(), nullptr);
     throw;
   }
-  if (trace) trace->finish();
+  if (trace) {
+    trace->finish();
+    try {
+      trace_file->close();  // a full disk shows here, not as a truncated file and exit 0
+    } catch (const std::exception& e) {
+      end_run(RunStatus::Failed, e.what(), nullptr);
+      throw;
+    }
+  }
   end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r);
 
   if (args.flag("json")) {
@@ -219,7 +252,6 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   if (tel) {
     std::cout.flush();
     tel->finish(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, number_option(args, "linger"));
-    if (!endpoints_file.empty()) std::filesystem::remove(endpoints_file);
   }
 #endif
   return 0;

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "cli/interrupt.h"
+
 namespace pw::cli {
 
 namespace pb = ipc::pb;
@@ -71,7 +73,8 @@ void SimTelemetry::gate(std::int64_t t_ns) {
     std::unique_lock lk(mu_);
     if (paused_) {
       auto t0 = ipc::unix_ns();
-      cv_.wait(lk, [&] { return !paused_ || stop_; });
+      // A signal handler cannot notify a condition variable: look every 100 ms.
+      while (!cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return !paused_ || stop_; })) check_interrupt();
       paused_ns_ += ipc::unix_ns() - t0;
     }
     if (stop_) throw SimStopped();
@@ -79,8 +82,10 @@ void SimTelemetry::gate(std::int64_t t_ns) {
   }
   if (pace_ > 0) {
     std::int64_t due = start_wall_ns_ + paused_ns_ + static_cast<std::int64_t>(t_ns / pace_);
-    for (std::int64_t now = ipc::unix_ns(); due > now + 1000000 && !stop_; now = ipc::unix_ns())
+    for (std::int64_t now = ipc::unix_ns(); due > now + 1000000 && !stop_; now = ipc::unix_ns()) {
+      check_interrupt();
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(due - now, 50000000)));
+    }
     if (stop_) throw SimStopped();
   }
 }
@@ -91,7 +96,10 @@ void SimTelemetry::finish(RunStatus status, const std::string& reason, double li
     pub_->flush();
     finished_ = true;
   }
-  if (linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
+  // Lingers in slices so SIGINT/SIGTERM ends it (the run already has its final status).
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(linger_s);
+  while (linger_s > 0 && std::chrono::steady_clock::now() < until && !interrupt_signal())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 }  // namespace pw::cli

@@ -118,7 +118,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   std::unique_ptr<db::RunWriter> rec;
   if (db_path) {
     db::RunWriterOptions o;
-    o.overwrite = true;
+    o.overwrite = args.flag("overwrite");  // only ever a Pipewright run database
     rec = std::make_unique<db::RunWriter>(*db_path, db::RunInfo{run_id, job.name, "run", job.pipeline.stages}, o);
     rec->job(job.raw);
     tee.sinks.push_back(rec.get());

@@ -73,7 +73,7 @@ int positive(const CliArgs& a, const std::string& name, int fallback) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "attach", "eval", "quiet", "allow-remote"},
+  CliArgs args(argv, {"json", "attach", "eval", "quiet", "allow-remote", "overwrite"},
                {"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker", "db", "listen",
                 "curve-dir"});
   rt::RunOptions o;
@@ -108,6 +108,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (args.option("db") || args.option("listen")) {
     RunRecordingOptions ro;
     ro.db_path = args.option("db").value_or("");
+    ro.overwrite = args.flag("overwrite");
     ro.listen = args.option("listen").value_or("");
     ro.allow_remote = args.flag("allow-remote");
     ro.curve_dir = args.option("curve-dir").value_or("");

@@ -44,7 +44,7 @@ class RunRecording final : public rt::RunObserver {
       info.source = "run";
       info.stages = p.job.pipeline.stages;
       db::RunWriterOptions wo;
-      wo.overwrite = true;
+      wo.overwrite = opt_.overwrite;
       db_ = std::make_unique<db::RunWriter>(opt_.db_path, info, wo);
       db_->job(p.job.raw);
       db_->profile(profile_to_json(p.profile));
@@ -148,7 +148,11 @@ class RunRecording final : public rt::RunObserver {
   }
 
   void on_finish(const rt::RunResult& r) override {
-    RunStatus status = r.exit_code != 0 ? RunStatus::Failed : r.stopped ? RunStatus::Stopped : RunStatus::Finished;
+    // 130: the coordinator was interrupted (SIGINT/SIGTERM), not failed.
+    RunStatus status = r.exit_code == 130 ? RunStatus::Interrupted
+                       : r.exit_code != 0 ? RunStatus::Failed
+                       : r.stopped        ? RunStatus::Stopped
+                                          : RunStatus::Finished;
     nlohmann::json summary{{"losses", r.losses},
                            {"samples_per_s", r.samples_per_s},
                            {"iteration_ms", r.iteration_ms},

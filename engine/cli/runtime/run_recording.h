@@ -10,6 +10,7 @@ namespace pw::cli {
 // live telemetry (--listen). Empty strings switch a part off.
 struct RunRecordingOptions {
   std::string db_path;
+  bool overwrite = false;  // --overwrite: replace an existing Pipewright run database (never another file)
   std::string listen;
   bool allow_remote = false;  // --allow-remote: a non-loopback --listen (needs curve_dir)
   std::string curve_dir;      // server keys from `pipewright keys` (CURVE)
