@@ -25,6 +25,14 @@ struct PublisherOptions {
   std::size_t max_batch = 1024;  // events (or samples) per message
   std::chrono::milliseconds heartbeat{200};
   std::string control_endpoint;  // advertised in heartbeats
+  // Subscriptions are handled by the publisher itself (XPUB, manual): only
+  // "" (everything) and the protocol's topic names are accepted, so what a
+  // subscriber can make the socket hold is at most kTopicCount + 1 entries
+  // per connection. A frame over max_frame_bytes drops that peer's
+  // connection before anything is allocated for it (ZeroMQ checks the
+  // announced size; the bound also covers CURVE's handshake, ~300 bytes).
+  std::int64_t max_frame_bytes = 4096;
+  int receive_hwm = 100;  // subscription frames queued per connection
 };
 
 // Telemetry publisher (ZeroMQ PUB) for one run. Every method may be called
@@ -70,6 +78,8 @@ class Publisher final : public EventSink {
   struct Stats {
     std::uint64_t messages = 0, events = 0, bytes = 0;
     std::uint64_t would_block = 0;  // sends ZeroMQ refused (HWM on every pipe)
+    std::uint64_t subscriptions = 0;          // accepted (subscribe and unsubscribe)
+    std::uint64_t refused_subscriptions = 0;  // not "" or a topic name: ignored
   };
   Stats stats() const;
 
