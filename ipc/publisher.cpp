@@ -174,6 +174,14 @@ struct Publisher::Impl {
     send(Topic::Heartbeat, env);
   }
 
+  void configure() {
+    sock.set(zmq::sockopt::sndhwm, opt.send_hwm);
+    sock.set(zmq::sockopt::xpub_manual, 1);
+    sock.set(zmq::sockopt::maxmsgsize, opt.curve ? opt.max_frame_bytes_curve : opt.max_frame_bytes);
+    sock.set(zmq::sockopt::rcvhwm, opt.receive_hwm);
+    sock.set(zmq::sockopt::linger, 200);
+  }
+
   // Takes the subscriptions that arrived (at most `budget`, so a flood of
   // them cannot starve the sends) and passes on only the protocol's.
   void serve_subscriptions(int budget) {
@@ -198,8 +206,10 @@ struct Publisher::Impl {
         else
           sock.set(zmq::sockopt::unsubscribe, topic);
       }
-      std::lock_guard lk(smu);
-      ++(known ? stats.subscriptions : stats.refused_subscriptions);
+      {
+        std::lock_guard lk(smu);
+        ++(known ? stats.subscriptions : stats.refused_subscriptions);
+      }
     }
   }
 
@@ -245,11 +255,7 @@ Publisher::Publisher(std::string run_id, PublisherOptions options) : impl_(std::
   if (I.opt.max_batch == 0) I.opt.max_batch = 1;
   if (I.opt.heartbeat.count() <= 0) I.opt.heartbeat = std::chrono::milliseconds(200);
   I.control_endpoint = options.control_endpoint;
-  I.sock.set(zmq::sockopt::sndhwm, options.send_hwm);
-  I.sock.set(zmq::sockopt::xpub_manual, 1);
-  I.sock.set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
-  I.sock.set(zmq::sockopt::rcvhwm, options.receive_hwm);
-  I.sock.set(zmq::sockopt::linger, 200);
+  I.configure();
   I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.status.set_state(pb::RUNNING);
   I.status.set_pipewright_version(PW_VERSION);

@@ -30,8 +30,15 @@ struct PublisherOptions {
   // subscriber can make the socket hold is at most kTopicCount + 1 entries
   // per connection. A frame over max_frame_bytes drops that peer's
   // connection before anything is allocated for it (ZeroMQ checks the
-  // announced size; the bound also covers CURVE's handshake, ~300 bytes).
-  std::int64_t max_frame_bytes = 4096;
+  // announced size). The handshake passes the same check: 64 bytes take a
+  // NULL-mechanism READY and every topic; CURVE's handshake needs ~300, so
+  // with CURVE (only key-holding clients get that far) 4096 is used.
+  std::int64_t max_frame_bytes = 64;
+  std::int64_t max_frame_bytes_curve = 4096;
+  // Not bounded here: the number of short made-up subscriptions a
+  // connection keeps. libzmq stores every subscription a connection sent,
+  // manual mode included, until that connection closes, and cannot close
+  // one connection (docs/protocol.md, "Failure behaviour").
   int receive_hwm = 100;  // subscription frames queued per connection
 };
 
