@@ -57,10 +57,19 @@ nlohmann::json parse_or_null(const std::string& text, const std::string& path, c
 }  // namespace
 
 RunReader::RunReader(const std::string& path) : path_(path) {
-  check_file(path);
-  c_ = std::make_unique<Connection>(path, Connection::Mode::ReadWrite);
-  schema_ = check_schema(*c_);
-  refresh();
+  try {
+    check_file(path);
+    c_ = std::make_unique<Connection>(path, Connection::Mode::ReadWrite);
+    // No function of the file's schema runs with this process's rights.
+    c_->exec("PRAGMA trusted_schema=OFF;");
+    schema_ = check_schema(*c_);
+    check_contents(*c_);
+    refresh();
+  } catch (const DbRefused&) {
+    throw;
+  } catch (const DbError& e) {
+    throw DbRefused(e.what());  // whatever stops the open is a refusal of the file (exit 2)
+  }
 }
 
 RunReader::~RunReader() = default;
@@ -74,9 +83,11 @@ void RunReader::refresh() {
   r.source = s.text(2);
   auto st = s.text(3);
   auto parsed = run_status_from_string(st);
-  if (!parsed) throw DbError(path_ + ": run.status is \"" + st + "\", not running|finished|failed|stopped");
+  if (!parsed) throw DbError(path_ + ": run.status is \"" + st + "\", not running|finished|failed|stopped|interrupted");
   r.status = *parsed;
   r.reason = s.text(4);
+  if (s.int64(5) < 0 || s.int64(5) > kMaxStages)
+    throw DbRefused(path_ + ": run.stages is " + std::to_string(s.int64(5)) + ", not in 0.." + std::to_string(kMaxStages));
   r.stages = static_cast<int>(s.int64(5));
   r.started_unix_ns = s.int64(6);
   r.ended_unix_ns = opt(s, 7);

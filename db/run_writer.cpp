@@ -1,10 +1,15 @@
 #include "db/run_writer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
@@ -64,8 +69,57 @@ struct Statements {
                       "max_duration_ns = max(max_duration_ns, excluded.max_duration_ns)") {}
 };
 
-void remove_file_set(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+// The lock that makes one process the file's only writer: flock() on the
+// database file itself, held from before anything is written until the
+// writer is destroyed. Not SQLite's locking_mode=EXCLUSIVE, which would
+// shut out the live readers (studio, watch) that follow a file while it is
+// recorded; not a separate lock file, which outlives a crash and races
+// with its own removal. The kernel drops a flock when its process dies
+// (even by SIGKILL), so a crashed writer never leaves a stale lock. flock
+// and SQLite's fcntl() locks are independent on local file systems.
+// Returns the locked descriptor; throws DbError naming the reason.
+int lock_for_writing(const std::string& path, bool overwrite) {
+  struct stat st {};
+  bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && !S_ISREG(st.st_mode)) throw DbRefused(path + ": not a regular file, refusing to record into it");
+  if (existed && !overwrite)
+    throw DbRefused(path + ": file exists (refusing to overwrite a recorded run; give --overwrite to replace a Pipewright run database)");
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw DbRefused(path + ": cannot create: " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      throw DbRefused(path + ": another pipewright process is recording into this file (it holds the writer's lock)");
+    throw DbRefused(path + ": cannot lock: " + std::strerror(err));
+  }
+  // Written meanwhile by a writer that held the lock until now?
+  struct stat now {};
+  if (::fstat(fd, &now) == 0 && now.st_size > 0 && !existed && !overwrite) {
+    ::close(fd);
+    throw DbRefused(path + ": file exists (another process recorded into it just now; refusing to overwrite it)");
+  }
+  if (existed || now.st_size > 0) {
+    // Only a Pipewright run is replaced: any other file (notes, another
+    // program's database, an empty placeholder) is left as it was.
+    try {
+      check_file(path);
+      Connection probe(path, Connection::Mode::ReadOnly);
+      check_schema(probe);
+    } catch (const DbError& e) {
+      ::close(fd);
+      throw DbRefused(std::string(e.what()) + "; refusing to overwrite it, even with --overwrite");
+    }
+    // Same inode, emptied: the lock taken above stays on the file SQLite
+    // now writes, so no second writer can slip in between.
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+    if (::ftruncate(fd, 0) != 0) {
+      int err = errno;
+      ::close(fd);
+      throw DbRefused(path + ": cannot truncate: " + std::strerror(err));
+    }
+  }
+  return fd;
 }
 
 }  // namespace
@@ -75,6 +129,14 @@ struct RunWriter::Impl {
   RunInfo info;
   RunWriterOptions opt;
   std::unique_ptr<Connection> conn;
+  int lock_fd = -1;  // flock held for the writer's life (lock_for_writing)
+
+  ~Impl() {
+    // After the connection: closing any descriptor of the file would drop
+    // SQLite's own fcntl locks in this process.
+    conn.reset();
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
 
   mutable std::mutex mu;
   std::condition_variable wake;   // writer: work to do
@@ -238,10 +300,7 @@ RunWriter::RunWriter(const std::string& path, RunInfo info, RunWriterOptions opt
   if (info.run_id.empty()) info.run_id = new_run_id();
   if (info.started_unix_ns == 0) info.started_unix_ns = unix_ns();
   I.info = info;
-  if (access(path.c_str(), F_OK) == 0) {
-    if (!options.overwrite) throw DbError(path + ": file exists (refusing to overwrite a recorded run)");
-    remove_file_set(path);
-  }
+  I.lock_fd = lock_for_writing(path, options.overwrite);
   I.conn = std::make_unique<Connection>(path, Connection::Mode::Create);
   auto& c = *I.conn;
   // Larger pages and rarer checkpoints: fewer writes per event. A crash

@@ -97,18 +97,18 @@ void create_schema(Connection& c) {
 
 void check_file(const std::string& path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) throw DbError(path + ": no such file");
-  if (!S_ISREG(st.st_mode)) throw DbError(path + ": not a regular file");
-  if (st.st_size == 0) throw DbError(path + ": empty file, not a Pipewright run database");
+  if (stat(path.c_str(), &st) != 0) throw DbRefused(path + ": no such file");
+  if (!S_ISREG(st.st_mode)) throw DbRefused(path + ": not a regular file");
+  if (st.st_size == 0) throw DbRefused(path + ": empty file, not a Pipewright run database");
   unsigned char h[100] = {};
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw DbError(path + ": cannot open for reading");
+  if (!in) throw DbRefused(path + ": cannot open for reading");
   in.read(reinterpret_cast<char*>(h), sizeof h);
   auto got = in.gcount();
   static const char kMagic[16] = "SQLite format 3";
   if (got < 16 || std::string(reinterpret_cast<char*>(h), 16) != std::string(kMagic, 16))
-    throw DbError(path + ": not a Pipewright run database (not an SQLite file)");
-  if (got < 100) throw DbError(path + ": truncated (" + std::to_string(got) + " bytes, shorter than an SQLite header)");
+    throw DbRefused(path + ": not a Pipewright run database (not an SQLite file)");
+  if (got < 100) throw DbRefused(path + ": truncated (" + std::to_string(got) + " bytes, shorter than an SQLite header)");
   std::uint32_t page = (std::uint32_t(h[16]) << 8) | h[17];
   if (page == 1) page = 65536;
   std::uint32_t pages = be32(h + 28);
@@ -119,9 +119,80 @@ void check_file(const std::string& path) {
   if (!has_wal && pages > 0 && be32(h + 24) == be32(h + 92)) {
     auto want = static_cast<std::uint64_t>(pages) * page;
     if (static_cast<std::uint64_t>(st.st_size) < want)
-      throw DbError(path + ": truncated (" + std::to_string(st.st_size) + " bytes, its header says " +
+      throw DbRefused(path + ": truncated (" + std::to_string(st.st_size) + " bytes, its header says " +
                     std::to_string(want) + ")");
   }
+}
+
+namespace {
+
+// The tables this version reads: each must be a plain table.
+constexpr const char* kReadTables[] = {"meta",   "run",         "endpoints",     "plans",        "events", "stage_stats",
+                                       "memory", "throughput",  "migrations",    "subnets",      "subnet_states",
+                                       "subnet_edges", "logs"};
+
+[[noreturn]] void refuse(const Connection& c, const std::string& why) {
+  throw DbRefused(c.path() + ": refusing this run database: " + why);
+}
+
+// Stages in [0, kMaxStages), times in +-kMaxAbsTimeNs, end >= start: one
+// pass over the table, nothing allocated per row.
+void check_rows(Connection& c, const std::string& table, const char* start, const char* end) {
+  std::string e = end ? end : start;
+  Statement s(c, "SELECT min(stage), max(stage), min(" + std::string(start) + "), max(" + e + "), sum(" + e + " < " + start +
+                     "), sum(typeof(stage) != 'integer' OR typeof(" + start + ") != 'integer' OR typeof(" + e +
+                     ") != 'integer') FROM " + table);
+  if (!s.step() || s.is_null(0)) {
+    s.reset();
+    return;  // empty
+  }
+  std::int64_t lo = s.int64(0), hi = s.int64(1), t0 = s.int64(2), t1 = s.int64(3), backwards = s.int64(4), untyped = s.int64(5);
+  s.reset();
+  if (untyped > 0) refuse(c, table + ": " + std::to_string(untyped) + " row(s) with a stage or time that is not an integer");
+  if (lo < 0 || hi >= kMaxStages)
+    refuse(c, table + ".stage spans " + std::to_string(lo) + ".." + std::to_string(hi) + ", outside 0.." +
+                  std::to_string(kMaxStages - 1));
+  if (t0 < -kMaxAbsTimeNs || t1 > kMaxAbsTimeNs)
+    refuse(c, table + " times span " + std::to_string(t0) + ".." + std::to_string(t1) + " ns, beyond +-2^60 ns");
+  if (backwards > 0) refuse(c, table + ": " + std::to_string(backwards) + " row(s) end before they start");
+}
+
+}  // namespace
+
+void check_schema_objects(Connection& c) {
+  // Views, triggers and virtual tables run code when read: a file has none.
+  {
+    Statement s(c, "SELECT type, name, sql FROM sqlite_master WHERE type NOT IN ('table', 'index') OR "
+                   "(type = 'table' AND sql LIKE 'CREATE VIRTUAL%')");
+    if (s.step()) {
+      std::string what = s.text(0) + " \"" + s.text(1) + "\"";
+      s.reset();
+      refuse(c, "its schema holds " + what + " (a run database has only tables and indexes)");
+    }
+  }
+}
+
+void check_contents(Connection& c) {
+  for (const char* t : kReadTables) {
+    Statement s(c, "SELECT type FROM sqlite_master WHERE name = ?");
+    s.bind(1, std::string_view(t));
+    bool is_table = s.step() && s.text(0) == "table";
+    s.reset();
+    if (!is_table) refuse(c, std::string("table \"") + t + "\" is missing");
+  }
+  {
+    Statement s(c, "SELECT stages, typeof(stages) FROM run WHERE id = 1");
+    if (s.step()) {
+      std::int64_t n = s.int64(0);
+      std::string type = s.text(1);
+      s.reset();
+      if (type != "integer" || n < 0 || n > kMaxStages)
+        refuse(c, "run.stages is " + (type == "integer" ? std::to_string(n) : type) + ", not an integer in 0.." +
+                      std::to_string(kMaxStages));
+    }
+  }
+  check_rows(c, "events", "start_ns", "end_ns");
+  check_rows(c, "memory", "t_ns", nullptr);
 }
 
 std::string check_schema(Connection& c) {
@@ -131,7 +202,8 @@ std::string check_schema(Connection& c) {
     if (s.step()) has_meta = s.int64(0) > 0;
     s.reset();
   }
-  if (!has_meta) throw DbError(c.path() + ": an SQLite file but not a Pipewright run database (no meta table)");
+  check_schema_objects(c);  // before reading meta: it could be a view
+  if (!has_meta) throw DbRefused(c.path() + ": an SQLite file but not a Pipewright run database (no meta table)");
   std::string format, major = "?", minor = "0";
   Statement s(c, "SELECT key, value FROM meta");
   while (s.step()) {
@@ -141,17 +213,17 @@ std::string check_schema(Connection& c) {
     if (k == "schema_minor") minor = s.text(1);
   }
   if (format != kFormatName)
-    throw DbError(c.path() + ": an SQLite file but not a Pipewright run database (format \"" + format + "\")");
+    throw DbRefused(c.path() + ": an SQLite file but not a Pipewright run database (format \"" + format + "\")");
   int maj = 0;
   try {
     maj = std::stoi(major);
   } catch (...) {
-    throw DbError(c.path() + ": meta.schema_major is \"" + major + "\", not a number");
+    throw DbRefused(c.path() + ": meta.schema_major is \"" + major + "\", not a number");
   }
   if (maj > kSchemaMajor)
-    throw DbError(c.path() + ": written with run schema " + major + "." + minor + " by a newer Pipewright; this build reads schema " +
+    throw DbRefused(c.path() + ": written with run schema " + major + "." + minor + " by a newer Pipewright; this build reads schema " +
                   std::to_string(kSchemaMajor) + ".x only: upgrade pipewright to read it");
-  if (maj < 1) throw DbError(c.path() + ": unknown run schema version " + major + "." + minor);
+  if (maj < 1) throw DbRefused(c.path() + ": unknown run schema version " + major + "." + minor);
   return major + "." + minor;
 }
 

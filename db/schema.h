@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace pw::db {
@@ -25,6 +26,24 @@ bool has_deferred_indexes(Connection& c);
 // DbError with the reason (not SQLite, damaged, not a run, newer major).
 // Returns "major.minor" of the file.
 std::string check_schema(Connection& c);
+
+// Bounds a reader trusts a run database within (docs/database.md,
+// "Failure behaviour"): stage numbers and counts, and event/sample times.
+constexpr std::int64_t kMaxStages = 65536;
+constexpr std::int64_t kMaxAbsTimeNs = std::int64_t(1) << 60;  // ~36 years: differences never overflow
+
+// What the reader checks before it allocates or iterates anything from a
+// file, so a hostile or damaged run is refused (DbRefused naming the table,
+// column and value) instead of exhausting memory or hanging:
+// - the schema holds only tables and indexes (no views, triggers or virtual
+//   tables: a recursive view would never finish), and every table this
+//   version reads is a plain table;
+// - run.stages in [0, kMaxStages];
+// - events and memory samples: stages in [0, kMaxStages), times within
+//   +-kMaxAbsTimeNs, end_ns >= start_ns.
+void check_contents(Connection& c);
+// The first part of that, which check_schema runs before it reads meta.
+void check_schema_objects(Connection& c);
 
 // Cheap checks before SQLite sees the file, for clearer messages: missing,
 // empty, not SQLite, shorter than its header says.

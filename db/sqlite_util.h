@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/spec/refusal.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
@@ -12,6 +14,12 @@ namespace pw::db {
 // Every failure of pw_db: the message names the file and the reason.
 struct DbError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// A file refused before anything is read from or written to it (a foreign
+// or existing file for the writer, another writer's lock, a damaged or
+// hostile run for the reader): the command exits 2 (pw::Refusal).
+struct DbRefused : DbError, Refusal {
+  using DbError::DbError;
 };
 
 // An open SQLite connection (RAII). Not thread-safe: one owner thread.

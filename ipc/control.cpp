@@ -1,5 +1,6 @@
 #include "ipc/control.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -25,7 +26,31 @@ struct ControlServer::Impl {
   std::atomic<bool> stopping{false};
   mutable std::mutex mu;
   Stats stats;
-  std::map<std::string, std::chrono::steady_clock::time_point> seen;  // client name -> last heard
+  std::map<std::string, std::chrono::steady_clock::time_point> seen;  // client name -> last heard, <= max_clients
+
+  // With mu held. Forgets expired clients, then the least recently heard,
+  // so a flood of made-up names costs a bounded map and O(max_clients) work.
+  void remember(const std::string& name, std::chrono::steady_clock::time_point now) {
+    if (auto it = seen.find(name); it != seen.end()) {
+      it->second = now;
+      return;
+    }
+    if (seen.size() >= opt.max_clients) {
+      for (auto it = seen.begin(); it != seen.end();)
+        if (now - it->second > opt.client_timeout) {
+          it = seen.erase(it);
+          ++stats.forgotten;
+        } else {
+          ++it;
+        }
+    }
+    if (seen.size() >= opt.max_clients && !seen.empty()) {
+      auto oldest = std::min_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      seen.erase(oldest);
+      ++stats.forgotten;
+    }
+    if (opt.max_clients > 0) seen.emplace(name, now);
+  }
   std::thread thread;
 
   pb::ControlReply answer(const pb::ControlRequest& req) {
@@ -76,14 +101,18 @@ struct ControlServer::Impl {
       zmq::pollitem_t item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
       zmq::poll(&item, 1, std::chrono::milliseconds(50));
       if (!(item.revents & ZMQ_POLLIN)) continue;
+      // At most 3 frames are kept: a message of many parts is read and
+      // dropped without growing anything.
       std::vector<zmq::message_t> frames;
+      std::size_t parts = 0;
       for (;;) {
         zmq::message_t f;
         if (!sock.recv(f, zmq::recv_flags::dontwait)) break;
         bool more = f.more();
-        frames.push_back(std::move(f));
+        if (++parts <= 3) frames.push_back(std::move(f));
         if (!more) break;
       }
+      if (parts > 3) frames.clear();
       // [identity, request]; a REQ-style empty delimiter is tolerated.
       if (frames.size() == 3 && frames[1].size() == 0) frames.erase(frames.begin() + 1);
       pb::ControlRequest req;
@@ -92,12 +121,19 @@ struct ControlServer::Impl {
         ++stats.malformed;
         continue;
       }
+      bool name_ok = req.client().size() <= opt.max_client_name;
       {
         std::lock_guard lk(mu);
         ++stats.requests;
-        seen[req.client().empty() ? frames[0].to_string() : req.client()] = std::chrono::steady_clock::now();
+        if (name_ok)
+          remember(req.client().empty() ? frames[0].to_string() : req.client(), std::chrono::steady_clock::now());
+        else
+          ++stats.refused_names;
       }
-      pb::ControlReply reply = answer(req);
+      pb::ControlReply reply =
+          name_ok ? answer(req)
+                  : error_reply(pb::INVALID, "client name of " + std::to_string(req.client().size()) + " bytes; at most " +
+                                                 std::to_string(opt.max_client_name) + " are accepted");
       reply.set_request_id(req.request_id());
       reply.set_server_unix_ns(unix_ns());
       if (reply.code() != pb::OK) {
@@ -120,6 +156,8 @@ ControlServer::ControlServer(Handler handler, const Publisher* publisher, Contro
   I.sock.set(zmq::sockopt::linger, 0);
   // An unroutable reply (client gone) is dropped, never blocks.
   I.sock.set(zmq::sockopt::router_mandatory, 0);
+  I.sock.set(zmq::sockopt::maxmsgsize, options.max_request_bytes);
+  I.sock.set(zmq::sockopt::rcvhwm, options.receive_hwm);
   I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.thread = std::thread([this] { impl_->run_thread(); });
 }
@@ -143,6 +181,11 @@ std::vector<std::string> ControlServer::clients() const {
   for (const auto& [name, t] : impl_->seen)
     if (now - t <= impl_->opt.client_timeout) v.push_back(name);
   return v;
+}
+
+std::size_t ControlServer::remembered_clients() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->seen.size();
 }
 
 struct ControlClient::Impl {

@@ -20,8 +20,19 @@ struct ControlServerOptions {
   std::string endpoint = kDefaultBind;
   bool allow_remote = false;  // bind a non-loopback address (needs `curve` too)
   std::optional<CurveServer> curve;
-  // A client not heard from for this long is considered gone.
+  // A client not heard from for this long is considered gone (and its
+  // entry is dropped when room is needed).
   std::chrono::milliseconds client_timeout{3000};
+  // Bounds on what any local process can make the server hold (docs/protocol.md,
+  // "Failure behaviour"): clients remembered (beyond it the least recently
+  // heard is forgotten), the length of a client-chosen name (longer: an
+  // INVALID reply, nothing kept), the size of one request frame (ZeroMQ
+  // checks the announced size before allocating and drops the connection
+  // of a peer that exceeds it) and the requests queued per connection.
+  std::size_t max_clients = 256;
+  std::size_t max_client_name = 128;
+  std::int64_t max_request_bytes = 64 * 1024;
+  int receive_hwm = 100;
 };
 
 // Control server (ZeroMQ ROUTER) on its own thread. The handler runs on
@@ -44,10 +55,14 @@ class ControlServer {
 
   struct Stats {
     std::uint64_t requests = 0, malformed = 0, unknown = 0, errors = 0, heartbeats = 0;
+    std::uint64_t refused_names = 0;  // client names over max_client_name
+    std::uint64_t forgotten = 0;      // clients dropped to stay within max_clients
   };
   Stats stats() const;
   // Names of the clients heard from within client_timeout.
   std::vector<std::string> clients() const;
+  // Clients remembered now, expired or not (at most max_clients).
+  std::size_t remembered_clients() const;
 
  private:
   struct Impl;

@@ -172,6 +172,7 @@ pb::RunState to_pb(RunStatus s) {
     case RunStatus::Finished: return pb::FINISHED;
     case RunStatus::Failed: return pb::FAILED;
     case RunStatus::Stopped: return pb::STOPPED;
+    case RunStatus::Interrupted: return pb::INTERRUPTED;
   }
   return pb::RUN_STATE_UNSPECIFIED;
 }
@@ -182,6 +183,7 @@ const char* to_string(pb::RunState s) {
     case pb::FAILED: return "failed";
     case pb::STOPPED: return "stopped";
     case pb::PAUSED: return "paused";
+    case pb::INTERRUPTED: return "interrupted";
     default: return "unknown";
   }
 }

@@ -36,7 +36,7 @@ bool is_busy(EventKind k) {
 struct Publisher::Impl {
   std::string run_id;
   PublisherOptions opt;
-  zmq::socket_t sock{context(), zmq::socket_type::pub};
+  zmq::socket_t sock{context(), zmq::socket_type::xpub};
   std::string endpoint;
 
   // Producers -> sender thread.
@@ -174,11 +174,53 @@ struct Publisher::Impl {
     send(Topic::Heartbeat, env);
   }
 
+  void configure() {
+    sock.set(zmq::sockopt::sndhwm, opt.send_hwm);
+    sock.set(zmq::sockopt::xpub_manual, 1);
+    sock.set(zmq::sockopt::maxmsgsize, opt.curve ? opt.max_frame_bytes_curve : opt.max_frame_bytes);
+    sock.set(zmq::sockopt::rcvhwm, opt.receive_hwm);
+    sock.set(zmq::sockopt::linger, 200);
+  }
+
+  // Takes the subscriptions that arrived (at most `budget`, so a flood of
+  // them cannot starve the sends) and passes on only the protocol's.
+  void serve_subscriptions(int budget) {
+    for (; budget > 0; --budget) {
+      zmq::message_t m;
+      if (!sock.recv(m, zmq::recv_flags::dontwait)) return;
+      bool parts = false;
+      while (m.more()) {  // a multi-part message is no subscription: drop it all
+        zmq::message_t rest;
+        if (!sock.recv(rest, zmq::recv_flags::dontwait)) break;
+        m = std::move(rest);
+        parts = true;
+      }
+      if (parts) m.rebuild(0);
+      const auto* p = static_cast<const unsigned char*>(m.data());
+      std::string_view topic(reinterpret_cast<const char*>(p) + 1, m.size() ? m.size() - 1 : 0);
+      bool known = m.size() >= 1 && (p[0] == 0 || p[0] == 1) && (topic.empty() || topic_from_string(topic));
+      if (known) {
+        // In manual mode this applies to the connection the frame came from.
+        if (p[0] == 1)
+          sock.set(zmq::sockopt::subscribe, topic);
+        else
+          sock.set(zmq::sockopt::unsubscribe, topic);
+      }
+      {
+        std::lock_guard lk(smu);
+        ++(known ? stats.subscriptions : stats.refused_subscriptions);
+      }
+    }
+  }
+
   void run_thread() {
     Queue local;
     auto next_beat = std::chrono::steady_clock::now();
     std::unique_lock lk(qmu);
     for (;;) {
+      lk.unlock();
+      serve_subscriptions(1000);
+      lk.lock();
       auto now = std::chrono::steady_clock::now();
       if (now >= next_beat) {
         lk.unlock();
@@ -186,7 +228,10 @@ struct Publisher::Impl {
         lk.lock();
         next_beat = now + opt.heartbeat;
       }
-      wake.wait_until(lk, next_beat, [&] { return stopping || !queue.empty(); });
+      // Wakes at least every 10 ms to take subscriptions: a new subscriber
+      // waits that long at most for its first message.
+      wake.wait_until(lk, std::min(next_beat, now + std::chrono::milliseconds(10)),
+                      [&] { return stopping || !queue.empty(); });
       if (queue.empty()) {
         if (stopping) break;
         continue;
@@ -210,8 +255,7 @@ Publisher::Publisher(std::string run_id, PublisherOptions options) : impl_(std::
   if (I.opt.max_batch == 0) I.opt.max_batch = 1;
   if (I.opt.heartbeat.count() <= 0) I.opt.heartbeat = std::chrono::milliseconds(200);
   I.control_endpoint = options.control_endpoint;
-  I.sock.set(zmq::sockopt::sndhwm, options.send_hwm);
-  I.sock.set(zmq::sockopt::linger, 200);
+  I.configure();
   I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.status.set_state(pb::RUNNING);
   I.status.set_pipewright_version(PW_VERSION);

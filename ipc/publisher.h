@@ -26,6 +26,21 @@ struct PublisherOptions {
   std::size_t max_batch = 1024;  // events (or samples) per message
   std::chrono::milliseconds heartbeat{200};
   std::string control_endpoint;  // advertised in heartbeats
+  // Subscriptions are handled by the publisher itself (XPUB, manual): only
+  // "" (everything) and the protocol's topic names are accepted, so what a
+  // subscriber can make the socket hold is at most kTopicCount + 1 entries
+  // per connection. A frame over max_frame_bytes drops that peer's
+  // connection before anything is allocated for it (ZeroMQ checks the
+  // announced size). The handshake passes the same check: 64 bytes take a
+  // NULL-mechanism READY and every topic; CURVE's handshake needs ~300, so
+  // with CURVE (only key-holding clients get that far) 4096 is used.
+  std::int64_t max_frame_bytes = 64;
+  std::int64_t max_frame_bytes_curve = 4096;
+  // Not bounded here: the number of short made-up subscriptions a
+  // connection keeps. libzmq stores every subscription a connection sent,
+  // manual mode included, until that connection closes, and cannot close
+  // one connection (docs/protocol.md, "Failure behaviour").
+  int receive_hwm = 100;  // subscription frames queued per connection
 };
 
 // Telemetry publisher (ZeroMQ PUB) for one run. Every method may be called
@@ -76,6 +91,8 @@ class Publisher final : public RunRecorder {
   struct Stats {
     std::uint64_t messages = 0, events = 0, bytes = 0;
     std::uint64_t would_block = 0;  // sends ZeroMQ refused (HWM on every pipe)
+    std::uint64_t subscriptions = 0;          // accepted (subscribe and unsubscribe)
+    std::uint64_t refused_subscriptions = 0;  // not "" or a topic name: ignored
   };
   Stats stats() const;
 

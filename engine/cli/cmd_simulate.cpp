@@ -7,6 +7,8 @@
 #include "cli/nas_simulate.h"
 #include "core/nas/search_space.h"
 #include "cli/format.h"
+#include "cli/interrupt.h"
+#include "cli/output_file.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
 #include "core/events/run_records.h"
@@ -116,12 +118,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
 
-  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<OutputFile> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
   if (auto path = args.option("trace")) {
-    trace_file = std::make_unique<std::ofstream>(*path);
-    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *path + "\"");
-    trace = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
+    trace_file = std::make_unique<OutputFile>(*path, "trace");
+    trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
   Fanout out;
   if (trace) out.sinks.push_back(trace.get());
@@ -134,12 +135,18 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
     outputs.begin(job.raw, &profile, &plan);
     out.sinks.push_back(&outputs.recorder());
+    // A recording run ended by SIGINT/SIGTERM is "interrupted", never left "running".
+    catch_interrupts();
+    out.gate = [](std::int64_t) { check_interrupt(); };
   }
 #ifdef PW_HAVE_IPC
   if (auto* pub = outputs.publisher()) {
     control = std::make_unique<SimTelemetry>(*pub, number_option(args, "pace"));
     outputs.set_control_handler([&](const ipc::pb::ControlRequest& r) { return control->handle(r); });
-    out.gate = [&](std::int64_t t) { control->gate(t); };
+    out.gate = [&](std::int64_t t) {
+      check_interrupt();
+      control->gate(t);
+    };
   }
 #endif
   auto end_run = [&](RunStatus status, const std::string& reason, const SimResult* r, double linger_s) {
@@ -158,10 +165,22 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       return 1;
     }
 #endif
+    if (auto* i = dynamic_cast<const Interrupted*>(&e)) {
+      end_run(RunStatus::Interrupted, i->what(), nullptr, 0);
+      throw;
+    }
     end_run(RunStatus::Failed, e.what(), nullptr, 0);
     throw;
   }
-  if (trace) trace->finish();
+  if (trace) {
+    trace->finish();
+    try {
+      trace_file->close();  // a full disk shows here, not as a truncated file and exit 0
+    } catch (const std::exception& e) {
+      end_run(RunStatus::Failed, e.what(), nullptr, 0);
+      throw;
+    }
+  }
 
   if (args.flag("json")) {
     auto j = result_json(p, r);

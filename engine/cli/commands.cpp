@@ -7,7 +7,7 @@ namespace pw::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = [] {
     std::vector<Command> c = {
-        {"simulate", "JOB.json [--planner P] [--profile FILE] [--json] [--trace OUT.json] [--db RUN.sqlite] [--listen tcp://127.0.0.1:PORT [--linger S] [--pace F] [--allow-remote --curve-dir DIR]] [--set a.b=v ...]",
+        {"simulate", "JOB.json [--planner P] [--profile FILE] [--json] [--trace OUT.json] [--db RUN.sqlite [--overwrite]] [--listen tcp://127.0.0.1:PORT [--linger S] [--pace F] [--allow-remote --curve-dir DIR]] [--set a.b=v ...]",
          "execute the job's schedule under the cost model and report throughput, bubble and memory", cmd_simulate},
         {"plan", "JOB.json [--planner P] [--profile FILE] [--json] [--set a.b=v ...]",
          "choose the layer partition and per-layer memory policy and print the plan", cmd_plan},

@@ -4,6 +4,8 @@
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "core/spec/refusal.h"
 #include "core/spec/spec_error.h"
 
 namespace {
@@ -41,9 +43,12 @@ int main(int argc, char** argv) {
     } catch (const pw::SpecError& e) {
       std::cerr << "error: " << e.what() << "\n";
       return 2;
+    } catch (const pw::cli::Interrupted& e) {
+      std::cerr << "pipewright " << c.name << ": " << e.what() << "\n";
+      return 128 + e.signal;
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
-      return 1;
+      return pw::is_refusal(e) ? 2 : 1;
     }
   }
   std::cerr << "pipewright: unknown command \"" << args[0] << "\"\n";

@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli/interrupt.h"
 #include "core/events/clock.h"
 #ifdef PW_HAVE_DB
 #include "db/run_writer.h"
@@ -113,7 +114,10 @@ void RunOutputs::finish(RunStatus status, const std::string& reason, const nlohm
     fanout_.finish(status, reason);
   }
 #ifdef PW_HAVE_IPC
-  if (ctl_ && linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
+  // In slices, so SIGINT/SIGTERM ends it (the run already has its final status).
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(linger_s);
+  while (ctl_ && std::chrono::steady_clock::now() < until && !interrupt_signal())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 #endif
 }
 

@@ -86,11 +86,13 @@ void LiveRunSource::run() {
           batch.paused = paused;
           emit status(paused ? QStringLiteral("run paused") : QStringLiteral("run resumed"));
         }
-        if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED) {
+        if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED ||
+            s.state() == ipc::pb::INTERRUPTED) {
           batch.finished = true;
-          batch.status = s.state() == ipc::pb::FINISHED ? RunStatus::Finished
-                         : s.state() == ipc::pb::FAILED ? RunStatus::Failed
-                                                        : RunStatus::Stopped;
+          batch.status = s.state() == ipc::pb::FINISHED      ? RunStatus::Finished
+                         : s.state() == ipc::pb::FAILED      ? RunStatus::Failed
+                         : s.state() == ipc::pb::INTERRUPTED ? RunStatus::Interrupted
+                                                             : RunStatus::Stopped;
           batch.status_reason = s.reason();
           emit status(QStringLiteral("run %1%2").arg(QLatin1String(ipc::to_string(s.state())),
                                                      s.reason().empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(s.reason())));

@@ -33,7 +33,7 @@ struct View {
   std::uint64_t events = 0, snapshot_events = 0, migrations = 0;
   bool terminal() const {
     auto s = status.state();
-    return s == pb::FINISHED || s == pb::FAILED || s == pb::STOPPED;
+    return s == pb::FINISHED || s == pb::FAILED || s == pb::STOPPED || s == pb::INTERRUPTED;
   }
   void apply(const pb::Snapshot& s) {
     status = s.status();

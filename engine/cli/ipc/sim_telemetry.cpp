@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/events/clock.h"
+#include "cli/interrupt.h"
 
 namespace pw::cli {
 
@@ -56,7 +57,8 @@ void SimTelemetry::gate(std::int64_t t_ns) {
     std::unique_lock lk(mu_);
     if (paused_) {
       auto t0 = unix_ns();
-      cv_.wait(lk, [&] { return !paused_ || stop_; });
+      // A signal handler cannot notify a condition variable: look every 100 ms.
+      while (!cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return !paused_ || stop_; })) check_interrupt();
       paused_ns_ += unix_ns() - t0;
     }
     if (stop_) throw SimStopped();
@@ -64,8 +66,10 @@ void SimTelemetry::gate(std::int64_t t_ns) {
   }
   if (pace_ > 0) {
     std::int64_t due = start_wall_ns_ + paused_ns_ + static_cast<std::int64_t>(t_ns / pace_);
-    for (std::int64_t now = unix_ns(); due > now + 1000000 && !stop_; now = unix_ns())
+    for (std::int64_t now = unix_ns(); due > now + 1000000 && !stop_; now = unix_ns()) {
+      check_interrupt();
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(due - now, 50000000)));
+    }
     if (stop_) throw SimStopped();
   }
 }

@@ -71,7 +71,11 @@ class RunRecording final : public rt::RunObserver {
   }
 
   void on_finish(const rt::RunResult& r) override {
-    RunStatus status = r.exit_code != 0 ? RunStatus::Failed : r.stopped ? RunStatus::Stopped : RunStatus::Finished;
+    // 130: the coordinator was interrupted (SIGINT/SIGTERM), not failed.
+    RunStatus status = r.exit_code == 130 ? RunStatus::Interrupted
+                       : r.exit_code != 0 ? RunStatus::Failed
+                       : r.stopped        ? RunStatus::Stopped
+                                          : RunStatus::Finished;
     nlohmann::json summary{{"losses", r.losses},
                            {"samples_per_s", r.samples_per_s},
                            {"iteration_ms", r.iteration_ms},

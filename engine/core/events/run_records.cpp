@@ -6,7 +6,7 @@
 
 namespace pw {
 namespace {
-constexpr const char* kStatus[] = {"running", "finished", "failed", "stopped"};
+constexpr const char* kStatus[] = {"running", "finished", "failed", "stopped", "interrupted"};
 constexpr const char* kPhase[] = {"queued", "forward", "backward", "blocked", "done"};
 constexpr const char* kLevel[] = {"debug", "info", "warning", "error"};
 }  // namespace
@@ -22,10 +22,10 @@ std::string new_run_id() {
 
 const char* to_string(RunStatus s) {
   auto i = static_cast<unsigned>(s);
-  return i < 4 ? kStatus[i] : "?";
+  return i < 5 ? kStatus[i] : "?";
 }
 std::optional<RunStatus> run_status_from_string(const std::string& s) {
-  for (unsigned i = 0; i < 4; ++i)
+  for (unsigned i = 0; i < 5; ++i)
     if (s == kStatus[i]) return static_cast<RunStatus>(i);
   return std::nullopt;
 }

@@ -13,7 +13,9 @@ namespace pw {
 // A fresh run id: 16 random hex digits.
 std::string new_run_id();
 
-enum class RunStatus : std::uint8_t { Running = 0, Finished = 1, Failed = 2, Stopped = 3 };
+// Interrupted: the process was told to end (SIGINT/SIGTERM) and recorded
+// what it had; distinct from failed (an error) and stopped (a control request).
+enum class RunStatus : std::uint8_t { Running = 0, Finished = 1, Failed = 2, Stopped = 3, Interrupted = 4 };
 const char* to_string(RunStatus s);
 std::optional<RunStatus> run_status_from_string(const std::string& s);
 
