@@ -95,8 +95,8 @@ out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" 2>&1
 out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://127.0.0.1:99999" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "port must be 0..65535" <<<"$out" && ok || bad "--listen port 99999 refused: exit $rc" "$out"
 P=$(port)
-$PY -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $P)); s.listen(); time.sleep(3)" & holder=$!
-sleep 0.3
+$PY -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $P)); s.listen(); open('$tmp/held', 'w').close(); time.sleep(5)" & holder=$!
+for i in $(seq 100); do [ -f "$tmp/held" ] && break; sleep 0.05; done
 out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://127.0.0.1:$P" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "cannot bind" <<<"$out" && ok || bad "a port in use: exit $rc, want 2" "$out"
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
