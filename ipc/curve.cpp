@@ -15,6 +15,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/spec/refusal.h"
 #include "ipc/protocol.h"
 
 namespace pw::ipc {
@@ -182,7 +183,7 @@ CurveKeys read_secret_key_file(const std::string& path) {
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 0777));
-    throw std::runtime_error(path + " holds a secret key but is readable by others (mode " + mode +
+    throw RefusedError(path + " holds a secret key but is readable by others (mode " + mode +
                              "); chmod 600 " + path);
   }
   std::string t = read_text(path);
@@ -207,7 +208,24 @@ std::vector<std::string> read_authorized_keys(const std::string& path) {
   return keys;
 }
 
+namespace {
+// Whoever can write the key directory or the list of accepted clients can
+// let any key in: both must be writable by their owner only.
+void refuse_if_writable_by_others(const std::string& path, const char* what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw RefusedError("cannot read " + std::string(what) + " " + path);
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 0777));
+    throw RefusedError(path + ": " + what + " is writable by group or others (mode " + mode +
+                       "), so anyone could add a key; chmod go-w " + path);
+  }
+}
+}  // namespace
+
 CurveServer curve_server_from_dir(const std::string& dir) {
+  refuse_if_writable_by_others(dir, "the key directory");
+  refuse_if_writable_by_others(dir + "/authorized_clients", "authorized_clients");
   return {read_secret_key_file(dir + "/server.key"), read_authorized_keys(dir + "/authorized_clients")};
 }
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <zmq.hpp>
 
+#include "core/spec/refusal.h"
 #include "ipc/curve.h"
 
 namespace pw::ipc {
@@ -24,19 +25,39 @@ bool is_local_endpoint(const std::string& ep) {
   return host == "localhost" || host.rfind("127.", 0) == 0;
 }
 
+namespace {
+// An endpoint refused before binding (policy or a malformed port): exit 2.
+struct EndpointRefused : std::invalid_argument, Refusal {
+  using std::invalid_argument::invalid_argument;
+};
+
+// ZeroMQ parses a tcp:// port with atoi and keeps its low 16 bits, so
+// :99999 would silently bind port 34463: ports are checked here.
+void check_port(const std::string& ep) {
+  if (ep.rfind("tcp://", 0) != 0) return;
+  auto colon = ep.rfind(':');
+  std::string port = colon == std::string::npos ? "" : ep.substr(colon + 1);
+  if (port == "*") return;
+  bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stol(port) > 65535)
+    throw EndpointRefused("refusing to bind " + ep + ": the port must be 0..65535 or * (any free port), got \"" + port + "\"");
+}
+}  // namespace
+
 std::string bind_socket(zmq::socket_t& s, const std::string& endpoint, bool allow_remote, const CurveServer* curve) {
+  check_port(endpoint);
   bool local = is_local_endpoint(endpoint);
   if (!allow_remote && !local)
-    throw std::invalid_argument("refusing to bind " + endpoint +
+    throw EndpointRefused("refusing to bind " + endpoint +
                                 ": only loopback (127.0.0.1) unless binding elsewhere is asked for explicitly");
   if (!local && !curve)
-    throw std::invalid_argument("refusing to bind " + endpoint +
+    throw EndpointRefused("refusing to bind " + endpoint +
                                 " without CURVE: a non-loopback endpoint needs keys (pipewright keys DIR, then --curve-dir DIR)");
   if (curve) apply_curve_server(s, *curve);
   try {
     s.bind(endpoint);
   } catch (const zmq::error_t& e) {
-    throw std::runtime_error("cannot bind " + endpoint + ": " + e.what());
+    throw RefusedError("cannot bind " + endpoint + ": " + e.what());
   }
   return s.get(zmq::sockopt::last_endpoint);
 }

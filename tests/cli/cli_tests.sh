@@ -41,5 +41,16 @@ check "launch too few slots" 2 "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2 
 check "launch sbatch" 0 "$PW" launch "$J/bert24-4gpu.json" --hosts n1,n2 --sbatch "$tmp/run.sbatch"
 grep -q "#SBATCH --nodes=2" "$tmp/run.sbatch" && bash -n "$tmp/run.sbatch" && passed=$((passed+1)) || { echo "FAIL sbatch script"; fail=$((fail+1)); }
 
+# Output files are checked to the last byte: a full disk is an error.
+out=$("$PW" simulate "$J/uniform-8stage.json" --trace /dev/full 2>&1); rc=$?
+[ "$rc" = 1 ] && grep -q 'writing trace "/dev/full" failed: No space left on device' <<<"$out" && passed=$((passed+1)) || { echo "FAIL --trace /dev/full: exit $rc"; echo "$out" | head -5; fail=$((fail+1)); }
+# A 10 MB field value is named, not echoed in full.
+/usr/bin/python3 -c "
+import json, sys
+j = json.load(open('$J/uniform-8stage.json')); j['pipeline']['schedule'] = 'z' * 10000000
+json.dump(j, open('$tmp/huge.json', 'w'))"
+out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -q 'clipped: 100000[0-9][0-9] bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
+
 echo "$passed passed, $fail failed"
 [ "$fail" = 0 ]

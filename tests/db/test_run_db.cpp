@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <algorithm>
 #include <map>
 
@@ -252,6 +255,56 @@ TEST(RunDb, WriterRefusesToOverwriteUnlessAsked) {
   { db::RunWriter(path, {"new", "x", "run", 1}, o).finish(RunStatus::Finished); }
   EXPECT_EQ(db::RunReader(path).run().run_id, "new");
   EXPECT_THROW(db::RunWriter(d.file("no/such/dir/x.sqlite"), {"", "x", "run", 1}), db::DbError);
+}
+
+TEST(RunDb, OverwriteNeverReplacesAFileThatIsNotARun) {
+  TempDir d;
+  db::RunWriterOptions o;
+  o.overwrite = true;
+  auto notes = d.file("notes.txt");
+  { std::ofstream(notes) << "my notes\n"; }
+  EXPECT_THROW(db::RunWriter(notes, {"", "x", "run", 1}, o), db::DbRefused);
+  std::ifstream in(notes);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "my notes");
+  auto empty = d.file("empty.sqlite");
+  { std::ofstream(empty).flush(); }
+  EXPECT_THROW(db::RunWriter(empty, {"", "x", "run", 1}, o), db::DbRefused);
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);
+}
+
+TEST(RunDb, SecondWriterIsRefusedWhileTheFirstRecords) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  db::RunWriterOptions o;
+  o.overwrite = true;
+  db::RunWriter first(path, {"first", "x", "run", 1});
+  first.on_event(test::synthetic_event(0));
+  first.flush();
+  try {
+    db::RunWriter second(path, {"second", "x", "run", 1}, o);
+    FAIL() << "a second writer was let in";
+  } catch (const db::DbRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("another pipewright process is recording"), std::string::npos) << e.what();
+  }
+  first.finish(RunStatus::Finished);
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().run_id, "first");
+  EXPECT_EQ(r.event_count(), 1);
+}
+
+TEST(RunDb, LockIsReleasedWithTheWriter) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  { db::RunWriter(path, {"a", "x", "run", 1}).finish(RunStatus::Finished); }
+  db::RunWriterOptions o;
+  o.overwrite = true;
+  { db::RunWriter(path, {"b", "x", "run", 1}, o).finish(RunStatus::Interrupted, "interrupted by SIGINT"); }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().run_id, "b");
+  EXPECT_EQ(r.run().status, RunStatus::Interrupted);
+  EXPECT_EQ(r.run().reason, "interrupted by SIGINT");
 }
 
 TEST(RunDb, RecordsAfterFinishThrow) {

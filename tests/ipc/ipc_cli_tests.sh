@@ -92,12 +92,20 @@ out=$("$PW" replay "$tmp/stop.sqlite" 2>&1); grep -q "stopped (stopped by contro
 out=$("$PW" watch "tcp://127.0.0.1:$(port)" --timeout 0.5 2>&1); rc=$?
 [ "$rc" = 3 ] && grep -q "no telemetry" <<<"$out" && ok || bad "watch without a publisher: exit $rc" "$out"
 out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" 2>&1); rc=$?
-[ "$rc" = 1 ] && grep -q "refusing to bind" <<<"$out" && ok || bad "non-loopback bind needs --allow-remote: exit $rc" "$out"
+[ "$rc" = 2 ] && grep -q "refusing to bind" <<<"$out" && ok || bad "non-loopback bind needs --allow-remote: exit $rc" "$out"
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://127.0.0.1:99999" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "port must be 0..65535" <<<"$out" && ok || bad "--listen port 99999 refused: exit $rc" "$out"
+P=$(port)
+$PY -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $P)); s.listen(); open('$tmp/held', 'w').close(); time.sleep(5)" & holder=$!
+for i in $(seq 100); do [ -f "$tmp/held" ] && break; sleep 0.05; done
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://127.0.0.1:$P" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "cannot bind" <<<"$out" && ok || bad "a port in use: exit $rc, want 2" "$out"
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
 out=$("$PW" control "tcp://127.0.0.1:$(port)" frobnicate 2>&1); [ $? = 2 ] && ok || bad "unknown control command" "$out"
 
 # 6. Beyond loopback only with CURVE: keys, the right key watches, no key sees nothing.
 out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" --allow-remote 2>&1); rc=$?
-[ "$rc" = 1 ] && grep -q "without CURVE" <<<"$out" && ok || bad "--allow-remote without keys must be refused: exit $rc" "$out"
+[ "$rc" = 2 ] && grep -q "without CURVE" <<<"$out" && ok || bad "--allow-remote without keys must be refused: exit $rc" "$out"
 "$PW" keys "$tmp/keys" > /dev/null && [ "$(stat -c %a "$tmp/keys/server.key")" = 600 ] && ok || bad "keys: server.key mode 0600"
 P=$(port)
 "$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$P" --allow-remote --curve-dir "$tmp/keys" \
@@ -109,6 +117,33 @@ out=$("$PW" watch "tcp://127.0.0.1:$P" --timeout 1 2>&1); rc=$?
 out=$("$PW" watch "tcp://127.0.0.1:$P" --timeout 5 --json --server-key "$tmp/keys/server.pub" --client-key "$tmp/keys/client.key" 2>&1); rc=$?
 [ "$rc" = 0 ] && grep -q '"gaps": 0' <<<"$out" && ok || bad "watch with the right key: exit $rc" "$out"
 wait $sim
+
+# CURVE: a key directory or authorized_clients others can write is refused.
+cp -r "$tmp/keys" "$tmp/keys2"
+chmod 0666 "$tmp/keys2/authorized_clients"
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" --allow-remote --curve-dir "$tmp/keys2" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "authorized_clients is writable by group or others (mode 0666)" <<<"$out" && ok || bad "authorized_clients 0666 refused: exit $rc" "$out"
+chmod 0644 "$tmp/keys2/authorized_clients"; chmod 0777 "$tmp/keys2"
+out=$("$PW" simulate "$J/bert24-4gpu.json" --listen "tcp://0.0.0.0:$(port)" --allow-remote --curve-dir "$tmp/keys2" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "the key directory is writable by group or others (mode 0777)" <<<"$out" && ok || bad "key directory 0777 refused: exit $rc" "$out"
+chmod 0700 "$tmp/keys2"
+
+# SIGINT / SIGTERM of a recording simulate: the run is marked interrupted
+# (never left running), the endpoints file is removed, exit 128 + signal.
+for sig in INT TERM; do
+  P=$(port)
+  "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/sig$sig.sqlite" --listen "tcp://127.0.0.1:$P" --pace 0.2 > "$tmp/sig.out" 2>&1 &
+  sim=$!
+  for i in $(seq 50); do [ -f "$tmp/sig$sig.endpoints.json" ] && break; sleep 0.1; done
+  [ -f "$tmp/sig$sig.endpoints.json" ] && ok || bad "endpoints file written ($sig)"
+  sleep 0.3
+  kill -$sig $sim; wait $sim; rc=$?
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  [ "$rc" = "$want" ] && ok || bad "SIG$sig simulate exits $want, got $rc" "$(cat "$tmp/sig.out")"
+  [ ! -e "$tmp/sig$sig.endpoints.json" ] && ok || bad "stale endpoints file after SIG$sig"
+  out=$("$PW" replay "$tmp/sig$sig.sqlite" --json 2>&1)
+  grep -q '"status": "interrupted"' <<<"$out" && grep -q "interrupted by SIG$sig" <<<"$out" && ok || bad "SIG$sig recorded as interrupted" "$out"
+done
 
 echo "$passed passed, $fail failed"
 [ "$fail" = 0 ]

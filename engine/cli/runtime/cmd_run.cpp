@@ -141,7 +141,7 @@ int cmd_run(const std::vector<std::string>& argv) {
 std::vector<Command> runtime_commands() {
   return {{"run",
            "JOB.json [--planner P] [--profile FILE] [--run-dir DIR] [--checkpoint-every N] [--resume RUN] "
-           "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--db RUN.sqlite] [--listen tcp://127.0.0.1:PORT] "
+           "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--db RUN.sqlite [--overwrite]] [--listen tcp://127.0.0.1:PORT] "
            "[--allow-remote --curve-dir DIR] "
            "[--json] [--quiet] [--set a.b=v ...]",
            "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
