@@ -7,6 +7,8 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "core/events/event_kinds.h"
+
 namespace pw::ipc {
 namespace {
 
@@ -26,10 +28,6 @@ struct Queue {
   }
   void clear() { *this = Queue(); }
 };
-
-bool is_busy(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep;
-}
 
 }  // namespace
 

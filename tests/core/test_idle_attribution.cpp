@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
@@ -320,4 +321,62 @@ TEST(IdleAttribution, SlowStageShowsAsItsNeighboursDependencyWaits) {
   EXPECT_EQ(cause(before, IdleCause::Dependency), before.gradient_wait_ns[2]);
   // The slow stage itself does not wait in the steady state.
   EXPECT_EQ(cause(at(a, 2), IdleCause::Dependency), 0);
+}
+
+// ---- critical path ----
+
+TEST(CriticalPath, HandWorkedTwoStages) {
+  auto e = two_stage();
+  auto a = attribute_idle(e);
+  auto cp = critical_path(e, a, 0);
+  // F0 on stage 0 [0, 10), F0 on stage 1 [10, 20), its backward [20, 40),
+  // stage 0's backward [40, 60), its step [60, 65).
+  EXPECT_EQ(cp.start_ns, 0);
+  EXPECT_EQ(cp.end_ns, 65);
+  ASSERT_EQ(cp.steps.size(), 5u);
+  EXPECT_EQ(cp.steps[0].stage, 0);
+  EXPECT_EQ(cp.steps[1].stage, 1);
+  EXPECT_EQ(cp.steps[2].kind, EventKind::Backward);
+  EXPECT_EQ(cp.steps[3].stage, 0);
+  EXPECT_FALSE(cp.steps[4].compute);
+  EXPECT_EQ(cp.steps[4].cause, IdleCause::Optimizer);
+  EXPECT_EQ(cp.stage_ns[0], 35);
+  EXPECT_EQ(cp.stage_ns[1], 30);
+  EXPECT_EQ(cp.compute_ns, 60);
+}
+
+TEST(CriticalPath, TransferIsOnThePath) {
+  auto e = two_stage();
+  e.push_back(ev(1, EventKind::Recv, 2, 12));
+  e[1].start_ns = 13, e[1].end_ns = 20;
+  auto a = attribute_idle(e);
+  auto cp = critical_path(e, a, 0);
+  EXPECT_EQ(cp.length_ns(), 65);
+  EXPECT_EQ(cp.cause_ns[static_cast<int>(IdleCause::Transfer)], 2);
+  EXPECT_EQ(cp.cause_ns[static_cast<int>(IdleCause::HostOverhead)], 1);  // [12, 13) after the receive
+}
+
+TEST(CriticalPath, BalancedPipelineIsAllCompute) {
+  auto c = simulate_uniform(ScheduleKind::OneFOneB, 4, 8, 1.0, 2.0, 0.0);
+  auto a = attribute_idle(c.events);
+  auto cp = critical_path(c.events, a, 0);
+  EXPECT_EQ(cp.length_ns(), static_cast<std::int64_t>((8 + 3) * 3.0 * 1'000'000));
+  EXPECT_EQ(cp.compute_ns, cp.length_ns());
+  std::int64_t total = 0;
+  for (auto x : cp.stage_ns) total += x;
+  EXPECT_EQ(total, cp.length_ns());
+}
+
+TEST(CriticalPath, NamesTheSlowStage) {
+  const int m = 16;
+  auto c = simulate_uniform(ScheduleKind::OneFOneB, 4, m, 1.0, 2.0, 0.0, {1, 1, 2, 1});
+  auto a = attribute_idle(c.events);
+  auto cp = critical_path(c.events, a, 0);
+  EXPECT_EQ(cp.length_ns(), at(a, 0).wall_ns());
+  auto busiest = std::max_element(cp.stage_ns.begin(), cp.stage_ns.end()) - cp.stage_ns.begin();
+  EXPECT_EQ(busiest, 2);
+  // Stage 2's work (2 x 3 ms per microbatch) is most of the path; where
+  // chains tie the walk may cross to a neighbour for one action.
+  EXPECT_GE(cp.stage_ns[2], (m - 1) * 6'000'000);
+  EXPECT_GT(2 * cp.stage_ns[2], cp.length_ns());
 }
