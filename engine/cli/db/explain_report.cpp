@@ -161,6 +161,16 @@ nlohmann::json suggestions_json(const db::RunReader& r, nlohmann::json& notes) {
 
 }  // namespace
 
+int optimizer_steps_per_iteration(const nlohmann::json& job_doc) {
+  if (!job_doc.is_object()) return 1;
+  try {
+    JobSpec job = parse_job(job_doc);
+    return job.pipeline.schedule == ScheduleKind::AsyncOneFOneB ? job.pipeline.microbatches : 1;
+  } catch (const std::exception&) {
+    return 1;  // a job this build no longer accepts
+  }
+}
+
 nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   std::vector<Event> events;
   events.reserve(static_cast<std::size_t>(std::max<std::int64_t>(r.event_count(), 0)));
@@ -168,16 +178,7 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   if (events.empty()) throw std::runtime_error("the run recorded no events: nothing to explain");
 
   AttributionOptions ao;
-  auto job_doc = r.job();
-  int steps_per_iteration = 1;
-  if (job_doc.is_object()) {
-    try {
-      JobSpec job = parse_job(job_doc);
-      if (job.pipeline.schedule == ScheduleKind::AsyncOneFOneB) steps_per_iteration = job.pipeline.microbatches;
-    } catch (const std::exception&) {
-      // A job this build no longer accepts: one optimizer step per iteration.
-    }
-  }
+  const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
   ao.optimizer_steps_per_iteration = steps_per_iteration;
   Attribution all = attribute_idle(events, {steps_per_iteration, -1, false});
   if (all.iterations == 0) throw std::runtime_error("the run has no complete iteration");
