@@ -7,6 +7,8 @@
 
 #include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/prediction_diff.h"
+#include "core/analysis/suggestions.h"
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
@@ -379,4 +381,46 @@ TEST(CriticalPath, NamesTheSlowStage) {
   // chains tie the walk may cross to a neighbour for one action.
   EXPECT_GE(cp.stage_ns[2], (m - 1) * 6'000'000);
   EXPECT_GT(2 * cp.stage_ns[2], cp.length_ns());
+}
+
+// ---- predicted vs measured ----
+
+TEST(PredictionDiff, RatiosAndFirstDivergence) {
+  auto predicted = two_stage();
+  auto measured = two_stage();
+  // Stage 1's backward took 30 instead of 20: everything after it starts 10 later.
+  measured[2].end_ns = 50;
+  measured[3].start_ns = 50, measured[3].end_ns = 70, measured[4].start_ns = 70, measured[4].end_ns = 75;
+  measured[5].start_ns = 50, measured[5].end_ns = 55;
+  auto ma = attribute_idle(measured), pa = attribute_idle(predicted);
+  auto d = compare_prediction(measured, ma, 0, predicted, pa, 0, 5);
+  EXPECT_EQ(d.measured_iteration_ns, 75);
+  EXPECT_EQ(d.predicted_iteration_ns, 65);
+  bool seen = false;
+  for (const auto& k : d.kinds)
+    if (k.stage == 1 && k.kind == EventKind::Backward) {
+      EXPECT_DOUBLE_EQ(k.ratio(), 1.5);
+      seen = true;
+    } else {
+      EXPECT_DOUBLE_EQ(k.ratio(), 1.0) << k.stage << " " << to_string(k.kind);
+    }
+  EXPECT_TRUE(seen);
+  // Stage 0's backward and stage 1's step both start at 50, predicted 40:
+  // the first in time, the lower stage on a tie.
+  ASSERT_TRUE(d.divergence);
+  EXPECT_EQ(d.divergence->stage, 0);
+  EXPECT_EQ(d.divergence->kind, EventKind::Backward);
+  EXPECT_EQ(d.divergence->measured_offset_ns, 50);
+  EXPECT_EQ(d.divergence->predicted_offset_ns, 40);
+  // Within a threshold of 10, nothing diverges.
+  EXPECT_FALSE(compare_prediction(measured, ma, 0, predicted, pa, 0, 10).divergence);
+}
+
+TEST(Suggestions, DescribePlanChange) {
+  Plan a = uniform_partition(8, 2), b = uniform_partition(8, 2);
+  b.stages[0].last_layer = 5;
+  b.stages[1].first_layer = 6;
+  b.policy[7] = MemoryPolicy::Recompute;
+  EXPECT_EQ(describe_plan_change(a, b), "layers 4-5 move from stage 1 to stage 0; layer 7: keep -> recompute");
+  EXPECT_EQ(describe_plan_change(a, a), "the same plan");
 }
