@@ -27,31 +27,37 @@ IdleCause label_cause(int label) {
   }
 }
 
-// Events found by (a, b, c) and time: the producers of an input and their sends.
+// Events found by a key (microbatch and layer, with the stage for sends)
+// and time: the producers of an input and their sends. Layers and stages
+// below 65536 (the simulator's limit is far lower).
+std::uint64_t key_of(std::int64_t mb, std::int64_t layer, std::int64_t stage = 0) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(mb)) << 32) |
+         (static_cast<std::uint64_t>(stage & 0xFFFF) << 16) | static_cast<std::uint64_t>(layer & 0xFFFF);
+}
+
 struct Ref {
-  std::int64_t a, b, c, t;
+  std::uint64_t key;
+  std::int64_t t;
   std::uint32_t idx;
-  bool operator<(const Ref& o) const { return std::tie(a, b, c, t) < std::tie(o.a, o.b, o.c, o.t); }
 };
+bool operator<(const Ref& x, const Ref& y) { return x.key != y.key ? x.key < y.key : x.t < y.t; }
 
 class RefIndex {
  public:
-  void add(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t t, std::size_t idx) {
-    v_.push_back({a, b, c, t, static_cast<std::uint32_t>(idx)});
-  }
+  void add(std::uint64_t key, std::int64_t t, std::size_t idx) { v_.push_back({key, t, static_cast<std::uint32_t>(idx)}); }
   void sort() { std::sort(v_.begin(), v_.end()); }
   // The entry with the key and the greatest t <= limit; -1 if none.
-  long last_at_or_before(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t limit) const {
-    auto it = std::upper_bound(v_.begin(), v_.end(), Ref{a, b, c, limit, std::numeric_limits<std::uint32_t>::max()},
-                               [](const Ref& x, const Ref& y) { return std::tie(x.a, x.b, x.c, x.t) < std::tie(y.a, y.b, y.c, y.t); });
+  long last_at_or_before(std::uint64_t key, std::int64_t limit) const {
+    auto it = std::upper_bound(v_.begin(), v_.end(), Ref{key, limit, 0},
+                               [](const Ref& x, const Ref& y) { return x.key != y.key ? x.key < y.key : x.t < y.t; });
     if (it == v_.begin()) return -1;
     --it;
-    return it->a == a && it->b == b && it->c == c ? static_cast<long>(it->idx) : -1;
+    return it->key == key ? static_cast<long>(it->idx) : -1;
   }
   // The entry with the key and the least t >= from; -1 if none.
-  long first_at_or_after(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t from) const {
-    auto it = std::lower_bound(v_.begin(), v_.end(), Ref{a, b, c, from, 0});
-    return it != v_.end() && it->a == a && it->b == b && it->c == c ? static_cast<long>(it->idx) : -1;
+  long first_at_or_after(std::uint64_t key, std::int64_t from) const {
+    auto it = std::lower_bound(v_.begin(), v_.end(), Ref{key, from, 0});
+    return it != v_.end() && it->key == key ? static_cast<long>(it->idx) : -1;
   }
 
  private:
@@ -66,10 +72,27 @@ struct Window {
 class Attributor {
  public:
   Attributor(std::vector<Event> events, const AttributionOptions& opt) : ev_(std::move(events)), opt_(opt) {
-    // Parents before the children nested in them (same start, longer first).
-    std::sort(ev_.begin(), ev_.end(), [](const Event& a, const Event& b) {
-      return std::tie(a.stage, a.start_ns, b.end_ns) < std::tie(b.stage, b.start_ns, a.end_ns);
-    });
+    sort_events();
+  }
+
+  // By stage, then start; parents before the children nested in them (same
+  // start, longer first). Recorded runs are nearly in time order per stage:
+  // a counting pass by stage, then a sort only where a stage is out of order.
+  void sort_events() {
+    int stages = 0;
+    for (const auto& e : ev_) stages = std::max(stages, e.stage + 1);
+    std::vector<std::size_t> at(stages + 1, 0);
+    for (const auto& e : ev_) ++at[std::max(e.stage, 0) + 1];
+    for (int s = 0; s < stages; ++s) at[s + 1] += at[s];
+    std::vector<Event> by_stage(ev_.size());
+    std::vector<std::size_t> pos(at.begin(), at.end() - 1);
+    for (const auto& e : ev_) by_stage[pos[std::max(e.stage, 0)]++] = e;
+    ev_.swap(by_stage);
+    auto order = [](const Event& a, const Event& b) { return std::tie(a.stage, a.start_ns, b.end_ns) < std::tie(b.stage, b.start_ns, a.end_ns); };
+    for (int s = 0; s < stages; ++s) {
+      auto first = ev_.begin() + static_cast<std::ptrdiff_t>(at[s]), last = ev_.begin() + static_cast<std::ptrdiff_t>(at[s + 1]);
+      if (!std::is_sorted(first, last, order)) std::sort(first, last, order);
+    }
   }
 
   Attribution run() {
@@ -79,17 +102,13 @@ class Attributor {
     windows();
     out.stages = stages_;
     out.iterations = iterations_;
-    for (int i = 0; i < iterations_; ++i) {
-      if (opt_.iteration >= 0 && i != opt_.iteration) continue;
-      for (int s = 0; s < stages_; ++s) {
-        if (win_[s].empty()) continue;
-        out.stage_iterations.push_back(attribute(s, i, out));
-      }
-    }
-    if (opt_.keep_intervals)
-      std::stable_sort(out.intervals.begin(), out.intervals.end(), [](const IdleInterval& a, const IdleInterval& b) {
-        return std::tie(a.stage, a.start_ns) < std::tie(b.stage, b.start_ns);
-      });
+    if (opt_.keep_intervals) out.intervals.reserve(ev_.size() / (opt_.iteration >= 0 ? std::max(iterations_, 1) : 1));
+    // Stage by stage, so the intervals come out by stage and time.
+    for (int s = 0; s < stages_; ++s)
+      for (int i = 0; i < iterations_ && !win_[s].empty(); ++i)
+        if (opt_.iteration < 0 || i == opt_.iteration) out.stage_iterations.push_back(attribute(s, i, out));
+    std::stable_sort(out.stage_iterations.begin(), out.stage_iterations.end(),
+                     [](const StageIteration& a, const StageIteration& b) { return a.iteration < b.iteration; });
     return out;
   }
 
@@ -112,8 +131,8 @@ class Attributor {
       }
       if (is_compute(e.kind)) {
         if (cur_compute == SIZE_MAX || e.end_ns >= ev_[cur_compute].end_ns) cur_compute = i;
-        if (e.kind == EventKind::Forward) fwd_out_.add(e.microbatch, e.last_layer, 0, e.end_ns, i);
-        if (e.kind == EventKind::Backward) bwd_in_.add(e.microbatch, e.first_layer, 0, e.end_ns, i);
+        if (e.kind == EventKind::Forward) fwd_out_.add(key_of(e.microbatch, e.last_layer), e.end_ns, i);
+        if (e.kind == EventKind::Backward) bwd_in_.add(key_of(e.microbatch, e.first_layer), e.end_ns, i);
       } else if (e.kind == EventKind::SwapIn || e.kind == EventKind::SwapOut || e.kind == EventKind::Recompute) {
         if (cur_compute != SIZE_MAX) {
           const Event& p = ev_[cur_compute];
@@ -121,7 +140,7 @@ class Attributor {
         }
         if (e.kind == EventKind::SwapIn && !nested_[i]) swapins_[e.stage].push_back(i);
       } else if (e.kind == EventKind::Send) {
-        sends_.add(e.stage, e.microbatch, e.first_layer, e.start_ns, i);
+        sends_.add(key_of(e.microbatch, e.first_layer, e.stage), e.start_ns, i);
       } else if (e.kind == EventKind::Recv) {
         recvs_[e.stage].push_back(i);
       }
@@ -263,8 +282,8 @@ class Attributor {
     const bool gradient = a->kind == EventKind::Backward;
     long producer = -1;
     if (a->first_layer >= 0) {
-      producer = gradient ? bwd_in_.last_at_or_before(a->microbatch, a->last_layer + 1, 0, g1)
-                          : fwd_out_.last_at_or_before(a->microbatch, a->first_layer - 1, 0, g1);
+      producer = gradient ? bwd_in_.last_at_or_before(key_of(a->microbatch, a->last_layer + 1), g1)
+                          : fwd_out_.last_at_or_before(key_of(a->microbatch, a->first_layer - 1), g1);
     }
     std::int64_t host_before = g0, ready = g0, peer_done = g0;
     int peer = -1;
@@ -278,7 +297,7 @@ class Attributor {
         host_before = std::clamp(ev_[recv].start_ns, g0, g1);
         ready = std::clamp(ev_[recv].end_ns, host_before, g1);
       } else {
-        long send = sends_.first_at_or_after(p.stage, p.microbatch, p.first_layer, p.end_ns);
+        long send = sends_.first_at_or_after(key_of(p.microbatch, p.first_layer, p.stage), p.end_ns);
         std::int64_t arrive = send >= 0 ? std::max(p.end_ns, ev_[send].end_ns) : p.end_ns;
         ready = std::clamp(arrive, g0, g1);
       }
@@ -332,12 +351,10 @@ class Attributor {
     it.start_ns = w.start;
     it.end_ns = w.end;
     Phase ph;
-    struct Point {
-      std::int64_t t;
-      int delta, label;
-    };
-    std::vector<Point> pts;
-    std::vector<std::size_t> labelled;  // sorted positions of the events that occupy the stage
+    auto& pts = pts_;
+    auto& labelled = labelled_;  // sorted positions of the events that occupy the stage
+    pts.clear();
+    labelled.clear();
     for (std::size_t j = w.first; j < w.last; ++j) {
       const Event& e = ev_[j];
       int l = label_of(e, nested_[j]);
@@ -400,6 +417,12 @@ class Attributor {
     add(it, out, IdleCause::Imbalance, m, b);
   }
 
+  struct Point {
+    std::int64_t t;
+    int delta, label;
+  };
+  std::vector<Point> pts_;
+  std::vector<std::size_t> labelled_;
   std::vector<Event> ev_;
   AttributionOptions opt_;
   int stages_ = 0, iterations_ = 0;
