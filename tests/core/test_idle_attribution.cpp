@@ -424,3 +424,27 @@ TEST(Suggestions, DescribePlanChange) {
   EXPECT_EQ(describe_plan_change(a, b), "layers 4-5 move from stage 1 to stage 0; layer 7: keep -> recompute");
   EXPECT_EQ(describe_plan_change(a, a), "the same plan");
 }
+
+TEST(CriticalPath, ReachesIntoThePeersPreviousIteration) {
+  // Two iterations of the two-stage set: stage 1's second iteration starts
+  // at its own step's end (45), while stage 0 still runs its first.
+  auto e = two_stage();
+  for (auto x : two_stage()) {
+    x.start_ns += 65, x.end_ns += 65;
+    e.push_back(x);
+  }
+  auto a = attribute_idle(e);
+  auto cp = critical_path(e, a, 1);
+  EXPECT_EQ(cp.start_ns, 45);
+  EXPECT_EQ(cp.end_ns, 130);
+  std::int64_t covered = 0;
+  for (const auto& s : cp.steps) covered += s.end_ns - s.start_ns;
+  EXPECT_EQ(covered, 85);
+  // [45, 60) stage 0's first backward, [60, 65) its step, then the second iteration's chain.
+  ASSERT_GE(cp.steps.size(), 2u);
+  EXPECT_EQ(cp.steps[0].stage, 0);
+  EXPECT_EQ(cp.steps[0].kind, EventKind::Backward);
+  EXPECT_EQ(cp.steps[1].cause, IdleCause::Optimizer);
+  EXPECT_EQ(cp.stage_ns[0], 15 + 5 + 10 + 20 + 5);
+  EXPECT_EQ(cp.stage_ns[1], 30);
+}

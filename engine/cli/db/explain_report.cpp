@@ -180,15 +180,13 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   AttributionOptions ao;
   const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
   ao.optimizer_steps_per_iteration = steps_per_iteration;
-  Attribution all = attribute_idle(events, {steps_per_iteration, -1, false});
-  if (all.iterations == 0) throw std::runtime_error("the run has no complete iteration");
-  const int iteration = opt.iteration.value_or(all.iterations - 1);
-  if (iteration < 0 || iteration >= all.iterations)
-    throw UsageError("--iteration " + std::to_string(iteration) + ": the run has " + std::to_string(all.iterations) +
-                     " complete iteration" + (all.iterations == 1 ? "" : "s") + " (0.." +
-                     std::to_string(all.iterations - 1) + ")");
-  ao.iteration = iteration;
-  Attribution a = attribute_idle(events, ao);
+  Attribution a = attribute_idle(events, ao);  // every iteration: the critical path may reach into the one before
+  if (a.iterations == 0) throw std::runtime_error("the run has no complete iteration");
+  const int iteration = opt.iteration.value_or(a.iterations - 1);
+  if (iteration < 0 || iteration >= a.iterations)
+    throw UsageError("--iteration " + std::to_string(iteration) + ": the run has " + std::to_string(a.iterations) +
+                     " complete iteration" + (a.iterations == 1 ? "" : "s") + " (0.." +
+                     std::to_string(a.iterations - 1) + ")");
 
   nlohmann::json j;
   j["file"] = r.path();
@@ -196,12 +194,13 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   j["source"] = r.run().source;
   j["name"] = r.run().name;
   j["iteration"] = iteration;
-  j["iterations"] = all.iterations;
+  j["iterations"] = a.iterations;
   j["events"] = events.size();
   nlohmann::json stages = nlohmann::json::array();
   std::int64_t wall = 0, compute = 0;
   std::map<std::string, std::int64_t> totals;
   for (const auto& s : a.stage_iterations) {
+    if (s.iteration != iteration) continue;
     auto c = causes_json(s);
     for (auto& [k, v] : c.items()) totals[k] += v.get<std::int64_t>();
     stages.push_back({{"stage", s.stage},

@@ -21,10 +21,12 @@ CriticalPath critical_path(const std::vector<Event>& events, const Attribution& 
     if (s.end_ns > end) end = s.end_ns, last_stage = s.stage;
   }
   if (last_stage < 0) return cp;
-  // Per stage: its idle intervals of the iteration and its compute events, by time.
+  // Per stage: its idle intervals and its compute events, by time. All
+  // iterations' intervals: in the engine a stage's iteration starts when its
+  // own previous step ends, so the walk may reach into a peer's previous one.
   std::vector<std::vector<const IdleInterval*>> idle(stages);
   for (const auto& i : a.intervals)
-    if (i.iteration == iteration) idle[i.stage].push_back(&i);
+    if (i.end_ns > start && i.start_ns < end) idle[i.stage].push_back(&i);
   std::vector<std::vector<const Event*>> compute(stages);
   for (const auto& e : events)
     if (is_compute(e.kind) && e.stage >= 0 && e.stage < stages && e.end_ns > start && e.start_ns < end)

@@ -33,7 +33,8 @@ struct CriticalPath {
 // actions and own waits (host overhead, optimizer, policy work), and, where
 // it waited for a peer's activation or gradient, over the transfer to the
 // peer's producing action. `attribution` must come from the same events
-// with intervals kept.
+// with intervals kept (of every iteration the walk may reach: all, or at
+// least this one and the one before).
 CriticalPath critical_path(const std::vector<Event>& events, const Attribution& attribution, int iteration);
 
 }  // namespace pw
