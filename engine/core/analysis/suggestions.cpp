@@ -111,7 +111,8 @@ SuggestionReport suggest_changes(const nlohmann::json& doc, int max) {
     try {
       after = simulate_job(doc, c.overrides);
     } catch (const std::exception& e) {
-      rep.notes.push_back(c.change + ": " + e.what());
+      const std::string why = e.what();
+      rep.notes.push_back(why.rfind(c.change + ":", 0) == 0 ? why : c.change + ": " + why);
       continue;
     }
     if (!after.feasible || after.iteration_ms >= before.iteration_ms) continue;
