@@ -448,3 +448,20 @@ TEST(CriticalPath, ReachesIntoThePeersPreviousIteration) {
   EXPECT_EQ(cp.stage_ns[0], 15 + 5 + 10 + 20 + 5);
   EXPECT_EQ(cp.stage_ns[1], 30);
 }
+
+TEST(CriticalPath, StartsFromTheStageThatWorksLast) {
+  // Stage 0 ends its step at 70 and idles (imbalance) until stage 1's long
+  // step ends at 95: the path ends with stage 1's step, not stage 0's tail.
+  std::vector<Event> e = {ev(0, F, 0, 10, 0),  ev(0, F, 12, 22, 1), ev(1, F, 10, 20, 0), ev(1, F, 22, 32, 1),
+                          ev(1, B, 32, 42, 1), ev(1, B, 42, 52, 0), ev(0, B, 42, 52, 1), ev(0, B, 52, 62, 0),
+                          ev(0, O, 65, 70),    ev(1, O, 52, 95)};
+  auto a = attribute_idle(e);
+  auto cp = critical_path(e, a, 0);
+  EXPECT_EQ(cp.end_ns, 95);
+  EXPECT_EQ(cp.length_ns(), 95);
+  EXPECT_EQ(cp.cause_ns[static_cast<int>(IdleCause::Imbalance)], 0);
+  EXPECT_EQ(cp.cause_ns[static_cast<int>(IdleCause::Drain)], 0);
+  ASSERT_FALSE(cp.steps.empty());
+  EXPECT_EQ(cp.steps.back().stage, 1);
+  EXPECT_EQ(cp.steps.back().cause, IdleCause::Optimizer);
+}

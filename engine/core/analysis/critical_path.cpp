@@ -13,12 +13,22 @@ CriticalPath critical_path(const std::vector<Event>& events, const Attribution& 
   cp.iteration = iteration;
   const int stages = a.stages;
   cp.stage_ns.assign(std::max(stages, 0), 0);
+  // The path ends where the last stage's own work does: the others' windows
+  // of the last iteration run on to the same end, idle (drain, imbalance).
+  std::vector<std::int64_t> tail(std::max(stages, 0), 0);
+  for (auto it = a.intervals.rbegin(); it != a.intervals.rend(); ++it) {
+    if (it->iteration != iteration || it->peer >= 0) continue;
+    if (it->cause != IdleCause::Drain && it->cause != IdleCause::Imbalance) continue;
+    for (const auto& w : a.stage_iterations)
+      if (w.stage == it->stage && w.iteration == iteration && w.end_ns - tail[it->stage] == it->end_ns)
+        tail[it->stage] += it->end_ns - it->start_ns;
+  }
   std::int64_t start = std::numeric_limits<std::int64_t>::max(), end = std::numeric_limits<std::int64_t>::min();
   int last_stage = -1;
   for (const auto& s : a.stage_iterations) {
     if (s.iteration != iteration) continue;
     start = std::min(start, s.start_ns);
-    if (s.end_ns > end) end = s.end_ns, last_stage = s.stage;
+    if (s.end_ns - tail[s.stage] > end) end = s.end_ns - tail[s.stage], last_stage = s.stage;
   }
   if (last_stage < 0) return cp;
   // Per stage: its idle intervals and its compute events, by time. All
