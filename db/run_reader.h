@@ -38,7 +38,7 @@ struct StageEventStats {
   int stage = 0;
   std::uint64_t events = 0;
   std::int64_t first_start_ns = 0, last_end_ns = 0;
-  std::int64_t busy_ns = 0;      // forward, backward, recompute, optimizer
+  std::int64_t busy_ns = 0;      // is_busy kinds (core/events/event_kinds.h)
   std::int64_t duration_ns = 0;  // all kinds
   std::int64_t bytes = 0;
   std::array<std::uint64_t, kEventKindCount> by_kind{};

@@ -1,7 +1,10 @@
 #include "ipc/protocol.h"
 
+#include <algorithm>
 #include <chrono>
 #include <zmq.hpp>
+
+#include "core/events/event_kinds.h"
 
 namespace pw::ipc {
 namespace {
@@ -186,6 +189,19 @@ const char* to_string(pb::RunState s) {
     case pb::INTERRUPTED: return "interrupted";
     default: return "unknown";
   }
+}
+
+void fold_event(pb::StageState& s, const pb::Event& e) {
+  s.set_stage(e.stage());
+  s.set_events(s.events() + 1);
+  if (is_busy(static_cast<EventKind>(e.kind()))) s.set_busy_ns(s.busy_ns() + e.end_ns() - e.start_ns());
+  s.set_last_end_ns(std::max(s.last_end_ns(), e.end_ns()));
+}
+
+void fold_memory(pb::StageState& s, const pb::MemorySample& m) {
+  s.set_stage(m.stage());
+  s.set_memory_bytes(m.bytes());
+  s.set_peak_memory_bytes(std::max(s.peak_memory_bytes(), m.bytes()));
 }
 
 }  // namespace pw::ipc

@@ -50,6 +50,11 @@ SubnetEdge from_pb(const pb::SubnetEdge& e);
 void to_pb(const LogRecord& l, pb::LogLine* out);
 LogRecord from_pb(const pb::LogLine& l);
 pb::RunState to_pb(RunStatus s);
+
+// The per-stage state telemetry keeps (the publisher's snapshots, `watch`):
+// one fold for both. Busy time is core/events/event_kinds.h's is_busy.
+void fold_event(pb::StageState& s, const pb::Event& e);
+void fold_memory(pb::StageState& s, const pb::MemorySample& m);
 const char* to_string(pb::RunState s);
 
 }  // namespace pw::ipc

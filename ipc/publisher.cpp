@@ -27,10 +27,6 @@ struct Queue {
   void clear() { *this = Queue(); }
 };
 
-bool is_busy(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep;
-}
-
 }  // namespace
 
 struct Publisher::Impl {
@@ -96,21 +92,12 @@ struct Publisher::Impl {
     switch (env.body_case()) {
       case pb::Envelope::kEvents:
         for (const auto& e : env.events().events()) {
-          auto& s = stages[e.stage()];
-          s.set_stage(e.stage());
-          s.set_events(s.events() + 1);
-          if (is_busy(static_cast<EventKind>(e.kind()))) s.set_busy_ns(s.busy_ns() + e.end_ns() - e.start_ns());
-          s.set_last_end_ns(std::max(s.last_end_ns(), e.end_ns()));
+          fold_event(stages[e.stage()], e);
           ++events;
         }
         break;
       case pb::Envelope::kMemory:
-        for (const auto& m : env.memory().samples()) {
-          auto& s = stages[m.stage()];
-          s.set_stage(m.stage());
-          s.set_memory_bytes(m.bytes());
-          s.set_peak_memory_bytes(std::max(s.peak_memory_bytes(), m.bytes()));
-        }
+        for (const auto& m : env.memory().samples()) fold_memory(stages[m.stage()], m);
         break;
       case pb::Envelope::kThroughput: last_throughput = env.throughput(); break;
       case pb::Envelope::kMigrations: migrations += env.migrations().migrations_size(); break;

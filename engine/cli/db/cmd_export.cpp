@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli/cli_args.h"
+#include "cli/db/explain_report.h"
+#include "core/analysis/idle_attribution.h"
 #include "core/trace/chrome_trace.h"
 #include "db/run_reader.h"
 
@@ -24,7 +26,8 @@ std::string csv_quote(const std::string& s) {
 std::string opt(std::int64_t v) { return v < 0 ? "" : std::to_string(v); }
 
 // Streams the run into a Chrome/Perfetto trace; migrations and subnet
-// dependency edges become flow arrows between stage tracks.
+// dependency edges become flow arrows between stage tracks; each stage's
+// idle time, attributed to causes, is a track of its own.
 std::uint64_t export_chrome(const db::RunReader& r, const std::string& path) {
   auto out = open_out(path);
   int stages = r.run().stages;
@@ -43,6 +46,14 @@ std::uint64_t export_chrome(const db::RunReader& r, const std::string& path) {
     w.flow(id++, e.stage, e.t_ns, e.stage, e.resolved_ns >= 0 ? e.resolved_ns : e.t_ns,
            "subnet " + std::to_string(e.waiter) + " waits for " + std::to_string(e.waited_for) + " (layer " +
                std::to_string(e.layer) + ")");
+  // The attribution needs every event at once (a second pass over the file).
+  std::vector<Event> events;
+  r.for_each_event([&](const Event& e) { events.push_back(e); });
+  AttributionOptions ao;
+  ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(r.job());
+  Attribution a = attribute_idle(std::move(events), ao);
+  w.declare_idle_tracks();
+  for (const auto& i : a.intervals) w.on_idle(i);
   w.finish();
   if (!out) throw std::runtime_error("writing \"" + path + "\" failed");
   return n;

@@ -48,22 +48,12 @@ struct View {
       case pb::Envelope::kStatus: status = e.status(); break;
       case pb::Envelope::kEvents:
         for (const auto& ev : e.events().events()) {
-          auto& st = stages[ev.stage()];
-          st.set_stage(ev.stage());
-          st.set_events(st.events() + 1);
-          auto k = static_cast<EventKind>(ev.kind());
-          if (k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep)
-            st.set_busy_ns(st.busy_ns() + ev.end_ns() - ev.start_ns());
-          st.set_last_end_ns(std::max(st.last_end_ns(), ev.end_ns()));
+          ipc::fold_event(stages[ev.stage()], ev);
           ++events;
         }
         break;
       case pb::Envelope::kMemory:
-        for (const auto& m : e.memory().samples()) {
-          auto& st = stages[m.stage()];
-          st.set_memory_bytes(m.bytes());
-          st.set_peak_memory_bytes(std::max(st.peak_memory_bytes(), m.bytes()));
-        }
+        for (const auto& m : e.memory().samples()) ipc::fold_memory(stages[m.stage()], m);
         break;
       case pb::Envelope::kThroughput: throughput = e.throughput().samples_per_s(); break;
       case pb::Envelope::kMigrations: migrations += e.migrations().migrations_size(); break;

@@ -5,7 +5,8 @@
 
 namespace pw {
 namespace {
-// Track ids: 3 per stage (compute, copy engine, links).
+// Track ids: 3 per stage (compute, copy engine, links); the idle tracks
+// follow all of them (3 * stages + stage), so the others keep their ids.
 int track(int stage, EventKind k) {
   int lane = (k == EventKind::SwapIn || k == EventKind::SwapOut) ? 1
              : (k == EventKind::Send || k == EventKind::Recv) ? 2 : 0;
@@ -16,9 +17,13 @@ void write_us(std::ostream& out, std::int64_t ns) {
   std::snprintf(buf, sizeof buf, "%.3f", ns / 1000.0);
   out << buf;
 }
+
+// Tracks sort per stage: compute, idle causes (when declared), copy, link.
+int sort_index(int stage, int lane) { return stage * 4 + (lane == 0 ? 0 : lane + 1); }
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name) : out_(out) {
+ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name)
+    : out_(out), stages_(stages) {
   out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   sep();
   out_ << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":)" << nlohmann::json(process_name).dump() << "}}";
@@ -30,7 +35,7 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::s
            << " " << lanes[l] << "\"}}";
       sep();
       out_ << R"({"ph":"M","pid":1,"tid":)" << s * 3 + l << R"(,"name":"thread_sort_index","args":{"sort_index":)"
-           << s * 3 + l << "}}";
+           << sort_index(s, l) << "}}";
     }
 }
 
@@ -72,6 +77,29 @@ void ChromeTraceWriter::flow(int id, int from_stage, std::int64_t from_ns, int t
        << R"(","cat":"flow","ts":)";
   write_us(out_, to_ns);
   out_ << "}";
+}
+
+void ChromeTraceWriter::declare_idle_tracks() {
+  for (int s = 0; s < stages_; ++s) {
+    sep();
+    out_ << R"({"ph":"M","pid":1,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_name","args":{"name":"stage )" << s
+         << " idle\"}}";
+    sep();
+    out_ << R"({"ph":"M","pid":1,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_sort_index","args":{"sort_index":)"
+         << s * 4 + 1 << "}}";
+  }
+}
+
+void ChromeTraceWriter::on_idle(const IdleInterval& i) {
+  sep();
+  out_ << R"({"ph":"X","pid":1,"tid":)" << 3 * stages_ + i.stage << R"(,"name":")" << cause_name(i)
+       << R"(","cat":"idle_cause","ts":)";
+  write_us(out_, i.start_ns);
+  out_ << ",\"dur\":";
+  write_us(out_, i.end_ns - i.start_ns);
+  out_ << R"(,"args":{"cause":")" << to_string(i.cause) << R"(","peer":)" << i.peer << ",\"awaited\":\""
+       << (i.peer < 0 ? "" : i.gradient ? "gradient" : "activation") << R"(","iteration":)" << i.iteration
+       << ",\"microbatch\":" << i.microbatch << "}}";
 }
 
 void ChromeTraceWriter::finish() {

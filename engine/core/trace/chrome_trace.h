@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/idle_attribution.h"
 #include "core/events/event.h"
 
 namespace pw {
@@ -20,11 +21,17 @@ class ChromeTraceWriter final : public EventSink {
   // A marker spanning stages (migrations, subnet hand-offs): a flow arrow
   // from one stage's track to another's.
   void flow(int id, int from_stage, std::int64_t from_ns, int to_stage, std::int64_t to_ns, const std::string& name);
+  // The idle-time attribution (core/analysis): one more track per stage,
+  // "stage N idle", drawn under its compute track, one slice per interval
+  // named by its cause, so trace tools can query them.
+  void declare_idle_tracks();
+  void on_idle(const IdleInterval& i);
   void finish();
 
  private:
   void sep();
   std::ostream& out_;
+  int stages_ = 0;
   bool first_ = true;
   bool finished_ = false;
 };

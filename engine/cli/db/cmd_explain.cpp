@@ -1,0 +1,140 @@
+#include <iostream>
+#include <set>
+
+#include "cli/cli_args.h"
+#include "cli/db/explain_report.h"
+#include "cli/format.h"
+#include "db/run_reader.h"
+
+namespace pw::cli {
+namespace {
+
+std::string ms(std::int64_t ns) { return fixed(ns / 1e6, 2); }
+
+int parse_iteration(const std::string& s) {
+  std::size_t used = 0;
+  long v = -1;
+  try {
+    v = std::stol(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || v < 0 || v > 1'000'000'000) throw UsageError("--iteration: want an iteration number >= 0, got \"" + s + "\"");
+  return static_cast<int>(v);
+}
+
+double parse_threshold(const std::string& s) {
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || !(v >= 0) || v > 1e9) throw UsageError("--threshold-ms: want milliseconds >= 0, got \"" + s + "\"");
+  return v;
+}
+
+void print_human(const nlohmann::json& x) {
+  std::cout << "run " << x["run_id"].get<std::string>() << " (" << x["source"].get<std::string>() << ") of job "
+            << x["name"].get<std::string>() << ": iteration " << x["iteration"] << " of " << x["iterations"] << "\n\n";
+  // Columns: the causes that occur anywhere; waits on named peers summed in
+  // "dependency" and listed under the table.
+  std::vector<std::string> cols;
+  bool any_wait = false;
+  for (const auto& [k, v] : x["totals"]["causes"].items()) {
+    if (v.get<std::int64_t>() == 0) continue;
+    if (k.rfind("wait_", 0) == 0) any_wait = true;
+    else cols.push_back(k);
+  }
+  if (any_wait) cols.push_back("dependency");
+  auto value = [](const nlohmann::json& causes, const std::string& c) {
+    if (c != "dependency") return causes.value(c, std::int64_t{0});
+    std::int64_t t = 0;
+    for (const auto& [k, v] : causes.items())
+      if (k.rfind("wait_", 0) == 0) t += v.get<std::int64_t>();
+    return t;
+  };
+  auto width = [](const std::string& c) { return std::max<std::size_t>(c.size(), 9) + 2; };
+  std::cout << "where the time went (ms; compute + causes = wall):\n  stage" << pad("wall", 11) << pad("compute", 11);
+  for (const auto& c : cols) std::cout << pad(c, width(c));
+  std::cout << "\n";
+  for (const auto& s : x["stages"]) {
+    std::cout << pad(std::to_string(s["stage"].get<int>()), 7) << pad(ms(s["wall_ns"]), 11) << pad(ms(s["compute_ns"]), 11);
+    for (const auto& c : cols) std::cout << pad(ms(value(s["causes"], c)), width(c));
+    std::cout << "\n";
+  }
+  if (any_wait) {
+    std::cout << "  dependency waits:";
+    for (const auto& s : x["stages"])
+      for (const auto& [k, v] : s["causes"].items())
+        if (k.rfind("wait_", 0) == 0 && v.get<std::int64_t>() > 0) {
+          // "wait_gradient_from_stage_4" -> "stage 3 on 4's gradient"
+          const bool grad = k.find("gradient") != std::string::npos;
+          std::cout << "\n    stage " << s["stage"] << " on stage " << k.substr(k.rfind('_') + 1) << "'s "
+                    << (grad ? "gradient" : "activation") << ": " << ms(v) << " ms";
+        }
+    std::cout << "\n";
+  }
+  const auto& cp = x["critical_path"];
+  std::cout << "\ncritical path: " << ms(cp["length_ns"]) << " ms over " << cp["steps"].size() << " steps\n  by stage:";
+  for (const auto& s : cp["stages"])
+    if (s["ns"].get<std::int64_t>() > 0) std::cout << "  " << s["stage"] << " " << pct(s["share"].get<double>());
+  std::cout << "\n  by cause:";
+  for (const auto& [k, v] : cp["causes"].items()) std::cout << "  " << k << " " << pct(v["share"].get<double>());
+  std::cout << "\n";
+  const auto& p = x["predicted_vs_measured"];
+  if (!p.is_null()) {
+    std::cout << "\npredicted vs measured (plan " << p["plan_version"] << "): iteration " << fixed(p["measured_iteration_ms"].get<double>(), 2)
+              << " ms measured, " << fixed(p["predicted_iteration_ms"].get<double>(), 2) << " ms predicted (x"
+              << fixed(p["ratio"].get<double>(), 3) << ")\n  stage  kind        measured  predicted   ratio\n";
+    for (const auto& k : p["kinds"])
+      std::cout << pad(std::to_string(k["stage"].get<int>()), 7) << "  " << k["kind"].get<std::string>()
+                << std::string(std::max<int>(1, 10 - static_cast<int>(k["kind"].get<std::string>().size())), ' ')
+                << pad(fixed(k["measured_ms"].get<double>(), 3), 9) << pad(fixed(k["predicted_ms"].get<double>(), 3), 11)
+                << pad(fixed(k["ratio"].get<double>(), 3), 8) << "\n";
+    const auto& d = p["first_divergence"];
+    if (d.is_null())
+      std::cout << "  every action starts within " << fixed(p["threshold_ms"].get<double>(), 2) << " ms of its prediction\n";
+    else
+      std::cout << "  first divergence: stage " << d["stage"] << " " << d["kind"].get<std::string>() << " of microbatch "
+                << d["microbatch"] << " starts at " << fixed(d["measured_start_ms"].get<double>(), 2) << " ms, predicted "
+                << fixed(d["predicted_start_ms"].get<double>(), 2) << " ms (threshold "
+                << fixed(p["threshold_ms"].get<double>(), 2) << " ms)\n";
+  }
+  std::cout << "\nsuggestions (each simulated";
+  if (!x["suggestions"].empty()) std::cout << "; --set to reproduce";
+  std::cout << "):\n";
+  if (x["suggestions"].empty()) std::cout << "  none that shortens the simulated iteration\n";
+  for (const auto& s : x["suggestions"]) {
+    std::cout << "  - " << s["change"].get<std::string>() << ": iteration " << fixed(s["iteration_ms_before"].get<double>(), 2)
+              << " -> " << fixed(s["iteration_ms_after"].get<double>(), 2) << " ms ("
+              << fixed(100 * s["iteration_change"].get<double>(), 1) << "%), bubble " << pct(s["bubble_before"].get<double>())
+              << " -> " << pct(s["bubble_after"].get<double>()) << ", peak memory "
+              << gib(s["peak_memory_bytes_after"].get<std::uint64_t>()) << " of " << gib(s["memory_budget_bytes"].get<std::uint64_t>())
+              << "\n     ";
+    for (const auto& o : s["set"]) std::cout << " --set " << o.get<std::string>();
+    std::cout << "\n";
+  }
+  for (const auto& n : x["notes"]) std::cout << "note: " << n.get<std::string>() << "\n";
+}
+
+}  // namespace
+
+int cmd_explain(const std::vector<std::string>& argv) {
+  CliArgs args(argv, {"json", "no-suggestions"}, {"iteration", "threshold-ms"});
+  args.expect_positional(1, "one run database");
+  ExplainOptions opt;
+  if (auto i = args.option("iteration")) opt.iteration = parse_iteration(*i);
+  if (auto t = args.option("threshold-ms")) opt.threshold_ms = parse_threshold(*t);
+  opt.suggestions = !args.flag("no-suggestions");
+  db::RunReader r(args.positional()[0]);
+  auto x = explain_run(r, opt);
+  if (args.flag("json"))
+    std::cout << x.dump(2) << "\n";
+  else
+    print_human(x);
+  return 0;
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,231 @@
+#include "cli/db/explain_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include "cli/cli_args.h"
+#include "core/analysis/critical_path.h"
+#include "core/analysis/idle_attribution.h"
+#include "core/analysis/prediction_diff.h"
+#include "core/analysis/suggestions.h"
+#include "core/model/profile_io.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/sim/simulator.h"
+#include "core/spec/job_spec.h"
+#include "db/run_reader.h"
+
+namespace pw::cli {
+namespace {
+
+struct Collect : EventSink {
+  std::vector<Event> events;
+  void on_event(const Event& e) override { events.push_back(e); }
+};
+
+nlohmann::json causes_json(const StageIteration& s) {
+  nlohmann::json c = nlohmann::json::object();
+  for (int k = 0; k < kIdleCauseCount; ++k) {
+    auto cause = static_cast<IdleCause>(k);
+    if (cause == IdleCause::Dependency) continue;  // named per peer below
+    c[to_string(cause)] = s.cause_ns[k];
+  }
+  for (std::size_t p = 0; p < s.activation_wait_ns.size(); ++p)
+    if (s.activation_wait_ns[p]) c[dependency_name(static_cast<int>(p), false)] = s.activation_wait_ns[p];
+  for (std::size_t p = 0; p < s.gradient_wait_ns.size(); ++p)
+    if (s.gradient_wait_ns[p]) c[dependency_name(static_cast<int>(p), true)] = s.gradient_wait_ns[p];
+  return c;
+}
+
+nlohmann::json path_json(const CriticalPath& cp) {
+  nlohmann::json j;
+  const double len = static_cast<double>(std::max<std::int64_t>(cp.length_ns(), 1));
+  j["iteration"] = cp.iteration;
+  j["start_ns"] = cp.start_ns;
+  j["end_ns"] = cp.end_ns;
+  j["length_ns"] = cp.length_ns();
+  nlohmann::json st = nlohmann::json::array();
+  for (std::size_t s = 0; s < cp.stage_ns.size(); ++s)
+    st.push_back({{"stage", s}, {"ns", cp.stage_ns[s]}, {"share", cp.stage_ns[s] / len}});
+  j["stages"] = st;
+  nlohmann::json causes = {{"compute", {{"ns", cp.compute_ns}, {"share", cp.compute_ns / len}}}};
+  for (int k = 0; k < kIdleCauseCount; ++k)
+    if (cp.cause_ns[k]) causes[to_string(static_cast<IdleCause>(k))] = {{"ns", cp.cause_ns[k]}, {"share", cp.cause_ns[k] / len}};
+  j["causes"] = causes;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : cp.steps)
+    steps.push_back({{"stage", s.stage},
+                     {"start_ns", s.start_ns},
+                     {"end_ns", s.end_ns},
+                     {"what", s.compute ? std::string(to_string(s.kind)) : std::string(to_string(s.cause))},
+                     {"microbatch", s.microbatch}});
+  j["steps"] = steps;
+  return j;
+}
+
+// The simulator's timeline of the plan the run used, when it recorded its job, plan and profile.
+std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, const std::vector<Event>& events,
+                                                    const Attribution& attribution, int iteration,
+                                                    const ExplainOptions& opt, nlohmann::json& notes) {
+  auto job_doc = r.job();
+  auto profile_doc = r.profile();
+  auto plans = r.plans();
+  if (!job_doc.is_object() || !profile_doc.is_object() || plans.empty()) {
+    notes.push_back("predicted vs measured: the run recorded no job, profile or plan");
+    return std::nullopt;
+  }
+  JobSpec job = parse_job(job_doc);
+  ModelProfile profile = profile_from_json(profile_doc);
+  // The plan in force at the iteration's start.
+  std::int64_t t0 = 0;
+  for (const auto& s : attribution.stage_iterations)
+    if (s.iteration == iteration) t0 = s.start_ns;
+  const db::PlanRecord* rec = &plans.front();
+  for (const auto& p : plans)
+    if (p.t_ns <= t0) rec = &p;
+  Plan plan = plan_from_json(rec->plan);
+  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
+  SimInput in;
+  in.profile = &profile;
+  in.plan = &plan;
+  in.schedule = sched.get();
+  in.device = job.cluster.device;
+  in.microbatch_size = job.training.microbatch_size;
+  Collect c;
+  simulate(in, &c);
+  AttributionOptions ao;
+  ao.optimizer_steps_per_iteration = sched->flushes() ? 1 : job.pipeline.microbatches;
+  Attribution pa = attribute_idle(c.events, ao);
+  const int pi = std::min(sched->flushes() ? 0 : 1, std::max(pa.iterations - 1, 0));
+  std::int64_t threshold = opt.threshold_ms ? static_cast<std::int64_t>(*opt.threshold_ms * 1e6) : -1;
+  PredictionDiff d = compare_prediction(events, attribution, iteration, c.events, pa, pi, threshold);
+  nlohmann::json j;
+  j["plan_version"] = rec->version;
+  j["measured_iteration_ms"] = d.measured_iteration_ns / 1e6;
+  j["predicted_iteration_ms"] = d.predicted_iteration_ns / 1e6;
+  j["ratio"] = d.predicted_iteration_ns > 0 ? static_cast<double>(d.measured_iteration_ns) / d.predicted_iteration_ns : 0.0;
+  j["threshold_ms"] = d.threshold_ns / 1e6;
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const auto& k : d.kinds)
+    kinds.push_back({{"stage", k.stage},
+                     {"kind", to_string(k.kind)},
+                     {"measured_ms", k.measured_ms},
+                     {"predicted_ms", k.predicted_ms},
+                     {"ratio", k.ratio()},
+                     {"measured_count", k.measured_count},
+                     {"predicted_count", k.predicted_count}});
+  j["kinds"] = kinds;
+  if (d.divergence) {
+    const auto& v = *d.divergence;
+    j["first_divergence"] = {{"stage", v.stage},
+                             {"kind", to_string(v.kind)},
+                             {"microbatch", v.microbatch},
+                             {"index", v.index},
+                             {"measured_start_ms", v.measured_offset_ns / 1e6},
+                             {"predicted_start_ms", v.predicted_offset_ns / 1e6}};
+  } else {
+    j["first_divergence"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json suggestions_json(const db::RunReader& r, nlohmann::json& notes) {
+  nlohmann::json out = nlohmann::json::array();
+  auto job = r.job();
+  if (!job.is_object()) {
+    notes.push_back("suggestions: the run recorded no job");
+    return out;
+  }
+  SuggestionReport rep;
+  try {
+    rep = suggest_changes(job);
+  } catch (const std::exception& e) {
+    notes.push_back(std::string("suggestions: the recorded job cannot be simulated: ") + e.what());
+    return out;
+  }
+  for (const auto& n : rep.notes) notes.push_back("suggestion not simulated: " + n);
+  for (const auto& s : rep.suggestions)
+    out.push_back({{"change", s.change},
+                   {"addresses", s.addresses},
+                   {"set", s.overrides},
+                   {"iteration_ms_before", s.iteration_ms_before},
+                   {"iteration_ms_after", s.iteration_ms_after},
+                   {"iteration_change", s.iteration_ms_after / s.iteration_ms_before - 1.0},
+                   {"bubble_before", s.bubble_before},
+                   {"bubble_after", s.bubble_after},
+                   {"peak_memory_bytes_before", s.peak_memory_before},
+                   {"peak_memory_bytes_after", s.peak_memory_after},
+                   {"memory_budget_bytes", s.memory_budget}});
+  return out;
+}
+
+}  // namespace
+
+int optimizer_steps_per_iteration(const nlohmann::json& job_doc) {
+  if (!job_doc.is_object()) return 1;
+  try {
+    JobSpec job = parse_job(job_doc);
+    return job.pipeline.schedule == ScheduleKind::AsyncOneFOneB ? job.pipeline.microbatches : 1;
+  } catch (const std::exception&) {
+    return 1;  // a job this build no longer accepts
+  }
+}
+
+nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
+  std::vector<Event> events;
+  events.reserve(static_cast<std::size_t>(std::max<std::int64_t>(r.event_count(), 0)));
+  r.for_each_event([&](const Event& e) { events.push_back(e); });
+  if (events.empty()) throw std::runtime_error("the run recorded no events: nothing to explain");
+
+  AttributionOptions ao;
+  const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
+  ao.optimizer_steps_per_iteration = steps_per_iteration;
+  Attribution a = attribute_idle(events, ao);  // every iteration: the critical path may reach into the one before
+  if (a.iterations == 0) throw std::runtime_error("the run has no complete iteration");
+  const int iteration = opt.iteration.value_or(a.iterations - 1);
+  if (iteration < 0 || iteration >= a.iterations)
+    throw UsageError("--iteration " + std::to_string(iteration) + ": the run has " + std::to_string(a.iterations) +
+                     " complete iteration" + (a.iterations == 1 ? "" : "s") + " (0.." +
+                     std::to_string(a.iterations - 1) + ")");
+
+  nlohmann::json j;
+  j["file"] = r.path();
+  j["run_id"] = r.run().run_id;
+  j["source"] = r.run().source;
+  j["name"] = r.run().name;
+  j["iteration"] = iteration;
+  j["iterations"] = a.iterations;
+  j["events"] = events.size();
+  nlohmann::json stages = nlohmann::json::array();
+  std::int64_t wall = 0, compute = 0;
+  std::map<std::string, std::int64_t> totals;
+  for (const auto& s : a.stage_iterations) {
+    if (s.iteration != iteration) continue;
+    auto c = causes_json(s);
+    for (auto& [k, v] : c.items()) totals[k] += v.get<std::int64_t>();
+    stages.push_back({{"stage", s.stage},
+                      {"start_ns", s.start_ns},
+                      {"end_ns", s.end_ns},
+                      {"wall_ns", s.wall_ns()},
+                      {"compute_ns", s.compute_ns},
+                      {"causes", c}});
+    wall += s.wall_ns();
+    compute += s.compute_ns;
+  }
+  j["stages"] = stages;
+  j["totals"] = {{"wall_ns", wall}, {"compute_ns", compute}, {"causes", totals}};
+  j["critical_path"] = path_json(critical_path(events, a, iteration));
+  nlohmann::json notes = nlohmann::json::array();
+  try {
+    auto p = predicted_vs_measured(r, events, a, iteration, opt, notes);
+    j["predicted_vs_measured"] = p ? *p : nlohmann::json(nullptr);
+  } catch (const std::exception& e) {
+    notes.push_back(std::string("predicted vs measured: ") + e.what());
+    j["predicted_vs_measured"] = nullptr;
+  }
+  j["suggestions"] = opt.suggestions ? suggestions_json(r, notes) : nlohmann::json::array();
+  j["notes"] = notes;
+  return j;
+}
+
+}  // namespace pw::cli

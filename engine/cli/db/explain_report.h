@@ -1,0 +1,26 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace pw::db {
+class RunReader;
+}
+
+namespace pw::cli {
+
+struct ExplainOptions {
+  std::optional<int> iteration;          // default: the last complete one
+  std::optional<double> threshold_ms;    // predicted vs measured; default 5% of the predicted iteration
+  bool suggestions = true;
+};
+
+// Optimizer steps that make one iteration of a recorded job: the
+// microbatch count for PipeDream's per-microbatch updates, else 1.
+int optimizer_steps_per_iteration(const nlohmann::json& job);
+
+// `pipewright explain`'s report on a recorded run (docs/explain.md): per
+// stage and cause, the critical path, predicted vs measured (when the run
+// recorded its job, plan and profile) and simulated suggestions.
+nlohmann::json explain_run(const db::RunReader& run, const ExplainOptions& opt);
+
+}  // namespace pw::cli

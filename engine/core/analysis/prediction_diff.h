@@ -1,0 +1,48 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/analysis/idle_attribution.h"
+#include "core/events/event.h"
+
+namespace pw {
+
+// Measured against predicted time per stage and action kind (means per action).
+struct KindComparison {
+  std::int32_t stage = 0;
+  EventKind kind = EventKind::Forward;
+  int measured_count = 0, predicted_count = 0;
+  double measured_ms = 0, predicted_ms = 0;  // mean duration
+  double ratio() const { return predicted_ms > 0 ? measured_ms / predicted_ms : 0; }
+};
+
+// The first action (in measured time) whose start, counted from its
+// iteration's start, differs from the prediction's by more than the threshold.
+struct Divergence {
+  std::int32_t stage = 0;
+  EventKind kind = EventKind::Forward;
+  std::int32_t microbatch = -1;
+  int index = 0;  // the stage's n-th action of the iteration
+  std::int64_t measured_offset_ns = 0, predicted_offset_ns = 0;
+};
+
+struct PredictionDiff {
+  std::int64_t measured_iteration_ns = 0, predicted_iteration_ns = 0;
+  std::vector<KindComparison> kinds;  // by stage, then kind
+  std::optional<Divergence> divergence;
+  std::int64_t threshold_ns = 0;
+};
+
+// Compares iteration `measured_iteration` of a run with iteration
+// `predicted_iteration` of the simulator's timeline of the same plan. Both
+// are aligned at their iteration's start (the first compute action of the
+// iteration on any stage); a stage's actions (forward, backward, optimizer
+// step) are matched in order. `threshold_ns` < 0: 5% of the predicted
+// iteration. The attributions give the iteration windows.
+PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attribution& measured_attribution,
+                                  int measured_iteration, const std::vector<Event>& predicted,
+                                  const Attribution& predicted_attribution, int predicted_iteration,
+                                  std::int64_t threshold_ns = -1);
+
+}  // namespace pw

@@ -1,0 +1,143 @@
+#include "core/analysis/suggestions.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/job/job_plan.h"
+#include "core/plan/planner_registry.h"
+#include "core/schedule/schedule_kind.h"
+#include "core/spec/job_spec.h"
+
+namespace pw {
+namespace {
+
+struct Outcome {
+  double iteration_ms = 0, bubble = 0;
+  std::uint64_t peak = 0, budget = 0;
+  bool feasible = false;
+  Plan plan;
+};
+
+Outcome simulate_job(const nlohmann::json& doc, const std::vector<std::string>& overrides) {
+  nlohmann::json d = doc;
+  for (const auto& o : overrides) apply_override(d, o);
+  PreparedJob p = prepare_job(parse_job(d));
+  SimResult r = simulate(p.sim_input());
+  Outcome o;
+  o.iteration_ms = r.iteration_time_ms;
+  o.bubble = r.bubble_fraction;
+  o.feasible = r.feasible;
+  for (const auto& s : r.stages) o.peak = std::max(o.peak, s.peak_memory_bytes), o.budget = s.memory_budget_bytes;
+  o.plan = p.plan;
+  return o;
+}
+
+std::string range_text(int a, int b) { return a == b ? "layer " + std::to_string(a) : "layers " + std::to_string(a) + "-" + std::to_string(b); }
+
+}  // namespace
+
+std::string describe_plan_change(const Plan& from, const Plan& to) {
+  auto owners = [](const Plan& plan) {
+    std::vector<int> owner(plan.policy.size(), -1);
+    for (std::size_t s = 0; s < plan.stages.size(); ++s)
+      for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < static_cast<int>(owner.size()); ++l)
+        owner[l] = static_cast<int>(s);
+    return owner;
+  };
+  std::vector<std::string> parts;
+  // Runs of layers whose (before, after) pair is the same, where it changed.
+  auto runs = [&](auto before, auto after, std::size_t n, auto text) {
+    for (std::size_t l = 0; l < n;) {
+      if (before(l) == after(l)) {
+        ++l;
+        continue;
+      }
+      std::size_t e = l;
+      while (e + 1 < n && before(e + 1) == before(l) && after(e + 1) == after(l)) ++e;
+      parts.push_back(range_text(static_cast<int>(l), static_cast<int>(e)) + text(l));
+      l = e + 1;
+    }
+  };
+  std::vector<int> fo = owners(from), tow = owners(to);
+  const std::size_t n = std::min(fo.size(), tow.size());
+  runs([&](std::size_t l) { return fo[l]; }, [&](std::size_t l) { return tow[l]; }, n, [&](std::size_t l) {
+    return " move from stage " + std::to_string(fo[l]) + " to stage " + std::to_string(tow[l]);
+  });
+  runs([&](std::size_t l) { return from.policy[l]; }, [&](std::size_t l) { return to.policy[l]; }, n, [&](std::size_t l) {
+    return std::string(": ") + to_string(from.policy[l]) + " -> " + to_string(to.policy[l]);
+  });
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : "; ") + p;
+  return s.empty() ? "the same plan" : s;
+}
+
+SuggestionReport suggest_changes(const nlohmann::json& doc, int max) {
+  SuggestionReport rep;
+  JobSpec job = parse_job(doc);
+  Outcome before = simulate_job(doc, {});
+  rep.iteration_ms = before.iteration_ms;
+
+  struct Candidate {
+    std::string change, addresses;
+    std::vector<std::string> overrides;
+    bool describe_plan = false;
+  };
+  std::vector<Candidate> cands;
+  // Smaller microbatches, same batch: more of them shrink fill and drain.
+  const int batch = job.training.batch_size;
+  const bool explicit_count = doc.contains("pipeline") && doc["pipeline"].contains("microbatches");
+  for (int size = job.training.microbatch_size / 2; size >= 1; size /= 2) {
+    if (batch % size != 0) continue;
+    Candidate c;
+    const int m = batch / size;
+    c.change = std::to_string(m) + " microbatches of " + std::to_string(size) + " instead of " +
+               std::to_string(job.pipeline.microbatches) + " of " + std::to_string(job.training.microbatch_size);
+    c.addresses = "fill, drain";
+    c.overrides.push_back("training.microbatch_size=" + std::to_string(size));
+    if (explicit_count) c.overrides.push_back("pipeline.microbatches=" + std::to_string(m));
+    cands.push_back(c);
+    if (m >= 8 * job.pipeline.stages) break;  // enough to make the bubble small
+  }
+  // Other planners: layers moved between stages, other memory policies.
+  for (const auto& p : planner_registry()) {
+    if (p.name == job.pipeline.planner) continue;
+    cands.push_back({"planner " + p.name, "dependency, imbalance, memory policy", {"pipeline.planner=" + p.name}, true});
+  }
+  if (job.pipeline.schedule == ScheduleKind::GPipe)
+    cands.push_back({"1F1B instead of GPipe", "memory (fewer activations in flight)", {"pipeline.schedule=1f1b"}});
+
+  for (const auto& c : cands) {
+    Outcome after;
+    try {
+      after = simulate_job(doc, c.overrides);
+    } catch (const std::exception& e) {
+      const std::string why = e.what();
+      rep.notes.push_back(why.rfind(c.change + ":", 0) == 0 ? why : c.change + ": " + why);
+      continue;
+    }
+    if (!after.feasible || after.iteration_ms >= before.iteration_ms) continue;
+    Suggestion s;
+    s.change = c.change;
+    if (c.describe_plan) {
+      std::string what = describe_plan_change(before.plan, after.plan);
+      if (what == "the same plan") continue;
+      s.change += ": " + what;
+    }
+    s.addresses = c.addresses;
+    s.overrides = c.overrides;
+    s.iteration_ms_before = before.iteration_ms;
+    s.iteration_ms_after = after.iteration_ms;
+    s.bubble_before = before.bubble;
+    s.bubble_after = after.bubble;
+    s.peak_memory_before = before.peak;
+    s.peak_memory_after = after.peak;
+    s.memory_budget = after.budget;
+    rep.suggestions.push_back(s);
+  }
+  std::stable_sort(rep.suggestions.begin(), rep.suggestions.end(),
+                   [](const Suggestion& a, const Suggestion& b) { return a.iteration_ms_after < b.iteration_ms_after; });
+  if (static_cast<int>(rep.suggestions.size()) > max) rep.suggestions.resize(max);
+  return rep;
+}
+
+}  // namespace pw

@@ -1,0 +1,39 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace pw {
+
+// A change to a job, backed by simulating the changed job exactly as
+// `pipewright simulate JOB --set ...` would.
+struct Suggestion {
+  std::string change;                  // what changes, in words
+  std::string addresses;               // the causes it works on
+  std::vector<std::string> overrides;  // the --set assignments that make it
+  double iteration_ms_before = 0, iteration_ms_after = 0;
+  double bubble_before = 0, bubble_after = 0;
+  std::uint64_t peak_memory_before = 0, peak_memory_after = 0;  // the largest stage's, bytes
+  std::uint64_t memory_budget = 0;
+};
+
+struct SuggestionReport {
+  double iteration_ms = 0;  // the job as it is, simulated
+  std::vector<Suggestion> suggestions;  // improving ones, best first
+  std::vector<std::string> notes;       // candidates that could not be simulated, and why
+};
+
+// Tries more microbatches (smaller ones, same batch), every other planner
+// (moving layers between stages, other memory policies) and 1F1B instead of
+// GPipe; keeps the feasible ones that shorten the simulated iteration, at
+// most `max`. `job` is the job document as recorded (after overrides).
+SuggestionReport suggest_changes(const nlohmann::json& job, int max = 5);
+
+// The plan change in words: layers moving between stages and per-layer
+// policy changes ("layers 11-12 move from stage 1 to stage 0; layer 7 swap -> recompute").
+std::string describe_plan_change(const Plan& from, const Plan& to);
+
+}  // namespace pw

@@ -1,0 +1,68 @@
+#!/bin/sh
+# `pipewright explain` on a real 2-stage run (issue 21): per stage the causes
+# add up to the wall time; the critical path's largest share is the busier
+# stage (stage 1 holds the 1024x1024 layer, about 4x stage 0's work); a
+# suggestion's figures are what `simulate --set` gives for the recorded job.
+# usage: explain_run.sh PIPEWRIGHT WORKER JOB.json
+set -u
+PW=$1; export PW_WORKER=$2; JOB=$3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+PY=/usr/bin/python3
+
+"$PW" run "$JOB" --set 'model.widths=[256,1024,1024]' --set training.iterations=6 --run-dir "$T/run" \
+  --db "$T/r.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run --db: $(cat "$T/err")"
+"$PW" explain "$T/r.sqlite" --json > "$T/x.json" 2> "$T/err" || fail "explain: $(cat "$T/err")"
+"$PW" explain "$T/r.sqlite" --json --iteration 1 > "$T/x1.json" 2> "$T/err" || fail "explain --iteration 1: $(cat "$T/err")"
+"$PW" explain "$T/r.sqlite" > "$T/x.txt" 2> "$T/err" || fail "explain (text): $(cat "$T/err")"
+"$PW" export "$T/r.sqlite" --csv "$T/csv" > /dev/null || fail "export"
+$PY - "$T" <<'PYEOF' || fail "checks above"
+import csv, json, sys
+T = sys.argv[1]
+ev = list(csv.DictReader(open(T + '/csv/events.csv')))
+for f in ('x.json', 'x1.json'):
+    x = json.load(open(T + '/' + f))
+    assert x['iterations'] == 6, x['iterations']
+    assert len(x['stages']) == 2
+    for s in x['stages']:
+        assert s['compute_ns'] + sum(s['causes'].values()) == s['wall_ns'], (f, s)
+        # Compute: the stage's forward and backward events inside its window.
+        own = [e for e in ev if int(e['stage']) == s['stage'] and e['kind'] in ('forward', 'backward')
+               and s['start_ns'] <= int(e['start_ns']) < s['end_ns']]
+        assert s['compute_ns'] == sum(int(e['end_ns']) - int(e['start_ns']) for e in own), (f, s['stage'])
+        # The engine receives in Recv events: every wait on the peer names it.
+        for k in s['causes']:
+            if k.startswith('wait_'): assert k.endswith('_%d' % (1 - s['stage'])), k
+    cp = x['critical_path']
+    assert abs(sum(s['share'] for s in cp['stages']) - 1) < 1e-9
+    busy = {s: sum(int(e['end_ns']) - int(e['start_ns']) for e in ev
+                   if int(e['stage']) == s and e['kind'] in ('forward', 'backward', 'optimizer')) for s in (0, 1)}
+    assert busy[1] > busy[0], busy
+    top = max(cp['stages'], key=lambda s: s['share'])['stage']
+    assert top == 1, (cp['stages'], busy)
+    p = x['predicted_vs_measured']
+    assert p is not None and p['measured_iteration_ms'] > 0 and p['predicted_iteration_ms'] > 0, p
+print('ok')
+PYEOF
+# The recorded job, re-simulated with each suggestion's --set.
+$PY -c "
+import sqlite3, json, sys
+c = sqlite3.connect('$T/r.sqlite')
+json.dump(json.loads(c.execute('SELECT job_json FROM run').fetchone()[0]), open('$T/job.json', 'w'))
+x = json.load(open('$T/x.json'))
+for s in x['suggestions']:
+    print('\t'.join([repr(s['iteration_ms_before']), repr(s['iteration_ms_after'])] + ['--set\t' + o for o in s['set']]))
+" > "$T/sets.txt" || fail "reading the recorded job"
+"$PW" simulate "$T/job.json" --json > "$T/base.json" || fail "simulate the recorded job"
+while IFS="$(printf '\t')" read -r before after rest; do
+  # shellcheck disable=SC2086
+  sets=$(printf '%s' "$rest" | tr '\t' ' ')
+  "$PW" simulate "$T/job.json" $sets --json > "$T/s.json" || fail "simulate $sets"
+  $PY -c "
+import json
+s = json.load(open('$T/s.json')); b = json.load(open('$T/base.json'))
+assert abs(s['iteration_time_ms'] - $after) <= 1e-9 * $after, (s['iteration_time_ms'], $after)
+assert abs(b['iteration_time_ms'] - $before) <= 1e-9 * $before, (b['iteration_time_ms'], $before)
+" || fail "suggestion $sets"
+done < "$T/sets.txt"
+echo "explain on a real run: ok ($(wc -l < "$T/sets.txt") suggestions re-simulated)"
