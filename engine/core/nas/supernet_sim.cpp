@@ -43,6 +43,7 @@ class SupernetSimulation {
     driver_ = make_driver(in.mode, in.stages, in.sequence, in.window, in.microbatches);
     scale_ = driver_->micro_per_subnet() == 1 ? in.microbatches : 1;
     stage_.resize(p_);
+    dirty_.assign(p_, false);
     for (int s = 0; s < p_; ++s) {
       std::int64_t frozen = 0;
       if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
@@ -63,6 +64,11 @@ class SupernetSimulation {
       Ev e = q_.top();
       q_.pop();
       handle(e);
+      // A stage decides only once everything that happens at this instant
+      // has happened: a stage freed at t must see a gradient that arrives at
+      // t too, or it starts a forward and leaves that backward (and the
+      // subnets it unblocks) waiting a whole action.
+      if (q_.empty() || q_.top().t > e.t) settle(e.t);
     }
     if (!driver_->all_done())
       throw std::logic_error(std::string("supernet schedule stopped before all subnets finished (") +
@@ -156,6 +162,15 @@ class SupernetSimulation {
     prefetch(s, now);
   }
 
+  // Dispatches every stage whose situation changed at time t.
+  void settle(std::int64_t t) {
+    for (int s = 0; s < p_; ++s)
+      if (dirty_[s]) {
+        dirty_[s] = false;
+        dispatch(s, t);
+      }
+  }
+
   void report_waits(int s, const std::vector<SubnetWait>& waits, std::int64_t now) {
     waits_ += stage_[s].waits.report(waits, now, obs_);
   }
@@ -204,11 +219,11 @@ class SupernetSimulation {
     switch (e.type) {
       case EvType::FwdArrive:
         driver_->forward_arrived(s, e.unit);
-        dispatch(s, e.t);
+        dirty_[s] = true;
         break;
       case EvType::BwdArrive:
         driver_->backward_arrived(s, e.unit);
-        dispatch(s, e.t);
+        dirty_[s] = true;
         break;
       case EvType::ComputeDone:
         st.busy = false;
@@ -221,7 +236,7 @@ class SupernetSimulation {
           } else {
             driver_->backward_arrived(s, e.unit);
           }
-          dispatch(s, e.t);
+          dirty_[s] = true;
           break;
         }
         if (s > 0) {
@@ -238,7 +253,7 @@ class SupernetSimulation {
           emit(EventKind::OptimizerStep, s, b, e.t, end, 0, in_.stages[s].first, in_.stages[s].last);
           push(end, EvType::UpdateDone, s, e.unit, false);
         } else {
-          dispatch(s, e.t);
+          dirty_[s] = true;
         }
         break;
       case EvType::UpdateDone:
@@ -251,7 +266,7 @@ class SupernetSimulation {
           --in_flight_;
           if (obs_) obs_->on_state(b, SubnetState::Done, 0, e.t);
         }
-        for (int x = 0; x < p_; ++x) dispatch((s + x) % p_, e.t);
+        std::fill(dirty_.begin(), dirty_.end(), true);
         break;
     }
   }
@@ -302,6 +317,7 @@ class SupernetSimulation {
   int p_ = 0, scale_ = 1;
   std::unique_ptr<SupernetDriver> driver_;
   std::vector<StageState> stage_;
+  std::vector<bool> dirty_;  // stages to dispatch once the current instant settles
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q_;
   std::int64_t seq_no_ = 0, makespan_ = 0, stall_ns_ = 0;
   std::uint64_t events_ = 0, uses_ = 0, hits_ = 0, waits_ = 0;
