@@ -19,18 +19,36 @@ bool LayerCache::resident_by(std::int64_t key, std::int64_t t) const {
   return it != map_.end() && it->second.ready_at <= t;
 }
 
-bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force) {
+void LayerCache::set_eviction(Eviction rule, const NextUse* next_use) {
+  rule_ = next_use ? rule : Eviction::Lru;
+  next_use_ = next_use;
+}
+
+std::int64_t LayerCache::next_use(std::int64_t key) const {
+  return next_use_ ? next_use_->next(key) : NextUse::kNever;
+}
+
+bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force,
+                           std::int64_t needed_by) {
   if (used_ + need <= capacity_) return true;
-  std::vector<std::pair<std::int64_t, std::int64_t>> victims;  // (last_use, key)
-  std::int64_t freeable = 0;
+  std::vector<EvictionCandidate> victims;
   for (const auto& [k, e] : map_) {
     if (e.pins > 0 || std::find(keep.begin(), keep.end(), k) != keep.end()) continue;
-    victims.push_back({e.last_use, k});
-    freeable += e.resident;
+    victims.push_back({k, e.last_use, rule_ == Eviction::Belady ? next_use(k) : NextUse::kNever});
   }
-  if (!force && used_ - freeable + need > capacity_) return false;
-  std::sort(victims.begin(), victims.end());
-  for (const auto& [use, k] : victims) {
+  order_for_eviction(victims, rule_);
+  if (!force) {
+    // Dry run: room must be reachable with admissible victims only.
+    std::int64_t freed = 0;
+    for (const auto& v : victims) {
+      if (used_ - freed + need <= capacity_) break;
+      if (rule_ == Eviction::Belady && v.next_use <= needed_by) break;  // ordered: the rest are sooner still
+      freed += map_.at(v.key).resident;
+    }
+    if (used_ - freed + need > capacity_) return false;
+  }
+  for (const auto& v : victims) {
+    const std::int64_t k = v.key;
     if (used_ + need <= capacity_) break;
     Entry e = map_[k];
     map_.erase(k);
@@ -91,7 +109,13 @@ bool LayerCache::prefetch(const std::vector<Item>& items, std::int64_t now, cons
     if (!map_.count(it.key)) need += it.resident_bytes;
   }
   if (need == 0) return true;
-  if (!make_room(need, now, keep, false)) return false;
+  // Under Belady, loading ahead must not displace what is needed before
+  // the latest of the items it loads.
+  std::int64_t needed_by = -1;
+  if (rule_ == Eviction::Belady)
+    for (const auto& it : items)
+      if (!map_.count(it.key)) needed_by = std::max(needed_by, next_use(it.key));
+  if (!make_room(need, now, keep, false, needed_by)) return false;
   for (const auto& it : items)
     if (!map_.count(it.key)) load(it, now);
   return true;

@@ -44,6 +44,7 @@ class SupernetSimulation {
     scale_ = driver_->micro_per_subnet() == 1 ? in.microbatches : 1;
     stage_.resize(p_);
     dirty_.assign(p_, false);
+    rule_ = in.mode == SupernetMode::GPipe || in.mode == SupernetMode::PipeDream ? Eviction::Lru : in.eviction;
     for (int s = 0; s < p_; ++s) {
       std::int64_t frozen = 0;
       if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
@@ -55,6 +56,15 @@ class SupernetSimulation {
           [this, s](bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
             transfer_event(s, load, key, a, b, bytes);
           });
+      if (rule_ == Eviction::Belady) {
+        std::vector<std::vector<std::int64_t>> uses;
+        for (int b = 0; b < static_cast<int>(seq_.size()); ++b) {
+          uses.emplace_back();
+          for (const auto& it : items(s, b)) uses.back().push_back(it.key);
+        }
+        stage_[s].next_use = std::make_unique<NextUse>(uses);
+      }
+      stage_[s].cache->set_eviction(rule_, stage_[s].next_use.get());
     }
   }
 
@@ -81,6 +91,7 @@ class SupernetSimulation {
     bool busy = false;
     std::int64_t busy_ns = 0;
     std::unique_ptr<LayerCache> cache;
+    std::unique_ptr<NextUse> next_use;  // Belady's knowledge of the sequence
     WaitReporter waits;
   };
 
@@ -202,7 +213,10 @@ class SupernetSimulation {
       }
     }
     std::int64_t ready = st.cache->ensure(its, now);
-    if (w.unit.micro == 0) st.cache->pin(its, now);
+    if (w.unit.micro == 0) {
+      st.cache->pin(its, now);
+      if (st.next_use) st.next_use->consume(b);
+    }
     std::int64_t begin = std::max(now, ready);
     stall_ns_ += begin - now;
     std::int64_t end = begin + fwd_ns(s, b);
@@ -287,6 +301,7 @@ class SupernetSimulation {
     SupernetSimResult r;
     r.mode = to_string(in_.mode);
     r.reproducible = driver_->reproducible();
+    r.eviction = to_string(rule_);
     r.subnets = static_cast<int>(seq_.size());
     r.makespan_ms = makespan_ / 1e6;
     r.subnets_per_s = makespan_ > 0 ? r.subnets / (makespan_ / 1e9) : 0;
@@ -315,6 +330,7 @@ class SupernetSimulation {
   EventSink* sink_;
   SubnetObserver* obs_;
   int p_ = 0, scale_ = 1;
+  Eviction rule_ = Eviction::Lru;
   std::unique_ptr<SupernetDriver> driver_;
   std::vector<StageState> stage_;
   std::vector<bool> dirty_;  // stages to dispatch once the current instant settles
