@@ -11,6 +11,7 @@
 
 #include "core/nas/eviction.h"
 #include "core/nas/layer_cache.h"
+#include "test_csp_helpers.h"
 
 using namespace pw::nas;
 
@@ -136,24 +137,50 @@ TEST(NasEviction, NextUseSkipsStepsConsumedOutOfOrder) {
   EXPECT_EQ(next.next(3), 3);
 }
 
-TEST(NasEviction, BeladyPrefetchKeepsWhatIsNeededSooner) {
-  // Room for 2. Resident: key 1 (next used at step 1) and key 2 (step 5).
-  // Prefetching step 3's key 3 may displace key 2 but never key 1; for
-  // step 6's key 4 nothing may go (both residents are needed before it).
-  NextUse next({{1, 2}, {1}, {9}, {3}, {9}, {2}, {4}});
+TEST(NasEviction, PrefetchDisplacesTheFarthestUnderBeladyTheOldestUnderLru) {
+  // Room for 2. Resident: key 1 (loaded first, next used at step 1) and
+  // key 2 (next used at step 5). Loading key 3 ahead displaces key 2 under
+  // Belady, key 1 under LRU; a protected key is never displaced.
+  NextUse next({{1, 2}, {1}, {9}, {3}, {9}, {2}});
   next.consume(0);
-  LayerCache cache(2, 1.0);
-  cache.set_eviction(Eviction::Belady, &next);
-  cache.ensure({{1, 1, 1}, {2, 1, 1}}, 0);
-  EXPECT_FALSE(cache.prefetch({{4, 1, 1}}, 10, {}));
-  EXPECT_TRUE(cache.present(1) && cache.present(2));
-  EXPECT_TRUE(cache.prefetch({{3, 1, 1}}, 10, {}));
-  EXPECT_TRUE(cache.present(1) && cache.present(3));
-  EXPECT_FALSE(cache.present(2));
-  // LRU would have displaced key 1 (least recently used) for either.
-  LayerCache lru(2, 1.0);
-  lru.ensure({{1, 1, 1}}, 0);
-  lru.ensure({{2, 1, 1}}, 0);
-  EXPECT_TRUE(lru.prefetch({{4, 1, 1}}, 10, {}));
-  EXPECT_FALSE(lru.present(1));
+  for (Eviction rule : {Eviction::Belady, Eviction::Lru}) {
+    LayerCache cache(2, 1.0);
+    cache.set_eviction(rule, &next);
+    cache.ensure({{1, 1, 1}}, 0);
+    cache.ensure({{2, 1, 1}}, 0);
+    EXPECT_EQ(cache.eviction(), rule);
+    EXPECT_TRUE(cache.prefetch({{3, 1, 1}}, 10, {}));
+    EXPECT_TRUE(cache.present(3));
+    EXPECT_EQ(cache.present(1), rule == Eviction::Belady) << to_string(rule);
+    EXPECT_EQ(cache.present(2), rule == Eviction::Lru) << to_string(rule);
+    std::int64_t kept = rule == Eviction::Belady ? 1 : 2;
+    EXPECT_FALSE(cache.prefetch({{4, 1, 1}}, 10, {kept, 3}));  // nothing left to displace
+    EXPECT_FALSE(cache.present(4));
+  }
+  // Without next uses the rule falls back to LRU.
+  LayerCache blind(2, 1.0);
+  blind.set_eviction(Eviction::Belady, nullptr);
+  EXPECT_EQ(blind.eviction(), Eviction::Lru);
+}
+
+TEST(NasEviction, TheSimulatorEvictsByBeladyWhereItKnowsTheSequence) {
+  // 4 stages of 2 choice layers x 6 candidates of 10 MB (+10 MB gradient):
+  // a stage's slice is 240 MB; a budget of 80 MB (a third) forces evictions.
+  auto doc = csptest::uniform_supernet_json(4, 8, 6, 150);
+  doc["search_space"]["param_mb"] = 10;
+  doc["search_space"]["device_budget_gb"] = 80.0 / 1024;
+  NasJob nj = prepare_nas_job(pw::parse_job(doc));
+  auto in = supernet_sim_input(nj, SupernetMode::Csp);
+  EXPECT_EQ(in.eviction, Eviction::Belady);  // the default
+  csptest::Recorder rec;
+  auto belady = simulate_supernet(in, &rec);
+  EXPECT_EQ(belady.eviction, "belady");
+  EXPECT_EQ(csptest::causal_violations(rec.events, nj.sequence, nj.stages), 0);
+  in.eviction = Eviction::Lru;
+  auto lru = simulate_supernet(in);
+  EXPECT_EQ(lru.eviction, "lru");
+  EXPECT_GT(lru.evictions, 0u);
+  EXPECT_LT(belady.loads, lru.loads);
+  // GPipe does not predict the schedule: on-demand loads, LRU.
+  EXPECT_EQ(simulate_supernet(supernet_sim_input(nj, SupernetMode::GPipe)).eviction, "lru");
 }

@@ -28,8 +28,7 @@ std::int64_t LayerCache::next_use(std::int64_t key) const {
   return next_use_ ? next_use_->next(key) : NextUse::kNever;
 }
 
-bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force,
-                           std::int64_t needed_by) {
+bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force) {
   if (used_ + need <= capacity_) return true;
   std::vector<EvictionCandidate> victims;
   for (const auto& [k, e] : map_) {
@@ -38,14 +37,9 @@ bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vecto
   }
   order_for_eviction(victims, rule_);
   if (!force) {
-    // Dry run: room must be reachable with admissible victims only.
-    std::int64_t freed = 0;
-    for (const auto& v : victims) {
-      if (used_ - freed + need <= capacity_) break;
-      if (rule_ == Eviction::Belady && v.next_use <= needed_by) break;  // ordered: the rest are sooner still
-      freed += map_.at(v.key).resident;
-    }
-    if (used_ - freed + need > capacity_) return false;
+    std::int64_t freeable = 0;
+    for (const auto& v : victims) freeable += map_.at(v.key).resident;
+    if (used_ - freeable + need > capacity_) return false;
   }
   for (const auto& v : victims) {
     const std::int64_t k = v.key;
@@ -109,13 +103,7 @@ bool LayerCache::prefetch(const std::vector<Item>& items, std::int64_t now, cons
     if (!map_.count(it.key)) need += it.resident_bytes;
   }
   if (need == 0) return true;
-  // Under Belady, loading ahead must not displace what is needed before
-  // the latest of the items it loads.
-  std::int64_t needed_by = -1;
-  if (rule_ == Eviction::Belady)
-    for (const auto& it : items)
-      if (!map_.count(it.key)) needed_by = std::max(needed_by, next_use(it.key));
-  if (!make_room(need, now, keep, false, needed_by)) return false;
+  if (!make_room(need, now, keep, false)) return false;
   for (const auto& it : items)
     if (!map_.count(it.key)) load(it, now);
   return true;

@@ -16,8 +16,10 @@ namespace pw::nas {
 // needed, by `Eviction` rule (least recently used, or Belady's next use
 // farthest), never a pinned candidate (a subnet between its forward and its
 // update) nor one the caller protects (needed by a predicted upcoming
-// subnet). Under Belady a prefetch never evicts a candidate needed sooner
-// than the ones it loads.
+// subnet). A prefetch does not weigh a victim's next use against that of
+// what it loads: under CSP a later, eligible subnet overtakes an earlier,
+// blocked one, so sequence order misjudges which is needed first; the
+// caller's protected list (the policy's own prediction) decides that.
 class LayerCache {
  public:
   struct Item {
@@ -65,10 +67,8 @@ class LayerCache {
     bool dirty = false;
   };
   // Evicts until `need` more bytes fit. Unless forced, fails (evicting
-  // nothing) when that is impossible, or under Belady when it would evict a
-  // candidate used at or before step `needed_by`.
-  bool make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force,
-                 std::int64_t needed_by = -1);
+  // nothing) when that is impossible.
+  bool make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force);
   std::int64_t next_use(std::int64_t key) const;
   void load(const Item& it, std::int64_t now);
   std::int64_t transfer_ns(std::int64_t bytes) const;
