@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
 #include "core/spec/job_spec.h"
@@ -51,17 +52,10 @@ double largest_slice_gib(const NasJob& nj) {
   return worst / (1024.0 * 1024 * 1024);
 }
 
-// The largest stage's supernet slice as the device cache holds it:
-// weights, gradients and optimizer state of every candidate.
+// The largest stage's supernet slice as the device cache holds it.
 double largest_slice_resident_bytes(const NasJob& nj) {
-  double worst = 0;
-  for (const auto& st : nj.stages) {
-    double b = 0;
-    for (int l = st.first; l <= st.last; ++l)
-      for (const auto& c : nj.space.layers[l].candidates) b += 2.0 * c.cost.param_bytes + c.cost.optimizer_bytes;
-    worst = std::max(worst, b);
-  }
-  return worst;
+  auto slices = supernet_slice_bytes(nj);
+  return *std::max_element(slices.begin(), slices.end());
 }
 
 double ratio(double a, double b) { return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0); }

@@ -92,6 +92,8 @@ class SupernetSimulation {
     std::int64_t busy_ns = 0;
     std::unique_ptr<LayerCache> cache;
     std::unique_ptr<NextUse> next_use;  // Belady's knowledge of the sequence
+    std::uint64_t uses = 0, hits = 0;
+    std::int64_t stall_ns = 0;
     WaitReporter waits;
   };
 
@@ -128,9 +130,8 @@ class SupernetSimulation {
   std::vector<LayerCache::Item> items(int s, int b) const {
     std::vector<LayerCache::Item> out;
     for (int l = in_.stages[s].first; l <= in_.stages[s].last; ++l) {
-      const auto& c = cand(l, b).cost;
-      out.push_back({l * kKeyStride + seq_[b][l], static_cast<std::int64_t>(2 * c.param_bytes + c.optimizer_bytes),
-                     static_cast<std::int64_t>(c.param_bytes + c.optimizer_bytes)});
+      const auto& c = cand(l, b);
+      out.push_back({l * kKeyStride + seq_[b][l], c.resident_bytes(), c.transfer_bytes()});
     }
     return out;
   }
@@ -208,8 +209,8 @@ class SupernetSimulation {
     auto its = items(s, b);
     if (w.unit.micro == 0) {  // the subnet's first use of its layers at this stage
       for (const auto& it : its) {
-        ++uses_;
-        if (st.cache->resident_by(it.key, now)) ++hits_;
+        ++st.uses;
+        if (st.cache->resident_by(it.key, now)) ++st.hits;
       }
     }
     std::int64_t ready = st.cache->ensure(its, now);
@@ -218,7 +219,7 @@ class SupernetSimulation {
       if (st.next_use) st.next_use->consume(b);
     }
     std::int64_t begin = std::max(now, ready);
-    stall_ns_ += begin - now;
+    st.stall_ns += begin - now;
     std::int64_t end = begin + fwd_ns(s, b);
     if (obs_) obs_->on_state(b, SubnetState::Forward, s, begin);
     emit(EventKind::Forward, s, b, begin, end, 0, r.first, r.last);
@@ -313,11 +314,19 @@ class SupernetSimulation {
       r.evictions += st.cache->evictions();
       r.load_gib += st.cache->load_bytes() / (1024.0 * 1024 * 1024);
       r.peak_resident_bytes.push_back(static_cast<std::uint64_t>(st.cache->peak_bytes()));
+      StageCacheFigures f;
+      f.uses = st.uses;
+      f.hits = st.hits;
+      f.loads = st.cache->loads();
+      f.evictions = st.cache->evictions();
+      f.load_bytes = static_cast<double>(st.cache->load_bytes());
+      f.stall_ms = st.stall_ns / 1e6;
+      r.stage_cache.push_back(f);
+      r.layer_uses += st.uses;
+      r.resident_hits += st.hits;
+      r.load_stall_ms += f.stall_ms;
     }
     r.utilisation = makespan_ > 0 ? busy / (static_cast<double>(p_) * makespan_) : 0;
-    r.layer_uses = uses_;
-    r.resident_hits = hits_;
-    r.load_stall_ms = stall_ns_ / 1e6;
     r.events = events_;
     r.waits = waits_;
     r.max_in_flight = max_in_flight_;
@@ -335,8 +344,8 @@ class SupernetSimulation {
   std::vector<StageState> stage_;
   std::vector<bool> dirty_;  // stages to dispatch once the current instant settles
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q_;
-  std::int64_t seq_no_ = 0, makespan_ = 0, stall_ns_ = 0;
-  std::uint64_t events_ = 0, uses_ = 0, hits_ = 0, waits_ = 0;
+  std::int64_t seq_no_ = 0, makespan_ = 0;
+  std::uint64_t events_ = 0, waits_ = 0;
   int in_flight_ = 0, max_in_flight_ = 0;
 };
 }  // namespace

@@ -29,6 +29,15 @@ struct SupernetSimInput {
   bool communication = true;  // activation / gradient transfers between stages
 };
 
+// One stage's candidate cache over a run.
+struct StageCacheFigures {
+  std::uint64_t uses = 0, hits = 0;  // candidate uses by subnets; already resident when the forward could start
+  std::uint64_t loads = 0, evictions = 0;
+  double load_bytes = 0;
+  double stall_ms = 0;  // compute waiting for loads
+  double hit_rate() const { return uses ? static_cast<double>(hits) / uses : 1.0; }
+};
+
 struct SupernetSimResult {
   std::string mode;
   bool reproducible = true;
@@ -45,6 +54,7 @@ struct SupernetSimResult {
   double load_gib = 0;
   double load_stall_ms = 0;  // compute waiting for candidates to arrive
   std::vector<std::uint64_t> peak_resident_bytes;
+  std::vector<StageCacheFigures> stage_cache;  // the totals above, per stage
   std::uint64_t events = 0;
   std::uint64_t waits = 0;  // CSP wait edges reported
   int max_in_flight = 0;    // subnets admitted but not finished
