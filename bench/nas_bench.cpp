@@ -4,14 +4,18 @@
 // ratios to GPipe measured in the same process, plus prefetch
 // effectiveness (fraction of candidate uses already resident), subnets in
 // flight, and whether a stage's whole supernet slice would fit the device
-// (NASPipe's GPipe baseline kept it resident and paid in batch size).
+// (NASPipe's GPipe baseline kept it resident and paid in batch size); then
+// Belady against LRU eviction of the candidate cache (`pw_bench_nas N
+// eviction`: only that table).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
 #include "core/spec/job_spec.h"
@@ -48,6 +52,45 @@ double largest_slice_gib(const NasJob& nj) {
   return worst / (1024.0 * 1024 * 1024);
 }
 
+// The largest stage's supernet slice as the device cache holds it.
+double largest_slice_resident_bytes(const NasJob& nj) {
+  auto slices = supernet_slice_bytes(nj);
+  return *std::max_element(slices.begin(), slices.end());
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0); }
+
+// Belady (next use farthest: the subnet sequence is known) against LRU
+// eviction of the candidate cache, CSP with 8 microbatches per subnet, at
+// the default budget (half the device) and at a third of the stage's
+// supernet slice.
+void eviction_table(int subnets) {
+  std::printf("Eviction: CSP m=8, Belady vs LRU (ratios Belady / LRU; lower loads and stalls are better)\n");
+  std::printf("%7s %6s %-12s %9s %9s %6s %9s %9s %6s %10s %10s %6s %7s %7s\n", "choices", "stages", "budget",
+              "loads L", "loads B", "B/L", "GiB L", "GiB B", "B/L", "stall L ms", "stall B ms", "B/L", "hit L",
+              "hit B");
+  for (int stages : {4, 8})
+    for (int rep : {1, 2, 4}) {
+      NasJob nj = prepare_nas_job(et_job(stages, rep, subnets, 8, "balanced"));
+      for (bool third : {false, true}) {
+        auto in = supernet_sim_input(nj, SupernetMode::Csp);
+        if (third) in.budget_bytes = largest_slice_resident_bytes(nj) / 3;
+        in.eviction = Eviction::Lru;
+        auto lru = simulate_supernet(in);
+        in.eviction = Eviction::Belady;
+        auto bel = simulate_supernet(in);
+        char budget[32];
+        std::snprintf(budget, sizeof budget, "%s %.1fG", third ? "1/3" : "half", in.budget_bytes / (1 << 30));
+        std::printf("%7d %6d %-12s %9llu %9llu %6.3f %9.1f %9.1f %6.3f %10.1f %10.1f %6.3f %6.1f%% %6.1f%%\n",
+                    24 * rep, stages, budget, static_cast<unsigned long long>(lru.loads),
+                    static_cast<unsigned long long>(bel.loads), ratio(bel.loads, lru.loads), lru.load_gib,
+                    bel.load_gib, ratio(bel.load_gib, lru.load_gib), lru.load_stall_ms, bel.load_stall_ms,
+                    ratio(bel.load_stall_ms, lru.load_stall_ms), 100 * lru.hit_rate(), 100 * bel.hit_rate());
+      }
+    }
+  std::printf("\n");
+}
+
 std::string layers_per_stage(const NasJob& nj) {
   std::string s;
   for (const auto& st : nj.stages) s += (s.empty() ? "" : "/") + std::to_string(st.size());
@@ -57,6 +100,11 @@ std::string layers_per_stage(const NasJob& nj) {
 
 int main(int argc, char** argv) {
   int subnets = argc > 1 ? std::atoi(argv[1]) : 400;
+  bool eviction_only = argc > 2 && std::string(argv[2]) == "eviction";
+  if (eviction_only) {
+    eviction_table(subnets);
+    return 0;
+  }
   std::printf("pw_bench_nas: %d subnets per run, ET supernet 24+24 layers, hidden 1024, seq 128, batch 32,\n"
               "rtx2080ti (11 GiB, half for candidates), SGD, CSP window 32, prefetch 32 subnets ahead. 'vs gpipe': subnets/s over GPipe with\n"
               "one microbatch per subnet; 'vs gpipe(m)': over GPipe with the same microbatches per subnet (NASPipe's\n"
@@ -98,5 +146,6 @@ int main(int argc, char** argv) {
                   layers_per_stage(first).c_str(), csp_layers.c_str(), slice, dev,
                   slice < dev ? "a resident GPipe fits (with a smaller batch)" : "cannot be held resident: GPipe swaps");
     }
+  eviction_table(subnets);
   return 0;
 }

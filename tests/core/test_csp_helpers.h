@@ -11,8 +11,8 @@
 
 namespace pw::nas::csptest {
 
-inline JobSpec uniform_supernet_job(int stages, int layers, int choices, int subnets, int window = 32) {
-  nlohmann::json doc = {
+inline nlohmann::json uniform_supernet_json(int stages, int layers, int choices, int subnets, int window = 32) {
+  return {
       {"name", "unit"},
       {"model", {{"kind", "uniform"}, {"layers", layers}, {"fwd_ms", 1}, {"bwd_ms", 1}, {"activation_mb", 0}}},
       {"search_space",
@@ -21,7 +21,10 @@ inline JobSpec uniform_supernet_job(int stages, int layers, int choices, int sub
       {"training", {{"iterations", subnets}, {"seed", 7}}},
       {"cluster", {{"devices", stages}, {"device", "v100-32g"}}},
       {"pipeline", {{"stages", stages}, {"schedule", "csp"}}}};
-  return parse_job(doc);
+}
+
+inline JobSpec uniform_supernet_job(int stages, int layers, int choices, int subnets, int window = 32) {
+  return parse_job(uniform_supernet_json(stages, layers, choices, subnets, window));
 }
 
 struct Recorder : EventSink {

@@ -209,9 +209,12 @@ TEST(CspDeadlock, AdversarialSequencesFinishUnderRandomAsynchrony) {
 }
 
 TEST(CspDeadlock, FullWindowOfBlockedSubnetsInTheSimulator) {
-  auto job = csptest::uniform_supernet_job(4, 8, 64, 40, 8);
+  // Window 6: subnet 0's gradient is back at stage 0 at t = 14 (unit
+  // layers, two per stage), when stage 0 has admitted 7 subnets; there the
+  // ready backward goes first, so a window of 8 would never fill.
+  auto job = csptest::uniform_supernet_job(4, 8, 64, 40, 6);
   NasJob nj = prepare_nas_job(job);
-  nj.sequence = full_window_blocked(40, 8, 8);
+  nj.sequence = full_window_blocked(40, 8, 6);
   csptest::Recorder rec;
   struct Waits : SubnetObserver {
     std::set<int> waiters_at_last;
@@ -221,7 +224,7 @@ TEST(CspDeadlock, FullWindowOfBlockedSubnetsInTheSimulator) {
   } obs;
   auto r = simulate_supernet(supernet_sim_input(nj, SupernetMode::Csp), &rec, &obs);
   EXPECT_EQ(r.subnets, 40);
-  EXPECT_EQ(r.max_in_flight, 8);  // the window is full ...
+  EXPECT_EQ(r.max_in_flight, 6);  // the window is full ...
   EXPECT_EQ(obs.waiters_at_last.size(), 39u);  // ... and everyone queues at the shared last layer
   EXPECT_EQ(csptest::causal_violations(rec.events, nj.sequence, nj.stages), 0);
 }

@@ -63,7 +63,17 @@ bool CspStage::forward_candidate(int b) const {
 }
 
 std::optional<CspAction> CspStage::next(std::vector<SubnetWait>* waits) const {
-  if (!bwd_ready_.empty()) return CspAction{CspActionKind::Backward, *bwd_ready_.begin()};
+  std::optional<CspAction> backward;
+  if (!bwd_ready_.empty()) backward = CspAction{CspActionKind::Backward, *bwd_ready_.begin()};
+  // A ready backward goes first, but the forwards it holds back may also be
+  // blocked by CSP: they are still scanned when waits are asked for, so a
+  // wait is reported when it begins, not when the backward is over.
+  if (backward && !waits) return backward;
+  auto forward = next_forward(waits);
+  return backward ? backward : forward;
+}
+
+std::optional<CspAction> CspStage::next_forward(std::vector<SubnetWait>* waits) const {
   auto consider = [&](int b) -> bool {
     auto why = blocker(b);
     if (!why) return true;

@@ -57,7 +57,8 @@ class CspStage {
   void backward_done(int b);   // backward and this subnet's update here are complete
 
   // The next action to start, or nothing (idle). When `waits` is given, it
-  // receives the blocker of every ready forward that was passed over.
+  // receives the blocker of every ready forward passed over before the
+  // first eligible one (also when a ready backward is chosen).
   std::optional<CspAction> next(std::vector<SubnetWait>* waits = nullptr) const;
 
   // The earlier unfinished subnet that blocks b's forward and the first
@@ -80,6 +81,7 @@ class CspStage {
 
  private:
   bool forward_candidate(int b) const;  // ready (or admissible at stage 0), not started
+  std::optional<CspAction> next_forward(std::vector<SubnetWait>* waits) const;
   int stage_, stages_;
   StageSlots slots_;
   const std::vector<Subnet>* seq_;

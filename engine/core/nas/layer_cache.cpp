@@ -19,18 +19,30 @@ bool LayerCache::resident_by(std::int64_t key, std::int64_t t) const {
   return it != map_.end() && it->second.ready_at <= t;
 }
 
+void LayerCache::set_eviction(Eviction rule, const NextUse* next_use) {
+  rule_ = next_use ? rule : Eviction::Lru;
+  next_use_ = next_use;
+}
+
+std::int64_t LayerCache::next_use(std::int64_t key) const {
+  return next_use_ ? next_use_->next(key) : NextUse::kNever;
+}
+
 bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force) {
   if (used_ + need <= capacity_) return true;
-  std::vector<std::pair<std::int64_t, std::int64_t>> victims;  // (last_use, key)
-  std::int64_t freeable = 0;
+  std::vector<EvictionCandidate> victims;
   for (const auto& [k, e] : map_) {
     if (e.pins > 0 || std::find(keep.begin(), keep.end(), k) != keep.end()) continue;
-    victims.push_back({e.last_use, k});
-    freeable += e.resident;
+    victims.push_back({k, e.last_use, rule_ == Eviction::Belady ? next_use(k) : NextUse::kNever});
   }
-  if (!force && used_ - freeable + need > capacity_) return false;
-  std::sort(victims.begin(), victims.end());
-  for (const auto& [use, k] : victims) {
+  order_for_eviction(victims, rule_);
+  if (!force) {
+    std::int64_t freeable = 0;
+    for (const auto& v : victims) freeable += map_.at(v.key).resident;
+    if (used_ - freeable + need > capacity_) return false;
+  }
+  for (const auto& v : victims) {
+    const std::int64_t k = v.key;
     if (used_ + need <= capacity_) break;
     Entry e = map_[k];
     map_.erase(k);

@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/nas/eviction.h"
+
 namespace pw::nas {
 
 // The device-resident subset of one stage's supernet candidates. All
@@ -11,9 +13,13 @@ namespace pw::nas {
 // optimizer state) over the host link before a subnet uses it, and written
 // back when evicted after an update. Loads queue FIFO on the host->device
 // channel, write-backs on device->host. Eviction happens when space is
-// needed, least recently used first, never a pinned candidate (a subnet
-// between its forward and its update) nor one the caller protects (needed
-// by a predicted upcoming subnet).
+// needed, by `Eviction` rule (least recently used, or Belady's next use
+// farthest), never a pinned candidate (a subnet between its forward and its
+// update) nor one the caller protects (needed by a predicted upcoming
+// subnet). A prefetch does not weigh a victim's next use against that of
+// what it loads: under CSP a later, eligible subnet overtakes an earlier,
+// blocked one, so sequence order misjudges which is needed first; the
+// caller's protected list (the policy's own prediction) decides that.
 class LayerCache {
  public:
   struct Item {
@@ -25,6 +31,10 @@ class LayerCache {
   using TransferFn = std::function<void(bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t)>;
 
   LayerCache(std::int64_t capacity_bytes, double host_link_gbps, TransferFn on_transfer = {});
+  // Belady needs the next uses (kept by the caller, who consumes steps as
+  // they start); without them the rule is LRU.
+  void set_eviction(Eviction rule, const NextUse* next_use);
+  Eviction eviction() const { return rule_; }
 
   // Time at which all items are usable if the missing ones are requested
   // now (urgent: may evict anything unpinned outside `items`, and may
@@ -56,7 +66,10 @@ class LayerCache {
     int pins = 0;
     bool dirty = false;
   };
+  // Evicts until `need` more bytes fit. Unless forced, fails (evicting
+  // nothing) when that is impossible.
   bool make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force);
+  std::int64_t next_use(std::int64_t key) const;
   void load(const Item& it, std::int64_t now);
   std::int64_t transfer_ns(std::int64_t bytes) const;
 
@@ -68,6 +81,8 @@ class LayerCache {
   std::int64_t in_free_ = 0, out_free_ = 0;
   std::uint64_t loads_ = 0, load_bytes_ = 0, evictions_ = 0;
   std::int64_t tick_ = 0;
+  Eviction rule_ = Eviction::Lru;
+  const NextUse* next_use_ = nullptr;
 };
 
 }  // namespace pw::nas

@@ -18,6 +18,12 @@ struct Candidate {
   int replica = 0;  // replicated spaces (48/72/96): copies with their own weights
   LayerProfile cost;
   std::string label() const;  // "light_conv k15 h4 #2"
+  // On the device while cached: weights, gradients, optimizer state.
+  std::int64_t resident_bytes() const {
+    return static_cast<std::int64_t>(2 * cost.param_bytes + cost.optimizer_bytes);
+  }
+  // Moved between host and device: weights and optimizer state.
+  std::int64_t transfer_bytes() const { return static_cast<std::int64_t>(cost.param_bytes + cost.optimizer_bytes); }
 };
 
 // A position in the supernet: the subnet picks exactly one candidate.

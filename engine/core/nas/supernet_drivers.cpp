@@ -20,13 +20,14 @@ class CspDriver final : public SupernetDriver {
   }
   std::optional<Work> next(int s, std::vector<SubnetWait>* waits) override {
     auto& st = st_[s];
+    // Whatever runs, CspStage reports the forwards that CSP holds back.
+    auto a = csp_[s].next(waits);
     if (!st.bwd_ready.empty()) {
       auto [b, k] = *st.bwd_ready.begin();
       return Work{true, {b, k}};
     }
     for (const auto& [b, started] : st.fwd_started)  // subnets already past the CSP test here
       if (started < m_ && (s == 0 || st.fwd_ready.count({b, started}))) return Work{false, {b, started}};
-    auto a = csp_[s].next(waits);
     if (!a) return std::nullopt;
     return Work{false, {a->subnet, 0}};
   }

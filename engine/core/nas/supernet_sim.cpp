@@ -43,6 +43,8 @@ class SupernetSimulation {
     driver_ = make_driver(in.mode, in.stages, in.sequence, in.window, in.microbatches);
     scale_ = driver_->micro_per_subnet() == 1 ? in.microbatches : 1;
     stage_.resize(p_);
+    dirty_.assign(p_, false);
+    rule_ = in.mode == SupernetMode::GPipe || in.mode == SupernetMode::PipeDream ? Eviction::Lru : in.eviction;
     for (int s = 0; s < p_; ++s) {
       std::int64_t frozen = 0;
       if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
@@ -54,6 +56,15 @@ class SupernetSimulation {
           [this, s](bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
             transfer_event(s, load, key, a, b, bytes);
           });
+      if (rule_ == Eviction::Belady) {
+        std::vector<std::vector<std::int64_t>> uses;
+        for (int b = 0; b < static_cast<int>(seq_.size()); ++b) {
+          uses.emplace_back();
+          for (const auto& it : items(s, b)) uses.back().push_back(it.key);
+        }
+        stage_[s].next_use = std::make_unique<NextUse>(uses);
+      }
+      stage_[s].cache->set_eviction(rule_, stage_[s].next_use.get());
     }
   }
 
@@ -63,6 +74,11 @@ class SupernetSimulation {
       Ev e = q_.top();
       q_.pop();
       handle(e);
+      // A stage decides only once everything that happens at this instant
+      // has happened: a stage freed at t must see a gradient that arrives at
+      // t too, or it starts a forward and leaves that backward (and the
+      // subnets it unblocks) waiting a whole action.
+      if (q_.empty() || q_.top().t > e.t) settle(e.t);
     }
     if (!driver_->all_done())
       throw std::logic_error(std::string("supernet schedule stopped before all subnets finished (") +
@@ -75,6 +91,9 @@ class SupernetSimulation {
     bool busy = false;
     std::int64_t busy_ns = 0;
     std::unique_ptr<LayerCache> cache;
+    std::unique_ptr<NextUse> next_use;  // Belady's knowledge of the sequence
+    std::uint64_t uses = 0, hits = 0;
+    std::int64_t stall_ns = 0;
     WaitReporter waits;
   };
 
@@ -111,9 +130,8 @@ class SupernetSimulation {
   std::vector<LayerCache::Item> items(int s, int b) const {
     std::vector<LayerCache::Item> out;
     for (int l = in_.stages[s].first; l <= in_.stages[s].last; ++l) {
-      const auto& c = cand(l, b).cost;
-      out.push_back({l * kKeyStride + seq_[b][l], static_cast<std::int64_t>(2 * c.param_bytes + c.optimizer_bytes),
-                     static_cast<std::int64_t>(c.param_bytes + c.optimizer_bytes)});
+      const auto& c = cand(l, b);
+      out.push_back({l * kKeyStride + seq_[b][l], c.resident_bytes(), c.transfer_bytes()});
     }
     return out;
   }
@@ -156,6 +174,15 @@ class SupernetSimulation {
     prefetch(s, now);
   }
 
+  // Dispatches every stage whose situation changed at time t.
+  void settle(std::int64_t t) {
+    for (int s = 0; s < p_; ++s)
+      if (dirty_[s]) {
+        dirty_[s] = false;
+        dispatch(s, t);
+      }
+  }
+
   void report_waits(int s, const std::vector<SubnetWait>& waits, std::int64_t now) {
     waits_ += stage_[s].waits.report(waits, now, obs_);
   }
@@ -182,14 +209,17 @@ class SupernetSimulation {
     auto its = items(s, b);
     if (w.unit.micro == 0) {  // the subnet's first use of its layers at this stage
       for (const auto& it : its) {
-        ++uses_;
-        if (st.cache->resident_by(it.key, now)) ++hits_;
+        ++st.uses;
+        if (st.cache->resident_by(it.key, now)) ++st.hits;
       }
     }
     std::int64_t ready = st.cache->ensure(its, now);
-    if (w.unit.micro == 0) st.cache->pin(its, now);
+    if (w.unit.micro == 0) {
+      st.cache->pin(its, now);
+      if (st.next_use) st.next_use->consume(b);
+    }
     std::int64_t begin = std::max(now, ready);
-    stall_ns_ += begin - now;
+    st.stall_ns += begin - now;
     std::int64_t end = begin + fwd_ns(s, b);
     if (obs_) obs_->on_state(b, SubnetState::Forward, s, begin);
     emit(EventKind::Forward, s, b, begin, end, 0, r.first, r.last);
@@ -204,11 +234,11 @@ class SupernetSimulation {
     switch (e.type) {
       case EvType::FwdArrive:
         driver_->forward_arrived(s, e.unit);
-        dispatch(s, e.t);
+        dirty_[s] = true;
         break;
       case EvType::BwdArrive:
         driver_->backward_arrived(s, e.unit);
-        dispatch(s, e.t);
+        dirty_[s] = true;
         break;
       case EvType::ComputeDone:
         st.busy = false;
@@ -221,7 +251,7 @@ class SupernetSimulation {
           } else {
             driver_->backward_arrived(s, e.unit);
           }
-          dispatch(s, e.t);
+          dirty_[s] = true;
           break;
         }
         if (s > 0) {
@@ -238,7 +268,7 @@ class SupernetSimulation {
           emit(EventKind::OptimizerStep, s, b, e.t, end, 0, in_.stages[s].first, in_.stages[s].last);
           push(end, EvType::UpdateDone, s, e.unit, false);
         } else {
-          dispatch(s, e.t);
+          dirty_[s] = true;
         }
         break;
       case EvType::UpdateDone:
@@ -251,7 +281,7 @@ class SupernetSimulation {
           --in_flight_;
           if (obs_) obs_->on_state(b, SubnetState::Done, 0, e.t);
         }
-        for (int x = 0; x < p_; ++x) dispatch((s + x) % p_, e.t);
+        std::fill(dirty_.begin(), dirty_.end(), true);
         break;
     }
   }
@@ -272,6 +302,7 @@ class SupernetSimulation {
     SupernetSimResult r;
     r.mode = to_string(in_.mode);
     r.reproducible = driver_->reproducible();
+    r.eviction = to_string(rule_);
     r.subnets = static_cast<int>(seq_.size());
     r.makespan_ms = makespan_ / 1e6;
     r.subnets_per_s = makespan_ > 0 ? r.subnets / (makespan_ / 1e9) : 0;
@@ -283,11 +314,19 @@ class SupernetSimulation {
       r.evictions += st.cache->evictions();
       r.load_gib += st.cache->load_bytes() / (1024.0 * 1024 * 1024);
       r.peak_resident_bytes.push_back(static_cast<std::uint64_t>(st.cache->peak_bytes()));
+      StageCacheFigures f;
+      f.uses = st.uses;
+      f.hits = st.hits;
+      f.loads = st.cache->loads();
+      f.evictions = st.cache->evictions();
+      f.load_bytes = static_cast<double>(st.cache->load_bytes());
+      f.stall_ms = st.stall_ns / 1e6;
+      r.stage_cache.push_back(f);
+      r.layer_uses += st.uses;
+      r.resident_hits += st.hits;
+      r.load_stall_ms += f.stall_ms;
     }
     r.utilisation = makespan_ > 0 ? busy / (static_cast<double>(p_) * makespan_) : 0;
-    r.layer_uses = uses_;
-    r.resident_hits = hits_;
-    r.load_stall_ms = stall_ns_ / 1e6;
     r.events = events_;
     r.waits = waits_;
     r.max_in_flight = max_in_flight_;
@@ -300,11 +339,13 @@ class SupernetSimulation {
   EventSink* sink_;
   SubnetObserver* obs_;
   int p_ = 0, scale_ = 1;
+  Eviction rule_ = Eviction::Lru;
   std::unique_ptr<SupernetDriver> driver_;
   std::vector<StageState> stage_;
+  std::vector<bool> dirty_;  // stages to dispatch once the current instant settles
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q_;
-  std::int64_t seq_no_ = 0, makespan_ = 0, stall_ns_ = 0;
-  std::uint64_t events_ = 0, uses_ = 0, hits_ = 0, waits_ = 0;
+  std::int64_t seq_no_ = 0, makespan_ = 0;
+  std::uint64_t events_ = 0, waits_ = 0;
   int in_flight_ = 0, max_in_flight_ = 0;
 };
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "core/events/event.h"
 #include "core/nas/csp_policy.h"
+#include "core/nas/eviction.h"
 #include "core/nas/search_space.h"
 #include "core/nas/subnet_observer.h"
 #include "core/nas/supernet_drivers.h"
@@ -22,7 +23,19 @@ struct SupernetSimInput {
   int window = 32;            // CSP lookahead
   double budget_bytes = 0;    // per stage, for candidates; <= 0: everything fits
   int prefetch_depth = 32;    // subnets ahead the prefetcher loads for (CSP reorders: look far)
+  // Candidate eviction of the modes that know the subnet sequence (CSP,
+  // sequential, VPipe); GPipe and PipeDream load on demand and evict LRU.
+  Eviction eviction = Eviction::Belady;
   bool communication = true;  // activation / gradient transfers between stages
+};
+
+// One stage's candidate cache over a run.
+struct StageCacheFigures {
+  std::uint64_t uses = 0, hits = 0;  // candidate uses by subnets; already resident when the forward could start
+  std::uint64_t loads = 0, evictions = 0;
+  double load_bytes = 0;
+  double stall_ms = 0;  // compute waiting for loads
+  double hit_rate() const { return uses ? static_cast<double>(hits) / uses : 1.0; }
 };
 
 struct SupernetSimResult {
@@ -36,10 +49,12 @@ struct SupernetSimResult {
   // Supernet memory: per use of a candidate by a subnet at a stage, was it
   // already resident when the subnet's forward could otherwise start?
   std::uint64_t layer_uses = 0, resident_hits = 0;
+  std::string eviction;  // the rule the caches used
   std::uint64_t loads = 0, evictions = 0;
   double load_gib = 0;
   double load_stall_ms = 0;  // compute waiting for candidates to arrive
   std::vector<std::uint64_t> peak_resident_bytes;
+  std::vector<StageCacheFigures> stage_cache;  // the totals above, per stage
   std::uint64_t events = 0;
   std::uint64_t waits = 0;  // CSP wait edges reported
   int max_in_flight = 0;    // subnets admitted but not finished
