@@ -15,11 +15,6 @@ TrackRow row_of(EventKind k) {
   }
 }
 
-bool is_busy_kind(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute ||
-         k == EventKind::OptimizerStep || k == EventKind::Migrate;
-}
-
 void EventTrack::clear() { *this = EventTrack(); }
 
 void EventTrack::push(const Event& e) {

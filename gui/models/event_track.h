@@ -13,7 +13,6 @@ namespace pw::gui {
 enum class TrackRow : std::uint8_t { Compute = 0, Copy = 1, Network = 2 };
 constexpr int kTrackRowCount = 3;
 TrackRow row_of(EventKind k);
-bool is_busy_kind(EventKind k);  // counts as a stage's compute (busy) time
 
 // One row of one stage: events sorted by start, stored column-wise so the
 // hot columns (start, end) are compact for binary search. Two derived

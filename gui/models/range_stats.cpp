@@ -1,4 +1,5 @@
 #include "gui/models/range_stats.h"
+#include "core/events/event_kinds.h"
 
 #include <algorithm>
 
@@ -26,7 +27,7 @@ RangeStats range_stats(const RunModel& run, std::int64_t t0, std::int64_t t1) {
         ++st.events;
         std::int64_t d = b - a;
         st.kind_ns[static_cast<int>(tr.kind(i))] += d;
-        if (is_busy_kind(tr.kind(i))) st.busy_ns += d;
+        if (is_busy(tr.kind(i))) st.busy_ns += d;
       }
     }
     st.busy_fraction = width > 0 ? static_cast<double>(st.busy_ns) / static_cast<double>(width) : 0;

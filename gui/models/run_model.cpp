@@ -1,4 +1,5 @@
 #include "gui/models/run_model.h"
+#include "core/events/event_kinds.h"
 
 #include <algorithm>
 
@@ -90,7 +91,7 @@ bool RunModel::appendOne(const RunBatch& b) {
       if (e.stage < 0) continue;
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
-      if (is_busy_kind(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
+      if (is_busy(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
       if (e.kind == EventKind::Backward && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
     }
     for (int s = 0; s < stageCount(); ++s)

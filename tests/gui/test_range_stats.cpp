@@ -24,7 +24,7 @@ Expect brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int
     if (b <= a) continue;
     x.kind[static_cast<int>(e.kind)] += b - a;
     if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
-        e.kind == EventKind::OptimizerStep || e.kind == EventKind::Migrate)
+        e.kind == EventKind::OptimizerStep)
       x.busy[e.stage] += b - a;
   }
   return x;
