@@ -15,7 +15,10 @@ PW_PACKAGES=(
   dataset-fashion-mnist fortunes
   python3-torch python3-zmq python3-protobuf
   xvfb xauth
+  librapidcheck-dev
 )
+# scripts/fuzz and the CI fuzz smoke: libFuzzer comes with clang.
+PW_FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev)
 
 pw_install_packages() {
   local missing=()
