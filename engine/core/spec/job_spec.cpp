@@ -184,6 +184,9 @@ JobSpec parse_job(const nlohmann::json& doc) {
   job.cluster = parse_cluster(f.object("cluster", false));
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
   if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
+  if ((job.runtime.replan || !job.runtime.migrate.empty()) && job.pipeline.schedule == ScheduleKind::AsyncOneFOneB)
+    throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
+                               "pipedream schedule has none (use gpipe, 1f1b or interleaved)");
   f.finish();
   if (job.model.kind == "uniform" || job.model.layers > 0) {
     int layers = job.model.kind == "uniform" ? job.model.layers : 0;
