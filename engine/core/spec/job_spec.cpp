@@ -162,6 +162,10 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   p.chunks = f.integer<int>("chunks", 1, bounds::kChunks, 1);
   if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
+  // The planners refuse it too (for --planner); the job says so on load.
+  if (p.chunks > 1 && (p.planner == "exact" || p.planner == "pipedream"))
+    throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
+                                             std::to_string(p.chunks));
   if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +
