@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/job/job_plan.h"
+#include "core/model/profile_io.h"
 #include "core/spec/bounded_json.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
@@ -174,4 +175,28 @@ TEST(JobBounds, MoreStagesThanLayersIsASpecError) {
   std::string mlp = R"({"name": "m", "model": {"kind": "mlp", "widths": [8]}, "cluster": {"devices": 4, "device": "cpu"},
                         "pipeline": {"stages": 3}})";
   EXPECT_EQ(refusal(mlp), "pipeline.stages: stages x chunks (3) must be <= the model's 2 layers");
+}
+
+// Profiles are bounded the same way; their reader's errors name the file
+// (job_profile then reports them at model.profile, exit 2).
+TEST(JobBounds, ProfileFilesAreBoundedToo) {
+  auto what = [](auto f) {
+    try {
+      f();
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(what([] { load_profile_file("/dev/zero", 1); }).find("is not a regular file"), std::string::npos);
+  std::string deep = "{\"layers\": " + std::string(100, '[') + std::string(100, ']') + "}";
+  EXPECT_NE(what([&] { profile_from_text(deep, "p.json", 1); }).find("p.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(what([&] { profile_from_text(deep, "p.json", 1); }).find("nested deeper than 64 levels"), std::string::npos);
+  JobSpec job = job_from_text(kUniform, ".", {"model.profile=/dev/zero"});
+  try {
+    job_profile(job);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.path(), "model.profile");
+  }
 }
