@@ -17,7 +17,10 @@ PW_PACKAGES=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgraphviz-dev libgl-dev
   dataset-fashion-mnist fortunes
   python3-torch python3-zmq python3-protobuf
+  librapidcheck-dev
 )
+# scripts/fuzz and the CI fuzz smoke: libFuzzer comes with clang.
+PW_FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev)
 
 pw_install_packages() {
   local missing=()

@@ -74,7 +74,6 @@ class Coordinator {
   Coordinator(const RunOptions& o, RunObserver* obs) : opt_(o), obs_(obs) {}
 
   RunResult run() {
-    DataSpec data = parse_data_spec(opt_.job);  // bad data fields fail here, before any process starts
     ensure_torchscript_profile(opt_.job, opt_.run_dir);  // torchscript hook: measured, no analytic costs
     PreparedJob prepared = prepare_job(opt_.job, opt_.planner);
     if (opt_.plan) {
@@ -117,7 +116,7 @@ class Coordinator {
                        {"iterations", job.training.iterations},
                        {"run_dir", opt_.run_dir},
                        {"checkpoint_every", opt_.checkpoint_every},
-                       {"eval", opt_.eval || data.eval}};
+                       {"eval", opt_.eval || opt_.job.data.eval}};
     start_it_ = 0;
     if (!resume.is_null()) {
       start_it_ = resume.at("iteration").get<std::int64_t>();

@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/spec/json_fields.h"
 #include "core/spec/spec_error.h"
 #include "runtime/layers.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
@@ -62,40 +61,6 @@ Dataset tensor_dataset(const std::string& path, bool test) {
 }
 
 }  // namespace
-
-DataSpec parse_data_spec(const JobSpec& job) {
-  DataSpec s;
-  if (job.data.is_null()) return s;
-  if (!job.data.is_object()) throw SpecError("data", "must be an object");
-  JsonFields f(job.data, "data");
-  bool lm = job.model.kind == "gpt" || job.model.kind == "bert";
-  s.kind = f.choice("kind", {"synthetic", "fashion-mnist", "text", "tensors"}, lm ? "text" : "synthetic");
-  if (s.kind == "tensors")  // torchscript hook: a torch.save file (data.path), kept in `dir`
-    s.dir = f.str("path");
-  else
-    s.dir = f.str("dir", s.kind == "text" ? "/usr/share/games/fortunes" : "/usr/share/datasets/fashion-mnist");
-  s.train_samples = f.integer("train_samples", 0, 0);
-  s.test_samples = f.integer("test_samples", 0, 0);
-  s.synthetic_samples = f.integer("samples", 1, 1024);
-  s.eval = f.boolean("eval", false);
-  f.finish();
-  bool ts_tokens = job.model.kind == "torchscript" && job.model.input_dtype == "int64";  // torchscript hook
-  if (s.kind == "text" && !lm && !ts_tokens)
-    throw SpecError("data.kind", "text data needs a gpt or bert model (or a torchscript one with int64 input)");
-  if (job.model.kind == "torchscript") check_torchscript_data(job, s.kind);  // torchscript hook
-  if (lm && s.kind != "text") throw SpecError("data.kind", "gpt and bert models train on \"text\" data");
-  if (lm && job.model.vocab != 256)
-    throw SpecError("model.vocab", "byte-level text needs vocab 256, got " + std::to_string(job.model.vocab));
-  if (s.kind == "fashion-mnist") {
-    const auto& m = job.model;
-    if (m.kind == "mlp" && m.input != 784)
-      throw SpecError("model.input", "fashion-mnist images have 784 pixels, got " + std::to_string(m.input));
-    if (m.kind == "cnn" && (m.image_size != 28 || m.in_channels != 1))
-      throw SpecError("model.image_size", "fashion-mnist needs image_size 28 and in_channels 1");
-    if (m.classes != 10) throw SpecError("model.classes", "fashion-mnist has 10 classes, got " + std::to_string(m.classes));
-  }
-  return s;
-}
 
 Dataset read_idx_pair(const std::string& images_gz, const std::string& labels_gz, int64_t limit) {
   auto img = gunzip(images_gz);
@@ -151,7 +116,7 @@ Dataset read_text_windows(const std::string& dir, int seq_len, bool masked, bool
   return d;
 }
 
-TrainData::TrainData(const JobSpec& job) : spec_(parse_data_spec(job)), job_(job) {
+TrainData::TrainData(const JobSpec& job) : spec_(job.data), job_(job) {
   if (spec_.kind == "text")
     train_ = read_text_windows(spec_.dir, job.model.seq_len, job.model.kind == "bert", false, job.training.seed + 3);
   else if (spec_.kind == "tensors")  // torchscript hook

@@ -9,16 +9,6 @@
 
 namespace pw::rt {
 
-// The job's `data` object (see docs/engine.md), validated with JSON paths.
-struct DataSpec {
-  std::string kind = "synthetic";  // synthetic | fashion-mnist | text
-  std::string dir;                 // default per kind (Fashion-MNIST / fortunes directory)
-  int64_t train_samples = 0;       // 0: the whole training set
-  int64_t test_samples = 0;        // 0: the whole test set
-  int64_t synthetic_samples = 1024;
-  bool eval = false;               // test accuracy after training
-};
-DataSpec parse_data_spec(const JobSpec& job);
 
 struct Batch {
   at::Tensor input;
@@ -55,7 +45,7 @@ class TrainData {
 
  private:
   const at::Tensor& permutation(int64_t epoch);
-  DataSpec spec_;
+  DataSpec spec_;  // job.data, parsed and checked by the core (core/spec/data_spec.h)
   JobSpec job_;
   Dataset train_;
   std::map<int64_t, at::Tensor> perms_;

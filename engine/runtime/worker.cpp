@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -129,7 +130,8 @@ int env_int(const char* name) {
   if (!v || !*v) throw std::runtime_error(std::string("environment variable ") + name + " is not set");
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end || x < 0) throw std::runtime_error(std::string(name) + ": not a non-negative integer: \"" + v + "\"");
+  if (*end || x < 0 || x > std::numeric_limits<int>::max())
+    throw std::runtime_error(std::string(name) + ": not a non-negative int: \"" + v + "\"");
   return static_cast<int>(x);
 }
 }  // namespace
@@ -144,6 +146,10 @@ WorkerEnv worker_env_from_environment() {
   e.world_size = env_int("WORLD_SIZE");
   if (e.rank >= e.world_size)
     throw std::runtime_error("RANK " + std::to_string(e.rank) + " must be < WORLD_SIZE " +
+                             std::to_string(e.world_size));
+  // torchrun's invariant: a host runs at most WORLD_SIZE of the ranks.
+  if (e.local_rank >= e.world_size)
+    throw std::runtime_error("LOCAL_RANK " + std::to_string(e.local_rank) + " must be < WORLD_SIZE " +
                              std::to_string(e.world_size));
   return e;
 }

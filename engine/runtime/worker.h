@@ -11,7 +11,10 @@ struct WorkerEnv {
   int master_port = 0;
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;      // the device index on this host (GPU builds)
+  // The device index on this host. A CPU build has one device per host,
+  // which every rank shares: LOCAL_RANK is only checked (< WORLD_SIZE);
+  // a GPU build picks its device from it.
+  int local_rank = 0;
   std::string store_file;  // set: rendezvous through this FileStore, not MASTER_ADDR:MASTER_PORT
 };
 // Throws std::runtime_error naming a missing or malformed variable.

@@ -53,9 +53,10 @@ using form::spin;
 
 const QStringList kTransformerKinds{"transformer", "bert", "gpt"};
 
-// Parameter counts from bytes: fp16 (mixed precision) keeps 2-byte weights.
+// Parameter counts from bytes: fp16 (mixed precision) keeps 2-byte weights;
+// fp32 is the default (core/spec/job_spec.h).
 bool weights_are_fp16(const JobModel& job) {
-  return job.value(QStringLiteral("model.precision")).toString() != QLatin1String("fp32");
+  return job.value(QStringLiteral("model.precision")).toString() == QLatin1String("fp16");
 }
 const QStringList kBertGpt{"bert", "gpt"};
 

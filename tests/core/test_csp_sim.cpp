@@ -28,7 +28,7 @@ JobSpec et_job(int stages, int replication, int subnets, const std::string& sche
       {"name", "et"},
       {"model",
        {{"kind", "transformer"}, {"encoder_layers", 24}, {"decoder_layers", 24}, {"hidden", 1024}, {"heads", 16},
-        {"seq_len", 128}, {"vocab", 32000}}},
+        {"seq_len", 128}, {"vocab", 32000}, {"precision", "fp16"}}},
       {"search_space", {{"builtin", "evolved-transformer"}, {"replication", replication}}},
       {"training", {{"optimizer", "sgd"}, {"batch_size", 32}, {"microbatch_size", 32}, {"iterations", subnets}, {"seed", 1}}},
       {"cluster", {{"devices", stages}, {"device", "rtx2080ti"}}},
@@ -212,7 +212,7 @@ TEST(SearchSpace, ExportedNamesAreWhatTheParserAccepts) {
 
 TEST(SearchSpace, FmnistCnnSpace) {
   nlohmann::json doc = {{"name", "f"}, {"cluster", {{"device", "v100-32g"}}},
-                        {"model", {{"kind", "cnn"}, {"channels", {16}}}},
+                        {"model", {{"kind", "cnn"}, {"channels", {16}}, {"precision", "fp16"}}},
                         {"search_space", {{"builtin", "fmnist-cnn"}, {"choice_layers", 4}, {"widths", {16, 32}}}}};
   SearchSpace sp = parse_search_space(pw::parse_job(doc));
   ASSERT_EQ(sp.size(), 4);

@@ -40,7 +40,7 @@ TEST(JobSpec, ParsesMinimalJobWithDefaults) {
 TEST(JobSpec, ErrorsNameTheFieldPath) {
   auto d = minimal();
   d["pipeline"]["stages"] = 0;
-  EXPECT_EQ(error_of(d), "pipeline.stages: must be >= 1, got 0");
+  EXPECT_EQ(error_of(d), "pipeline.stages: must be in [1, 4096], got 0");
   d = minimal();
   d["training"]["batch_size"] = 15;
   EXPECT_NE(error_of(d).find("training.batch_size: must be a multiple of microbatch_size"), std::string::npos);

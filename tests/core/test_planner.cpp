@@ -15,6 +15,7 @@
 #include "core/plan/planner.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
+#include "core/spec/spec_error.h"
 #include "planner_instances.h"
 
 using namespace pw;
@@ -231,11 +232,13 @@ TEST(Planner, BadRequestsAreClearErrors) {
   try {
     run_planner("exact", x.req);
     FAIL() << "exact should refuse 40 layers";
-  } catch (const std::invalid_argument& e) {
+  } catch (const SpecError& e) {  // a job the planner cannot serve: exit 2 naming the field
+    EXPECT_EQ(e.path(), "pipeline.planner");
     EXPECT_NE(std::string(e.what()).find("planner exact"), std::string::npos);
   }
   x.req.chunks = 2;
-  EXPECT_THROW(run_planner("pipedream", x.req), std::invalid_argument);
+  EXPECT_THROW(run_planner("pipedream", x.req), SpecError);
+  EXPECT_THROW(run_planner("exact", x.req), SpecError);
   x.req.chunks = 1;
   x.req.stages = 50;
   EXPECT_THROW(run_planner("vpipe", x.req), std::invalid_argument);

@@ -17,6 +17,16 @@ grep -q '"kind":"forward"' "$T/run/events/stage0.jsonl" || fail "no forward even
 "$PW" run "$JOB" --run-dir "$T/bad" --set data.kind=mnist > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || fail "bad data.kind should exit 2"
 grep -q "data.kind" "$T/err" || fail "error should name data.kind: $(cat "$T/err")"
+# Nothing accepted and ignored: workers train in fp32, so fp16 is refused
+# before anything starts; supernet stages run one thread each, so --threads is too.
+"$PW" run "$JOB" --run-dir "$T/fp16" --set model.precision=fp16 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "an fp16 run should exit 2"
+grep -q "model.precision: .run. trains in fp32" "$T/err" || fail "error should name model.precision: $(cat "$T/err")"
+[ ! -e "$T/fp16" ] || fail "a refused run should leave no run directory"
+SUPERNET="$(dirname "$JOB")/../../resources/jobs/fmnist-supernet.json"
+"$PW" run "$SUPERNET" --run-dir "$T/nas" --threads 2 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "--threads on a supernet job should exit 2"
+grep -q -- "--threads is not supported for a supernet job" "$T/err" || fail "error should name --threads: $(cat "$T/err")"
 
 "$PW" run "$JOB" --run-dir "$T/oom" --set cluster.memory_gb=0.001 --set "model.widths=[2048,2048]" > /dev/null 2> "$T/err"
 [ $? -eq 1 ] || fail "over budget should exit 1"

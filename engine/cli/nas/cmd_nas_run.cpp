@@ -74,7 +74,9 @@ class Progress final : public nas::SubnetObserver {
 }  // namespace
 
 int run_supernet_command(const std::string& job_file, const JobSpec& job, const CliArgs& args) {
-  for (const char* o : {"resume", "checkpoint-every", "attach", "eval", "profile", "planner", "port"})
+  // --threads too: each supernet stage runs one intra-op thread, which keeps
+  // its kernels deterministic (CSP's reproducibility rests on it).
+  for (const char* o : {"resume", "checkpoint-every", "attach", "eval", "profile", "planner", "port", "threads"})
     if (args.option(o) || args.flag(o))
       throw UsageError(std::string("--") + o + " is not supported for a supernet job (it has a search_space); "
                        "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet");

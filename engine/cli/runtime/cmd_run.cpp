@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/runtime/run_recording.h"
 #include "cli/format.h"
+#include "core/spec/spec_error.h"
 #include "runtime/coordinator.h"
 #ifdef PW_HAVE_NAS_RUNTIME
 #include "cli/nas/nas_run.h"
@@ -89,6 +90,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     job_file = args.positional()[0];
   }
   o.job = load_job(job_file, args.overrides());
+  // Workers train in fp32 (libtorch on CPU): an fp16 job would be planned
+  // for half the memory it then takes, so `run` refuses rather than ignore it.
+  if (o.job.model.precision != "fp32")
+    throw SpecError("model.precision", "`run` trains in fp32; \"" + o.job.model.precision +
+                                           "\" (mixed precision) is for plan and simulate of GPU jobs: set \"fp32\"");
 #ifdef PW_HAVE_NAS_RUNTIME
   if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args);  // engine/cli/nas/
 #endif

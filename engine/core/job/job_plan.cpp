@@ -7,14 +7,38 @@
 #include "core/spec/spec_error.h"
 
 namespace pw {
+namespace {
+
+// What only the layer count tells: each stage (and chunk) needs a layer,
+// and scripted migrations name layers.
+void check_profile_fits(const JobSpec& job, const ModelProfile& p) {
+  int parts = job.pipeline.stages * job.pipeline.chunks;
+  if (static_cast<int>(p.size()) < parts)
+    throw SpecError("pipeline.stages", "stages x chunks (" + std::to_string(parts) + ") must be <= the model's " +
+                                           std::to_string(p.size()) + " layers");
+  check_runtime_layers(job.runtime, static_cast<int>(p.size()));
+}
+
+}  // namespace
 
 ModelProfile job_profile(const JobSpec& job) {
   if (job.model.profile.empty() && job.model.kind == "torchscript")
     throw SpecError("model.profile", "a TorchScript model has no analytic costs: measure them first with "
                                      "`pipewright profile JOB -o profile.json` and set model.profile (or pass "
                                      "--profile FILE); `pipewright run` profiles by itself");
-  if (job.model.profile.empty()) return analytic_profile(job);
-  ModelProfile p = load_profile_file(job.model.profile, job.training.microbatch_size);
+  ModelProfile p;
+  if (job.model.profile.empty()) {
+    p = analytic_profile(job);
+    check_profile_fits(job, p);
+    return p;
+  }
+  try {
+    p = load_profile_file(job.model.profile, job.training.microbatch_size);
+  } catch (const std::runtime_error& e) {
+    // The file's own reader names the file and line; the job names the field.
+    throw SpecError("model.profile", e.what());
+  }
+  check_profile_fits(job, p);
   // Measured elsewhere: re-target to the job's device (profile_retarget.h).
   std::string measured = job.model.profile_device.empty() ? p.device : job.model.profile_device;
   const DeviceSpec& to = job.cluster.device;

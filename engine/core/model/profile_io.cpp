@@ -6,6 +6,8 @@
 
 #include "core/model/pipedream_graph.h"
 #include "core/model/profile_retarget.h"
+#include "core/spec/bounded_json.h"
+#include "core/spec/spec_error.h"
 
 namespace pw {
 
@@ -90,8 +92,12 @@ ModelProfile profile_from_text(const std::string& text, const std::string& name,
   ModelProfile p;
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) throw std::runtime_error(name + ": not valid JSON (a Pipewright profile was expected)");
+    nlohmann::json j;
+    try {
+      j = parse_bounded_json(text);  // depth-bounded; a 1e400 names its path
+    } catch (const SpecError& e) {
+      throw std::runtime_error(name + ": not valid JSON (a Pipewright profile was expected): " + e.what());
+    }
     try {
       p = profile_from_json(j);
     } catch (const std::exception& e) {
@@ -112,11 +118,13 @@ ModelProfile profile_from_text(const std::string& text, const std::string& name,
 }
 
 ModelProfile load_profile_file(const std::string& path, int microbatch_size) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open profile \"" + path + "\"");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return profile_from_text(ss.str(), path, microbatch_size);
+  std::string text;
+  try {
+    text = read_bounded_file(path, kMaxProfileFileBytes, "profile");
+  } catch (const SpecError& e) {  // "$" would be the job's root here: the reason names the file
+    throw std::runtime_error(e.reason());
+  }
+  return profile_from_text(text, path, microbatch_size);
 }
 
 void save_profile_file(const ModelProfile& p, const std::string& path) {

@@ -73,12 +73,12 @@ EvolutionConfig parse_evolution(const JobSpec& job) {
   c.seed = job.training.seed;
   if (job.search_space.is_null() || !job.search_space.contains("search")) return c;
   JsonFields f(job.search_space.at("search"), "search_space.search");
-  c.population = static_cast<int>(f.integer("population", 2, c.population));
-  c.parents = static_cast<int>(f.integer("parents", 1, c.parents));
-  c.mutation = f.number("mutation", 0, c.mutation);
-  c.crossover = f.number("crossover", 0, c.crossover);
-  c.evaluations = static_cast<int>(f.integer("evaluations", 1, c.evaluations));
-  c.seed = static_cast<std::uint64_t>(f.integer("seed", 0, static_cast<long long>(c.seed)));
+  c.population = f.integer<int>("population", 2, 1000000, c.population);
+  c.parents = f.integer<int>("parents", 1, 1000000, c.parents);
+  c.mutation = f.number("mutation", 0, 1, c.mutation);
+  c.crossover = f.number("crossover", 0, 1, c.crossover);
+  c.evaluations = f.integer<int>("evaluations", 1, 100000000, c.evaluations);
+  c.seed = f.integer<std::uint64_t>("seed", 0, UINT64_MAX, c.seed);
   f.finish();
   if (c.parents > c.population) throw SpecError(f.path_of("parents"), "must be <= population");
   if (c.mutation > 1) throw SpecError(f.path_of("mutation"), "is a probability, got " + std::to_string(c.mutation));

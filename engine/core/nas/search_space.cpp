@@ -6,6 +6,7 @@
 #include "core/model/analytic_profile.h"
 #include "core/nas/search_space_names.h"
 #include "core/spec/json_fields.h"
+#include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::nas {
@@ -113,13 +114,13 @@ void build_cnn(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
   const auto& m = job.model;
   double b = job.training.microbatch_size;
   double C = m.widths.front(), hw = m.image_size / 2.0, area = hw * hw, in = m.in_channels;
-  int n = static_cast<int>(f.integer("choice_layers", 1, 4));
-  auto kernels = f.int_list("kernels", 1, std::vector<long long>{3, 5, 7});
+  int n = f.integer<int>("choice_layers", 1, bounds::kLayers, 4);
+  auto kernels = f.int_list<int>("kernels", 1, bounds::kImageSize, 64, std::vector<int>{3, 5, 7});
   for (size_t i = 0; i < kernels.size(); ++i)
     if (kernels[i] % 2 == 0)
       throw SpecError(f.path_of("kernels") + "[" + std::to_string(i) + "]", "must be odd (same padding), got " +
                                                                              std::to_string(kernels[i]));
-  auto widths = f.int_list("widths", 1, std::vector<long long>{static_cast<long long>(C), 2 * static_cast<long long>(C)});
+  auto widths = f.int_list<int>("widths", 1, bounds::kHidden, 64, std::vector<int>{static_cast<int>(C), 2 * static_cast<int>(C)});
   bool skip = f.boolean("skip", true);
   double tensor = b * C * area * 4;
   for (int l = 0; l < n; ++l) {
@@ -156,19 +157,23 @@ LayerProfile uniform_cost(JsonFields& f, const std::string& name) {
   LayerProfile l;
   l.name = name;
   l.type = "uniform";
-  l.fwd_ms = f.number("fwd_ms", 0, 1.0);
-  l.bwd_ms = f.number("bwd_ms", 0, 2 * l.fwd_ms);
-  l.param_bytes = static_cast<std::uint64_t>(f.number("param_mb", 0, 0.0) * MB);
-  l.activation_bytes = static_cast<std::uint64_t>(f.number("activation_mb", 0, 0.0) * MB);
-  l.output_bytes = l.input_bytes = static_cast<std::uint64_t>(f.number("output_mb", 0, 0.0) * MB);
-  l.optimizer_ms = f.number("optimizer_ms", 0, 0.0);
+  l.fwd_ms = f.number("fwd_ms", 0, bounds::kLayerMs, 1.0);
+  l.bwd_ms = f.number("bwd_ms", 0, bounds::kLayerMs, 2 * l.fwd_ms);
+  l.param_bytes = static_cast<std::uint64_t>(f.number("param_mb", 0, bounds::kLayerMb, 0.0) * MB);
+  l.activation_bytes = static_cast<std::uint64_t>(f.number("activation_mb", 0, bounds::kLayerMb, 0.0) * MB);
+  l.output_bytes = l.input_bytes = static_cast<std::uint64_t>(f.number("output_mb", 0, bounds::kLayerMb, 0.0) * MB);
+  l.optimizer_ms = f.number("optimizer_ms", 0, bounds::kLayerMs, 0.0);
   return l;
 }
 
 // Unit-cost layers for scheduling studies: `choices` identical candidates.
 void build_uniform(JsonFields& f, SearchSpace& sp) {
-  int n = static_cast<int>(f.integer("choice_layers", 1, 8));
-  int c = static_cast<int>(f.integer("choices", 1, 4));
+  int n = f.integer<int>("choice_layers", 1, bounds::kLayers, 8);
+  int c = f.integer<int>("choices", 1, 1 << 20, 4);
+  // Every candidate is held in memory (a profile each): bound their number.
+  if (static_cast<std::int64_t>(n) * c > (1 << 21))
+    throw SpecError(f.path_of("choices"), "choice_layers x choices must be <= " + std::to_string(1 << 21) + ", got " +
+                                              std::to_string(static_cast<std::int64_t>(n) * c));
   LayerProfile cost = uniform_cost(f, "");
   for (int l = 0; l < n; ++l) {
     ChoiceLayer cl{"layer" + std::to_string(l), {}};
@@ -194,8 +199,8 @@ Candidate custom_candidate(const JobSpec& job, JsonFields f, const std::string& 
     if (job.model.kind != "transformer")
       throw SpecError(f.path_of("op"), "op \"" + op + "\" is an Evolved-Transformer op and needs model kind "
                                        "\"transformer\" (use op \"uniform\" with explicit costs otherwise)");
-    int kernel = static_cast<int>(f.integer("kernel", 1, 1));
-    int heads = static_cast<int>(f.integer("heads", 1, 1));
+    int kernel = f.integer<int>("kernel", 1, bounds::kSeqLen, 1);
+    int heads = f.integer<int>("heads", 1, bounds::kHidden, 1);
     c = EtCosts(job).op(layer, op, kernel, heads);
   }
   f.finish();
@@ -210,7 +215,7 @@ void build_custom(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
     std::string lp = path + "[" + std::to_string(i) + "]";
     JsonFields lf(layers[i], lp);
     std::string name = lf.str("name", "layer" + std::to_string(i));
-    int repeat = static_cast<int>(lf.integer("repeat", 1, 1));
+    int repeat = lf.integer<int>("repeat", 1, bounds::kLayers, 1);
     nlohmann::json cands = lf.raw("candidates");
     if (!cands.is_array() || cands.empty())
       throw SpecError(lf.path_of("candidates"), "must be a non-empty array of candidate ops");
@@ -284,12 +289,12 @@ SearchSpace parse_search_space(const JobSpec& job) {
     throw SpecError("search_space", "needs exactly one of \"builtin\" (" + joined(names.builtins) +
                                     ") or \"layers\" (a custom list)");
   sp.kind = builtin ? f.choice("builtin", names.builtins) : "custom";
-  sp.replication = static_cast<int>(f.integer("replication", 1, 1));
+  sp.replication = f.integer<int>("replication", 1, 64, 1);
   if (sp.replication > 1 && sp.kind != "evolved-transformer")
     throw SpecError(f.path_of("replication"), "only the evolved-transformer space is replicated");
-  sp.window = static_cast<int>(f.integer("window", 1, 32));
+  sp.window = f.integer<int>("window", 1, 4096, 32);
   sp.partition = f.choice("partition", names.partitions, names.partitions.front());
-  sp.device_budget_bytes = f.number("device_budget_gb", 0, 0.0) * 1024 * MB;
+  sp.device_budget_bytes = f.number("device_budget_gb", 0, bounds::kMemoryGb, 0.0) * 1024 * MB;
   sp.shared = f.choice("shared", names.shared, names.shared.front()) == "train" ? SharedRule::Train : SharedRule::Frozen;
   sp.sampler = f.choice("sampler", names.samplers, names.samplers.front());
   sp.subnet_file = f.str("subnet_file", "");

@@ -30,6 +30,13 @@ Subnet uniform_subnet(const SearchSpace& space, std::uint64_t seed, std::int64_t
 std::vector<Subnet> load_subnet_list(const std::string& file, const SearchSpace& space) {
   std::ifstream in(file);
   if (!in) throw std::runtime_error("cannot read subnet list \"" + file + "\"");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_subnet_list(text.str(), file, space);
+}
+
+std::vector<Subnet> parse_subnet_list(const std::string& text, const std::string& file, const SearchSpace& space) {
+  std::istringstream in(text);
   std::vector<Subnet> out;
   std::string line;
   int n = 0;

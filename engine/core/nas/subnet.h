@@ -19,6 +19,8 @@ Subnet uniform_subnet(const SearchSpace& space, std::uint64_t seed, std::int64_t
 // std::runtime_error naming the file and line for a wrong length or an
 // index out of range.
 std::vector<Subnet> load_subnet_list(const std::string& file, const SearchSpace& space);
+// Same, from text already read; `name` is used in error messages.
+std::vector<Subnet> parse_subnet_list(const std::string& text, const std::string& name, const SearchSpace& space);
 
 // The job's training sequence, in data order (sequence id = position):
 // `count` subnets from the space's sampler; a list file is cycled.

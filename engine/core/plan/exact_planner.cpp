@@ -7,6 +7,7 @@
 
 #include "core/plan/pipeline_model.h"
 #include "core/plan/vpipe_planner.h"
+#include "core/spec/spec_error.h"
 
 namespace pw {
 namespace {
@@ -27,7 +28,7 @@ class ExactSearch {
     for (int a = 0; a < L_; ++a)
       for (int b = a; b < L_ && b - a + 1 <= L_ - p_ + 1; ++b) work += p_ * std::pow(3.0, b - a + 1);
     if (work > kMaxPolicies)
-      throw std::invalid_argument("planner exact: " + std::to_string(L_) + " layers on " + std::to_string(p_) +
+      throw SpecError("pipeline.planner", "planner exact: " + std::to_string(L_) + " layers on " + std::to_string(p_) +
                                   " stages needs ~" + std::to_string(static_cast<long long>(std::min(work, 1e18))) +
                                   " policy evaluations (limit " + std::to_string(static_cast<long long>(kMaxPolicies)) +
                                   "); use vpipe or a smaller instance");
@@ -162,7 +163,7 @@ class ExactSearch {
 
 Plan ExactPlanner::plan(const PlanRequest& req) const {
   if (req.chunks != 1)
-    throw std::invalid_argument("planner exact: supports pipeline.chunks = 1 only (got " + std::to_string(req.chunks) + ")");
+    throw SpecError("pipeline.chunks", "planner exact supports pipeline.chunks = 1 only, got " + std::to_string(req.chunks));
   return ExactSearch(req).run();
 }
 

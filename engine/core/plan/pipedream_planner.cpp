@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/plan/minmax_partition.h"
+#include "core/spec/spec_error.h"
 
 namespace pw {
 
@@ -36,8 +37,8 @@ std::vector<StageRange> pipedream_partition(const ModelProfile& profile, int sta
 
 Plan PipeDreamPlanner::plan(const PlanRequest& req) const {
   if (req.chunks != 1)
-    throw std::invalid_argument("planner pipedream: PipeDream has no interleaving, needs pipeline.chunks = 1 (got " +
-                                std::to_string(req.chunks) + ")");
+    throw SpecError("pipeline.chunks", "planner pipedream: PipeDream has no interleaving, needs pipeline.chunks = 1, got " +
+                                           std::to_string(req.chunks));
   Plan p;
   p.stages = pipedream_partition(*req.profile, req.stages, req.stages > 1 ? req.device.link_gbps : 0);
   p.policy.assign(req.profile->size(), MemoryPolicy::Keep);

@@ -307,6 +307,10 @@ class Simulation {
       if (static_cast<int>(step_end_stage0_.size()) >= 2 * m)
         iter_ns = static_cast<double>(step_end_stage0_[2 * m - 1] - step_end_stage0_[m - 1]);
       busy_scale = 0.5;
+      // Two iterations may not reach the steady state when the busiest
+      // device is not stage 0 (few microbatches): the period is never
+      // shorter than that device's work per iteration.
+      for (const auto& s : dev_) iter_ns = std::max(iter_ns, s.busy * busy_scale);
     }
     r.iteration_time_ms = iter_ns / 1e6;
     double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size;

@@ -1,10 +1,11 @@
 #include "core/spec/job_spec.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/plan/planner.h"
+#include "core/spec/bounded_json.h"
 #include "core/spec/json_fields.h"
+#include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -12,43 +13,45 @@ namespace {
 constexpr double GiB = 1024.0 * 1024 * 1024;
 
 const std::vector<std::string> kModelKinds = {"transformer", "bert", "gpt", "mlp", "cnn", "uniform", "profile", "torchscript"};
-const std::vector<std::string> kPlanners = {"uniform", "gpipe", "pipedream", "vpipe", "exact"};
 
 ModelSpec parse_model(JsonFields f) {
+  using namespace bounds;
   ModelSpec m;
   m.kind = f.choice("kind", kModelKinds);
   m.profile = f.str("profile", "");
   m.profile_device = f.str("profile_device", "");
   if (!m.profile_device.empty() && !device_preset(m.profile_device))
     throw SpecError(f.path_of("profile_device"), "unknown device preset \"" + m.profile_device + "\"");
-  m.precision = f.choice("precision", {"fp16", "fp32"}, "fp16");
+  m.precision = f.choice("precision", {"fp32", "fp16"}, "fp32");
   if (m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer") {
     if (m.kind == "transformer") {
-      m.encoder_layers = static_cast<int>(f.integer("encoder_layers", 0));
-      m.decoder_layers = static_cast<int>(f.integer("decoder_layers", 0));
+      m.encoder_layers = f.integer<int>("encoder_layers", 0, kLayers, 0);
+      m.decoder_layers = f.integer<int>("decoder_layers", 0, kLayers, 0);
       if (m.encoder_layers + m.decoder_layers < 1)
         throw SpecError(f.path_of("encoder_layers"), "encoder_layers + decoder_layers must be >= 1");
+      if (m.encoder_layers + m.decoder_layers > kLayers)
+        throw SpecError(f.path_of("decoder_layers"), "encoder_layers + decoder_layers must be <= " + std::to_string(kLayers));
       m.layers = m.encoder_layers + m.decoder_layers;
     } else {
-      m.layers = static_cast<int>(f.integer("layers", 1));
+      m.layers = f.integer<int>("layers", 1, kLayers);
     }
-    m.hidden = static_cast<int>(f.integer("hidden", 1));
-    m.heads = static_cast<int>(f.integer("heads", 1, std::max(1, m.hidden / 64)));
+    m.hidden = f.integer<int>("hidden", 1, kHidden);
+    m.heads = f.integer<int>("heads", 1, m.hidden, std::max(1, m.hidden / 64));
     if (m.hidden % m.heads != 0)
       throw SpecError(f.path_of("heads"), "must divide hidden (" + std::to_string(m.hidden) + "), got " +
                                               std::to_string(m.heads));
-    m.seq_len = static_cast<int>(f.integer("seq_len", 1));
-    m.vocab = static_cast<int>(f.integer("vocab", 1, m.kind == "gpt" ? 50257 : 30522));
-    m.ffn_mult = static_cast<int>(f.integer("ffn_mult", 1, 4));
+    m.seq_len = f.integer<int>("seq_len", 1, kSeqLen);
+    m.vocab = f.integer<int>("vocab", 1, kVocab, m.kind == "gpt" ? 50257 : 30522);
+    m.ffn_mult = f.integer<int>("ffn_mult", 1, kFfnMult, 4);
   } else if (m.kind == "mlp") {
-    m.input = static_cast<int>(f.integer("input", 1, 784));
-    for (long long w : f.int_list("widths", 1)) m.widths.push_back(static_cast<int>(w));
-    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+    m.input = f.integer<int>("input", 1, kHidden, 784);
+    m.widths = f.int_list<int>("widths", 1, kHidden, kLayers);
+    m.classes = f.integer<int>("classes", 1, kVocab, 10);
   } else if (m.kind == "cnn") {
-    m.image_size = static_cast<int>(f.integer("image_size", 4, 28));
-    m.in_channels = static_cast<int>(f.integer("in_channels", 1, 1));
-    for (long long w : f.int_list("channels", 1)) m.widths.push_back(static_cast<int>(w));
-    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+    m.image_size = f.integer<int>("image_size", 4, kImageSize, 28);
+    m.in_channels = f.integer<int>("in_channels", 1, kInChannels, 1);
+    m.widths = f.int_list<int>("channels", 1, kHidden, kLayers);
+    m.classes = f.integer<int>("classes", 1, kVocab, 10);
   } else if (m.kind == "profile") {
     // Everything comes from the measured profile file.
     if (m.profile.empty()) throw SpecError(f.path_of("profile"), "model.kind \"profile\" needs a profile file");
@@ -57,42 +60,46 @@ ModelSpec parse_model(JsonFields f) {
     m.path = f.str("path");
     if (m.path.empty()) throw SpecError(f.path_of("path"), "must name a TorchScript file saved by torch.jit.save");
     JsonFields in = f.object("input");
-    m.input_shape = in.int_list("shape", 1);
+    m.input_shape = in.int_list<std::int64_t>("shape", 1, kShapeExtent, kShapeDims);
     m.input_dtype = in.choice("dtype", {"float32", "int64"}, "float32");
     in.finish();
-    m.classes = static_cast<int>(f.integer("classes", 1, 10));
+    m.classes = f.integer<int>("classes", 1, kVocab, 10);
     // Token input of shape [seq_len]: a language model over `classes` symbols.
     if (m.input_dtype == "int64" && m.input_shape.size() == 1) {
+      if (m.input_shape[0] > kSeqLen)
+        throw SpecError(in.path_of("shape") + "[0]", "a token window must be <= " + std::to_string(kSeqLen) +
+                                                        " (model.seq_len's bound), got " + std::to_string(m.input_shape[0]));
       m.seq_len = static_cast<int>(m.input_shape[0]);
       m.vocab = m.classes;
     }
   } else {  // uniform
-    m.layers = static_cast<int>(f.integer("layers", 1));
-    m.fwd_ms = f.number("fwd_ms", 0);
-    m.bwd_ms = f.number("bwd_ms", 0);
-    m.activation_mb = f.number("activation_mb", 0);
-    m.param_mb = f.number("param_mb", 0, 0.0);
-    m.output_mb = f.number("output_mb", 0, 0.0);
-    m.optimizer_ms = f.number("optimizer_ms", 0, 0.0);
+    m.layers = f.integer<int>("layers", 1, kLayers);
+    m.fwd_ms = f.number("fwd_ms", 0, kLayerMs);
+    m.bwd_ms = f.number("bwd_ms", 0, kLayerMs);
+    m.activation_mb = f.number("activation_mb", 0, kLayerMb);
+    m.param_mb = f.number("param_mb", 0, kLayerMb, 0.0);
+    m.output_mb = f.number("output_mb", 0, kLayerMb, 0.0);
+    m.optimizer_ms = f.number("optimizer_ms", 0, kLayerMs, 0.0);
   }
   f.finish();
   return m;
 }
 
 TrainingSpec parse_training(JsonFields f) {
+  using namespace bounds;
   TrainingSpec t;
   t.optimizer = f.choice("optimizer", {"sgd", "momentum", "adam"}, "adam");
-  t.lr = f.number("lr", 0, 1e-3);
+  t.lr = f.number("lr", 0, kLearningRate, 1e-3);
   t.lr_schedule = f.choice("lr_schedule", {"constant", "cosine"}, "constant");
-  t.microbatch_size = static_cast<int>(f.integer("microbatch_size", 1, 1));
-  t.batch_size = static_cast<int>(f.integer("batch_size", 1, t.microbatch_size));
+  t.microbatch_size = f.integer<int>("microbatch_size", 1, kMicrobatchSize, 1);
+  t.batch_size = f.integer<int>("batch_size", 1, kBatchSize, t.microbatch_size);
   if (t.batch_size % t.microbatch_size != 0)
     throw SpecError(f.path_of("batch_size"), "must be a multiple of microbatch_size (" +
                                                  std::to_string(t.microbatch_size) + "), got " +
                                                  std::to_string(t.batch_size));
-  t.iterations = static_cast<int>(f.integer("iterations", 1, 1));
-  t.seed = static_cast<std::uint64_t>(f.integer("seed", 0, 0));
-  t.warmup = static_cast<int>(f.integer("warmup", 0, 0));
+  t.iterations = f.integer<int>("iterations", 1, kIterations, 1);
+  t.seed = f.integer<std::uint64_t>("seed", 0, UINT64_MAX, 0);
+  t.warmup = f.integer<int>("warmup", 0, kIterations, 0);
   if (t.warmup >= t.iterations && t.warmup > 0)
     throw SpecError(f.path_of("warmup"), "must be less than training.iterations (" + std::to_string(t.iterations) +
                                              "), got " + std::to_string(t.warmup));
@@ -101,8 +108,9 @@ TrainingSpec parse_training(JsonFields f) {
 }
 
 ClusterSpec parse_cluster(JsonFields f) {
+  using namespace bounds;
   ClusterSpec c;
-  c.devices = static_cast<int>(f.integer("devices", 1, 1));
+  c.devices = f.integer<int>("devices", 1, kDevices, 1);
   std::string preset = f.str("device", "custom");
   if (preset != "custom") {
     auto d = device_preset(preset);
@@ -118,38 +126,46 @@ ClusterSpec parse_cluster(JsonFields f) {
   // Explicit fields refine a preset; a custom device needs them all.
   bool custom = preset == "custom";
   auto opt = [&](double v) { return custom ? std::optional<double>() : std::optional<double>(v); };
-  double mem_gb = f.number("memory_gb", 0.001, opt(c.device.memory_bytes / GiB));
+  double mem_gb = f.number("memory_gb", 0.001, kMemoryGb, opt(c.device.memory_bytes / GiB));
   c.device.memory_bytes = static_cast<std::uint64_t>(mem_gb * GiB);
-  c.device.tflops = f.number("tflops", 1e-6, opt(c.device.tflops));
-  c.device.host_link_gbps = f.number("host_link_gbps", 1e-6, custom ? 128.0 : c.device.host_link_gbps);
-  c.device.link_gbps = f.number("link_gbps", 1e-6, custom ? 100.0 : c.device.link_gbps);
-  c.device.link_latency_us = f.number("link_latency_us", 0, custom ? 10.0 : c.device.link_latency_us);
-  c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, custom ? 500.0 : c.device.mem_bandwidth_gbs);
-  c.device.send_cpu_us = f.number("send_cpu_us", 0, c.device.send_cpu_us);
-  c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, c.device.send_cpu_gbps);
-  c.device.action_overhead_us = f.number("action_overhead_us", 0, c.device.action_overhead_us);
+  c.device.tflops = f.number("tflops", 1e-6, kRate, opt(c.device.tflops));
+  c.device.host_link_gbps = f.number("host_link_gbps", 1e-6, kRate, custom ? 128.0 : c.device.host_link_gbps);
+  c.device.link_gbps = f.number("link_gbps", 1e-6, kRate, custom ? 100.0 : c.device.link_gbps);
+  c.device.link_latency_us = f.number("link_latency_us", 0, kMicroseconds, custom ? 10.0 : c.device.link_latency_us);
+  c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, kRate, custom ? 500.0 : c.device.mem_bandwidth_gbs);
+  c.device.send_cpu_us = f.number("send_cpu_us", 0, kMicroseconds, c.device.send_cpu_us);
+  c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, kRate, c.device.send_cpu_gbps);
+  c.device.action_overhead_us = f.number("action_overhead_us", 0, kMicroseconds, c.device.action_overhead_us);
   f.finish();
   return c;
 }
 
 PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
   PipelineSpec p;
-  p.stages = static_cast<int>(f.integer("stages", 1, c.devices));
+  p.stages = f.integer<int>("stages", 1, bounds::kDevices, c.devices);
   if (p.stages > c.devices)
     throw SpecError(f.path_of("stages"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
                                              std::to_string(p.stages));
   int derived = t.batch_size / t.microbatch_size;
-  p.microbatches = static_cast<int>(f.integer("microbatches", 1, derived));
+  if (derived > bounds::kMicrobatches)
+    throw SpecError("training.batch_size", "batch_size / microbatch_size must be <= " +
+                                               std::to_string(bounds::kMicrobatches) + " microbatches, got " +
+                                               std::to_string(derived));
+  p.microbatches = f.integer<int>("microbatches", 1, bounds::kMicrobatches, derived);
   if (p.microbatches != derived)
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
                         "), got " + std::to_string(p.microbatches));
   auto kind = schedule_kind_from_string(f.choice("schedule", schedule_kind_names(), "1f1b"));
   p.schedule = *kind;
-  p.planner = f.choice("planner", kPlanners, "uniform");
-  p.chunks = static_cast<int>(f.integer("chunks", 1, 1));
+  p.planner = f.choice("planner", planner_names(), "uniform");
+  p.chunks = f.integer<int>("chunks", 1, bounds::kChunks, 1);
   if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
+  // The planners refuse it too (for --planner); the job says so on load.
+  if (p.chunks > 1 && (p.planner == "exact" || p.planner == "pipedream"))
+    throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
+                                             std::to_string(p.chunks));
   if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +
@@ -166,13 +182,15 @@ JobSpec parse_job(const nlohmann::json& doc) {
   job.name = f.str("name");
   if (job.name.empty()) throw SpecError("name", "must not be empty");
   job.model = parse_model(f.object("model"));
-  job.model.raw = doc.at("model");
   job.search_space = f.raw("search_space");
-  job.data = f.raw("data");
-  (void)f.raw("runtime");  // kept in raw; interpreted by the engine's live migration (engine/runtime/migration)
+  if (f.has("data")) job.data = parse_data(f.object("data"), job.model);
   job.training = parse_training(f.object("training", false));
   job.cluster = parse_cluster(f.object("cluster", false));
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
+  if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
+  if ((job.runtime.replan || !job.runtime.migrate.empty()) && job.pipeline.schedule == ScheduleKind::AsyncOneFOneB)
+    throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
+                               "pipedream schedule has none (use gpipe, 1f1b or interleaved)");
   f.finish();
   if (job.model.kind == "uniform" || job.model.layers > 0) {
     int layers = job.model.kind == "uniform" ? job.model.layers : 0;
@@ -190,8 +208,14 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
     throw SpecError("--set", "expected key.path=value, got \"" + assignment + "\"");
   std::string key = assignment.substr(0, eq);
   std::string text = assignment.substr(eq + 1);
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;
+  nlohmann::json value;
+  try {
+    value = parse_bounded_json(text, key);
+  } catch (const SpecError& e) {
+    // Not JSON: a bare string (name=my-job). Too deep or out of range: refused.
+    if (e.reason().rfind("not valid JSON", 0) != 0) throw;
+    value = text;
+  }
   nlohmann::json* node = &doc;
   std::string walked;
   size_t pos = 0;
@@ -211,40 +235,28 @@ void apply_override(nlohmann::json& doc, const std::string& assignment) {
   }
 }
 
-JobSpec load_job(const std::string& file, const std::vector<std::string>& overrides) {
-  std::ifstream in(file);
-  if (!in) throw SpecError("$", "cannot open job file \"" + file + "\"");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SpecError("$", "\"" + file + "\" is not valid JSON: " + e.what());
-  }
+JobSpec job_from_text(const std::string& text, const std::string& base_dir, const std::vector<std::string>& overrides) {
+  nlohmann::json doc = parse_bounded_json(text);
   for (const auto& o : overrides) apply_override(doc, o);
   JobSpec job = parse_job(doc);
-  // A profile named in the job file is relative to the job file.
+  // Paths in the job are relative to its file; written back into the
+  // document too, because workers receive job.raw.
+  auto resolve = [&](nlohmann::json* node, std::string& value) {
+    if (value.empty() || std::filesystem::path(value).is_absolute()) return;
+    value = std::filesystem::absolute(std::filesystem::path(base_dir) / value).lexically_normal().string();
+    if (node) (*node)["path"] = value;
+  };
   std::filesystem::path prof(job.model.profile);
   if (!job.model.profile.empty() && prof.is_relative())
-    job.model.profile = (std::filesystem::path(file).parent_path() / prof).lexically_normal().string();
-  // So are a TorchScript model and a data file; written back into the
-  // document too, because workers re-parse job.raw elsewhere.
-  auto resolve = [&](nlohmann::json& node, std::string& value) {
-    if (value.empty() || std::filesystem::path(value).is_absolute()) return;
-    value = std::filesystem::absolute(std::filesystem::path(file).parent_path() / value).lexically_normal().string();
-    node["path"] = value;
-  };
-  if (job.model.kind == "torchscript") {
-    resolve(job.raw["model"], job.model.path);
-    job.model.raw["path"] = job.model.path;
-  }
-  if (job.data.is_object() && job.data.contains("path") && job.data["path"].is_string()) {
-    std::string data_path = job.data["path"].get<std::string>();
-    resolve(job.data, data_path);
-    job.raw["data"] = job.data;
-  }
+    job.model.profile = (std::filesystem::path(base_dir) / prof).lexically_normal().string();
+  if (job.model.kind == "torchscript") resolve(&job.raw["model"], job.model.path);
+  if (job.data.kind == "tensors") resolve(&job.raw["data"], job.data.dir);
   return job;
+}
+
+JobSpec load_job(const std::string& file, const std::vector<std::string>& overrides) {
+  std::string text = read_bounded_file(file, kMaxJobFileBytes, "job file");
+  return job_from_text(text, std::filesystem::path(file).parent_path().string(), overrides);
 }
 
 }  // namespace pw

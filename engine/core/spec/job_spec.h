@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "core/schedule/schedule_kind.h"
+#include "core/spec/data_spec.h"
 #include "core/spec/device.h"
+#include "core/spec/runtime_spec.h"
 
 namespace pw {
 
@@ -21,7 +23,10 @@ struct ModelSpec {
   int seq_len = 0;
   int vocab = 0;
   int ffn_mult = 4;
-  std::string precision = "fp16";  // fp16 (mixed) | fp32
+  // fp32 | fp16 (mixed: fp16 weights and activations, fp32 master copy).
+  // The default is what `run` trains in; fp16 is for planning and
+  // simulating GPU jobs, and `run` refuses it (docs/jobs.md).
+  std::string precision = "fp32";
   // mlp: input features, hidden widths, classes. cnn: channels per conv layer.
   int input = 0;
   std::vector<int> widths;
@@ -40,9 +45,8 @@ struct ModelSpec {
   // absolute after load_job; input_shape excludes the batch dimension;
   // `classes` (above) is the width of the model's output.
   std::string path;
-  std::vector<long long> input_shape;
+  std::vector<std::int64_t> input_shape;
   std::string input_dtype = "float32";  // float32 | int64
-  nlohmann::json raw;  // the object as written, for the engine's model builder
 };
 
 struct TrainingSpec {
@@ -72,23 +76,32 @@ struct PipelineSpec {
 struct JobSpec {
   std::string name;
   ModelSpec model;
-  nlohmann::json search_space;  // interpreted by the NAS layer
-  nlohmann::json data;          // interpreted by the engine's data loaders
+  nlohmann::json search_space;  // interpreted by the NAS layer (core/nas/search_space)
+  DataSpec data;                // what the engine's data loaders read
+  RuntimeSpec runtime;          // the engine's live migration settings
   TrainingSpec training;
   ClusterSpec cluster;
   PipelineSpec pipeline;
   nlohmann::json raw;  // the whole document after overrides
 };
 
-// Validates and converts. Throws SpecError naming the field's JSON path.
+// Validates and converts. Throws SpecError naming the field's JSON path;
+// every number is range-checked against core/spec/spec_bounds.h.
 JobSpec parse_job(const nlohmann::json& doc);
 
 // Applies "a.b.c=value" to a document. The value is parsed as JSON when it
-// is valid JSON (numbers, true, objects) and taken as a string otherwise.
+// is valid JSON (numbers, true, objects) and taken as a string otherwise;
+// a number beyond double range (1e400) is refused naming the key.
 void apply_override(nlohmann::json& doc, const std::string& assignment);
 
-// Reads a file, applies overrides in order, validates. Throws SpecError
-// (path "$" for unreadable or non-JSON files).
+// Parses job text, applies overrides in order, validates. Relative paths in
+// the job (profile, TorchScript model, data file) are taken relative to
+// `base_dir`. Throws SpecError (path "$" for text that is not JSON).
+JobSpec job_from_text(const std::string& text, const std::string& base_dir,
+                      const std::vector<std::string>& overrides = {});
+
+// Reads a file (a regular file of at most kMaxJobFileBytes), then as
+// job_from_text relative to the file's directory. Throws SpecError.
 JobSpec load_job(const std::string& file, const std::vector<std::string>& overrides = {});
 
 }  // namespace pw

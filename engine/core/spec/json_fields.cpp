@@ -1,6 +1,7 @@
 #include "core/spec/json_fields.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "core/spec/spec_error.h"
 
@@ -44,25 +45,59 @@ std::string JsonFields::choice(const std::string& key, const std::vector<std::st
   throw SpecError(path_of(key), "must be one of " + list + ", got \"" + s + "\"");
 }
 
-long long JsonFields::integer(const std::string& key, long long min, std::optional<long long> fallback) {
+namespace {
+using Wide = __int128;  // holds every int64 and uint64 exactly
+
+std::string wide_str(Wide v) {
+  if (v >= 0) return std::to_string(static_cast<unsigned long long>(v));
+  return "-" + std::to_string(static_cast<unsigned long long>(-v));
+}
+
+// The integer a JSON value denotes, in a type wide enough for any of them;
+// nullopt for a non-integer. Floats with an integral value (1e12) count;
+// beyond 2^100 they are clamped, which every bound refuses anyway.
+std::optional<Wide> as_integer(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return static_cast<Wide>(v.get<std::uint64_t>());
+  if (v.is_number_integer()) return static_cast<Wide>(v.get<std::int64_t>());
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d) return std::nullopt;
+    constexpr double lim = 1267650600228229401496703205376.0;  // 2^100
+    if (d >= lim) return static_cast<Wide>(1) << 100;
+    if (d <= -lim) return -(static_cast<Wide>(1) << 100);
+    return static_cast<Wide>(d);
+  }
+  return std::nullopt;
+}
+
+// Numbers are echoed in errors; a huge literal is shortened.
+std::string shown(const nlohmann::json& v) {
+  std::string s = v.is_number() ? v.dump() : v.type_name();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+template <class T>
+T checked_integer(const nlohmann::json& v, T min, T max, const std::string& path) {
+  auto x = as_integer(v);
+  std::string range = "[" + wide_str(min) + ", " + wide_str(max) + "]";
+  if (!x) throw SpecError(path, "must be an integer in " + range + ", got " + shown(v));
+  if (*x < static_cast<Wide>(min) || *x > static_cast<Wide>(max))
+    throw SpecError(path, "must be in " + range + ", got " + shown(v));
+  return static_cast<T>(*x);
+}
+}  // namespace
+
+template <class T>
+T JsonFields::integer(const std::string& key, T min, T max, std::optional<T> fallback) {
   const auto* v = find(key);
   if (!v) {
     if (fallback) return *fallback;
     throw SpecError(path_of(key), "is required");
   }
-  long long x;
-  if (v->is_number_integer()) {
-    x = v->get<long long>();
-  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()) {
-    x = static_cast<long long>(v->get<double>());
-  } else {
-    throw SpecError(path_of(key), "must be an integer, got " + (v->is_number() ? v->dump() : type_name(*v)));
-  }
-  if (x < min) throw SpecError(path_of(key), "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
-  return x;
+  return checked_integer<T>(*v, min, max, path_of(key));
 }
 
-double JsonFields::number(const std::string& key, double min, std::optional<double> fallback) {
+double JsonFields::number(const std::string& key, double min, double max, std::optional<double> fallback) {
   const auto* v = find(key);
   if (!v) {
     if (fallback) return *fallback;
@@ -70,7 +105,9 @@ double JsonFields::number(const std::string& key, double min, std::optional<doub
   }
   if (!v->is_number()) throw SpecError(path_of(key), "must be a number, got " + type_name(*v));
   double x = v->get<double>();
-  if (!std::isfinite(x) || x < min) throw SpecError(path_of(key), "must be >= " + nlohmann::json(min).dump() + ", got " + v->dump());
+  if (!std::isfinite(x) || x < min || x > max)
+    throw SpecError(path_of(key), "must be in [" + nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() +
+                                      "], got " + shown(*v));
   return x;
 }
 
@@ -81,22 +118,21 @@ bool JsonFields::boolean(const std::string& key, bool fallback) {
   return v->get<bool>();
 }
 
-std::vector<long long> JsonFields::int_list(const std::string& key, long long min,
-                                            std::optional<std::vector<long long>> fallback) {
+template <class T>
+std::vector<T> JsonFields::int_list(const std::string& key, T min, T max, std::size_t max_count,
+                                    std::optional<std::vector<T>> fallback) {
   const auto* v = find(key);
   if (!v) {
     if (fallback) return *fallback;
     throw SpecError(path_of(key), "is required");
   }
   if (!v->is_array() || v->empty()) throw SpecError(path_of(key), "must be a non-empty array of integers");
-  std::vector<long long> out;
-  for (size_t i = 0; i < v->size(); ++i) {
-    const auto& e = (*v)[i];
-    std::string p = path_of(key) + "[" + std::to_string(i) + "]";
-    if (!e.is_number_integer()) throw SpecError(p, "must be an integer, got " + type_name(e));
-    if (e.get<long long>() < min) throw SpecError(p, "must be >= " + std::to_string(min) + ", got " + e.dump());
-    out.push_back(e.get<long long>());
-  }
+  if (v->size() > max_count)
+    throw SpecError(path_of(key), "has " + std::to_string(v->size()) + " entries, at most " +
+                                      std::to_string(max_count) + " allowed");
+  std::vector<T> out;
+  for (size_t i = 0; i < v->size(); ++i)
+    out.push_back(checked_integer<T>((*v)[i], min, max, path_of(key) + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -119,4 +155,17 @@ void JsonFields::finish() const {
     if (!seen_.count(it.key())) throw SpecError(path_of(it.key()), "unknown field");
 }
 
+}  // namespace pw
+
+namespace pw {
+template int JsonFields::integer<int>(const std::string&, int, int, std::optional<int>);
+template std::int64_t JsonFields::integer<std::int64_t>(const std::string&, std::int64_t, std::int64_t,
+                                                        std::optional<std::int64_t>);
+template std::uint64_t JsonFields::integer<std::uint64_t>(const std::string&, std::uint64_t, std::uint64_t,
+                                                          std::optional<std::uint64_t>);
+template std::vector<int> JsonFields::int_list<int>(const std::string&, int, int, std::size_t,
+                                                    std::optional<std::vector<int>>);
+template std::vector<std::int64_t> JsonFields::int_list<std::int64_t>(const std::string&, std::int64_t, std::int64_t,
+                                                                      std::size_t,
+                                                                      std::optional<std::vector<std::int64_t>>);
 }  // namespace pw

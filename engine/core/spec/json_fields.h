@@ -1,4 +1,6 @@
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -20,14 +22,21 @@ class JsonFields {
   std::string str(const std::string& key, std::optional<std::string> fallback = std::nullopt);
   std::string choice(const std::string& key, const std::vector<std::string>& options,
                      std::optional<std::string> fallback = std::nullopt);
-  long long integer(const std::string& key, long long min, std::optional<long long> fallback = std::nullopt);
-  double number(const std::string& key, double min, std::optional<double> fallback = std::nullopt);
+  // An integer read in its own type T (int, std::int64_t, std::uint64_t):
+  // anything outside [min, max], however written (1e12, 4294967296, -0.5),
+  // is refused naming the path, never wrapped by a cast.
+  template <class T>
+  T integer(const std::string& key, T min, T max, std::optional<T> fallback = std::nullopt);
+  // A finite number in [min, max].
+  double number(const std::string& key, double min, double max, std::optional<double> fallback = std::nullopt);
   bool boolean(const std::string& key, bool fallback);
-  std::vector<long long> int_list(const std::string& key, long long min,
-                                  std::optional<std::vector<long long>> fallback = std::nullopt);
+  // A non-empty array of at most max_count integers, each in [min, max].
+  template <class T>
+  std::vector<T> int_list(const std::string& key, T min, T max, std::size_t max_count,
+                          std::optional<std::vector<T>> fallback = std::nullopt);
   // A nested object (or empty object if absent and optional).
   JsonFields object(const std::string& key, bool required = true);
-  // Raw access for fields a later layer interprets (data, search_space).
+  // Raw access for fields parsed separately (search_space's layer lists).
   nlohmann::json raw(const std::string& key);
 
   // Throws for any key that was never read.

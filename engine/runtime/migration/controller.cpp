@@ -74,9 +74,9 @@ std::vector<Migration> MigrationEvent::records() const {
 Controller::Controller(const PreparedJob& job, c10::intrusive_ptr<c10d::Store> store, RunObserver* observer, bool quiet)
     : job_(job), store_(std::move(store)), obs_(observer), quiet_(quiet), plan_(job.plan),
       world_(job.schedule->devices()) {
-  settings_ = parse_settings(job.job.raw, job.job.pipeline.stages, job.profile.size());
+  settings_ = job.job.runtime;
+  check_runtime_layers(settings_, job.profile.size());  // a measured profile may differ from the analytic one
   trigger_ = ReplanTrigger(settings_.trigger);
-  if (settings_.replan) make_planner(settings_.planner);  // an unknown name fails before any worker starts
   if (plan_.predicted.empty()) {
     PlanRequest req = plan_request(job_.job, job_.profile);
     evaluate_plan(req, plan_);

@@ -77,12 +77,8 @@ struct WorkerAgent::Impl {
        StageExecutor::PG g, TrainData& d, EventSink* l)
       : job(j), plan(p), schedule(s), rank(r), world(s.devices()), store(std::move(st)), pg(std::move(g)), data(d),
         log(l) {
-    settings = parse_settings(job.raw, job.pipeline.stages, plan.layer_count());
+    settings = job.runtime;
     if (!settings.present) return;
-    if (!schedule.flushes() && (settings.replan || !settings.migrate.empty()))
-      throw std::runtime_error(
-          "runtime.replan/runtime.migrate: live migration switches owners at a flush; the pipedream schedule has "
-          "none (use gpipe, 1f1b or interleaved)");
     double f = rank < static_cast<int>(settings.slowdown.size()) ? settings.slowdown[rank] : 1.0;
     measuring = std::make_unique<MeasuringSink>(log, f, settings.slowdown_from);
   }

@@ -339,21 +339,6 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
   fresh.root.save(out);
 }
 
-void check_torchscript_data(const JobSpec& job, const std::string& kind) {
-  const auto& m = job.model;
-  std::string shape = c10::str(c10::IntArrayRef(std::vector<int64_t>(m.input_shape.begin(), m.input_shape.end())));
-  bool tokens = m.input_dtype == "int64";
-  if (tokens && (kind == "synthetic" || kind == "fashion-mnist"))
-    throw SpecError("data.kind", "a model with int64 (token) input trains on \"text\" or \"tensors\" data, not \"" +
-                                     kind + "\"");
-  if (kind == "fashion-mnist" && m.input_shape != std::vector<long long>{1, 28, 28})
-    throw SpecError("model.input.shape", "fashion-mnist images are [1, 28, 28], got " + shape);
-  if (kind == "text" && m.input_shape.size() != 1)
-    throw SpecError("model.input.shape", "text comes as windows of [seq_len] byte ids, got " + shape);
-  if (kind == "text" && m.classes != 256)
-    throw SpecError("model.classes", "byte-level text predicts one of 256 bytes, got " + std::to_string(m.classes));
-}
-
 TensorData load_tensor_file(const std::string& path) {
   c10::IValue v;
   try {

@@ -77,12 +77,6 @@ void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequentia
 void export_trained_torchscript(const JobSpec& job, const Plan& plan, int devices, const std::string& weights_dir,
                                 const std::string& out);
 
-// The data kinds a torchscript job can train on, given its input: float
-// input takes synthetic, fashion-mnist ([1, 28, 28], 10 classes) or
-// tensors; int64 token input takes text (byte windows of [seq_len], 256
-// classes) or tensors. SpecError naming the field otherwise.
-void check_torchscript_data(const JobSpec& job, const std::string& data_kind);
-
 // Tensors saved from Python with torch.save: a dict {"inputs", "labels"}
 // (optionally "test_inputs", "test_labels") or a tuple (inputs, labels).
 // labels: int64 class ids, one per input row. Errors name the file and key.

@@ -82,7 +82,7 @@ std::string spec_error_path(nlohmann::json doc) {
 // The job spec needs no Python: runs everywhere.
 TEST(TorchScriptSpec, FieldsAreValidatedWithTheirPaths) {
   auto doc = job_doc("m.pt", 1);
-  EXPECT_EQ(parse_job(doc).model.input_shape, (std::vector<long long>{4, 4}));
+  EXPECT_EQ(parse_job(doc).model.input_shape, (std::vector<std::int64_t>{4, 4}));
   EXPECT_EQ(parse_job(doc).model.input_dtype, "float32");
   auto d = doc;
   d["model"].erase("path");
