@@ -144,11 +144,16 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
                         "), got " + std::to_string(p.microbatches));
-  auto kind = schedule_kind_from_string(f.choice("schedule", schedule_kind_names(), "1f1b"));
-  p.schedule = *kind;
+  std::vector<std::string> schedules = schedule_kind_names();
+  schedules.push_back("auto");
+  std::string schedule = f.choice("schedule", schedules, "1f1b");
+  p.schedule_auto = schedule == "auto";
+  p.schedule = p.schedule_auto ? ScheduleKind::OneFOneB : *schedule_kind_from_string(schedule);
   p.planner = f.choice("planner", kPlanners, "uniform");
   const bool v_shape = is_v_shape(p.schedule);
   p.chunks = static_cast<int>(f.integer("chunks", 1, v_shape ? 2 : 1));
+  if (p.schedule_auto && p.chunks != 1)
+    throw SpecError(f.path_of("chunks"), "schedule \"auto\" chooses the chunks with the schedule; leave chunks out");
   if (v_shape && p.chunks != 2)
     throw SpecError(f.path_of("chunks"), to_string(p.schedule) + " places exactly 2 chunks per device, got " +
                                              std::to_string(p.chunks));
