@@ -23,7 +23,8 @@ std::string layer_list(const std::vector<int>& layers) {
 
 void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Plan& plan) {
   std::cout << "plan by " << plan.planner << " for " << job.name << ": " << profile.size() << " layers on "
-            << plan.stages.size() << " stages, " << to_string(job.pipeline.schedule) << ", "
+            << plan.stages.size() << " stages, " << (plan.schedule.empty() ? to_string(job.pipeline.schedule) : plan.schedule)
+            << (job.pipeline.schedule_auto ? " (auto)" : "") << ", "
             << job.pipeline.microbatches << " microbatches of " << job.training.microbatch_size << "; found in "
             << fixed(plan.planning_time_ms, 2) << " ms\n\n";
   std::cout << "  stage  layers      n   recompute            swap                 time/mb ms   peak memory / budget\n";
@@ -48,7 +49,12 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
               << (pr.peak_memory_bytes > pr.memory_budget_bytes ? "  OOM" : "") << "\n";
   }
   std::cout << "\n  iteration " << fixed(plan.iteration_time_ms, 2) << " ms, " << fixed(plan.throughput_samples_per_s, 1)
-            << " samples/s" << (plan.layers_moved ? ", " + std::to_string(plan.layers_moved) + " layers moved" : "")
+            << " samples/s"
+            << (plan.best_1f1b_ms > 0 && plan.iteration_time_ms > 0
+                    ? ", x" + fixed(plan.best_1f1b_ms / plan.iteration_time_ms, 3) + " over the best 1F1B plan (" +
+                          fixed(plan.best_1f1b_ms, 2) + " ms)"
+                    : "")
+            << (plan.layers_moved ? ", " + std::to_string(plan.layers_moved) + " layers moved" : "")
             << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
 }
 

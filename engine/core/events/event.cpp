@@ -2,8 +2,9 @@
 
 namespace pw {
 namespace {
-constexpr const char* kNames[kEventKindCount] = {"forward", "backward",       "recompute", "swap_out", "swap_in",
-                                                 "send",    "recv",           "optimizer", "migrate",  "idle"};
+constexpr const char* kNames[kEventKindCount] = {"forward", "backward",  "recompute", "swap_out",       "swap_in",
+                                                 "send",    "recv",      "optimizer", "migrate",        "idle",
+                                                 "backward_input",       "backward_weight"};
 }
 
 const char* to_string(EventKind k) {

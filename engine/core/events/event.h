@@ -19,8 +19,10 @@ enum class EventKind : std::uint8_t {
   OptimizerStep = 7,
   Migrate = 8,
   Idle = 9,
+  BackwardInput = 10,   // B of a split backward: the input gradient
+  BackwardWeight = 11,  // W of a split backward: the weight gradients
 };
-constexpr int kEventKindCount = 10;
+constexpr int kEventKindCount = 12;
 
 const char* to_string(EventKind k);
 std::optional<EventKind> event_kind_from_string(const std::string& s);

@@ -12,15 +12,19 @@ namespace pw {
 // replay, watch and telemetry sums these kinds. Swaps and transfers run on
 // copy engines and links beside compute, so they are not busy time.
 constexpr bool is_busy(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute ||
-         k == EventKind::OptimizerStep;
+  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::BackwardInput ||
+         k == EventKind::BackwardWeight || k == EventKind::Recompute || k == EventKind::OptimizerStep;
 }
 
 // Model compute that advances a microbatch through the pipeline: what the
 // idle-time attribution calls "compute". Recompute and the optimizer step
 // are busy but are attributed as causes of their own (a memory policy's
 // price, the per-iteration update), so compute + causes = wall.
-constexpr bool is_compute(EventKind k) { return k == EventKind::Forward || k == EventKind::Backward; }
+// A split backward (zero-bubble B and W) is compute like the full one.
+constexpr bool is_compute(EventKind k) {
+  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::BackwardInput ||
+         k == EventKind::BackwardWeight;
+}
 
 // Work a memory policy adds (recompute, activations moved to and from the host).
 constexpr bool is_memory_policy(EventKind k) {

@@ -63,6 +63,7 @@ PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile) {
   r.stages = job.pipeline.stages;
   r.microbatches = job.pipeline.microbatches;
   r.chunks = job.pipeline.chunks;
+  r.auto_schedule = job.pipeline.schedule_auto;
   r.microbatch_size = job.training.microbatch_size;
   return r;
 }
@@ -83,8 +84,14 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   p.profile = job_profile(job);
   PlanRequest req = plan_request(p.job, p.profile);
   p.plan = run_planner(planner.empty() ? job.pipeline.planner : planner, req);
-  p.schedule = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
-                             job.pipeline.chunks);
+  if (job.pipeline.schedule_auto) {
+    // Run what won: its schedule and chunk count (2 for the V-shaped ones).
+    p.job.pipeline.schedule = schedule_kind_from_string(p.plan.schedule).value_or(ScheduleKind::OneFOneB);
+    p.job.pipeline.chunks = static_cast<int>(p.plan.stages.size()) / job.pipeline.stages;
+    p.job.pipeline.schedule_auto = false;
+  }
+  p.schedule = make_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
+                             p.job.pipeline.chunks);
   return p;
 }
 

@@ -1,5 +1,6 @@
 #include "core/model/analytic_profile.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pw {
@@ -34,13 +35,17 @@ double optimizer_ms(double params, const Units& u) {
   return bytes / (u.mem_gbs * 1e9) * 1e3;
 }
 
+// w_flops: the weight-gradient share of bwd_flops (W of a split backward);
+// < 0 leaves it to weight_grad_ms's rule.
 LayerProfile make_layer(std::string name, std::string type, double fwd_flops, double bwd_flops,
-                        double act_bytes, double in_bytes, double out_bytes, double params, const Units& u) {
+                        double act_bytes, double in_bytes, double out_bytes, double params, const Units& u,
+                        double w_flops = -1) {
   LayerProfile l;
   l.name = std::move(name);
   l.type = std::move(type);
   l.fwd_ms = compute_ms(fwd_flops, u);
   l.bwd_ms = compute_ms(bwd_flops, u);
+  if (w_flops >= 0) l.bwd_weight_ms = compute_ms(std::min(w_flops, bwd_flops), u);
   l.activation_bytes = static_cast<std::uint64_t>(act_bytes);
   l.input_bytes = static_cast<std::uint64_t>(in_bytes);
   l.output_bytes = static_cast<std::uint64_t>(out_bytes);
@@ -62,6 +67,8 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   out.layers.push_back(make_layer("embedding", "embedding", 0, 0, sbh, tokens * 8, hidden_bytes, emb_params, u));
   out.layers.back().fwd_ms = (tokens * h * 2 * u.weight_b) / (u.mem_gbs * 1e9) * 1e3;
   out.layers.back().bwd_ms = 2 * out.layers.back().fwd_ms;
+  // Its input is token ids: the whole backward is the table's gradient (W).
+  out.layers.back().bwd_weight_ms = out.layers.back().bwd_ms;
 
   // Attention block incl. its layer norm: 11 s b h + 5 a s^2 b (+2 sbh LN).
   auto attention = [&](const std::string& name, bool cross) {
@@ -69,8 +76,10 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
     double act = 13 * sbh + 5 * a * s * s * b * u.act_scale;
     if (cross) act += 2 * sbh;  // encoder output is kept too
     double params = 4 * h * h + 4 * h + 2 * h;
+    // W: the four projections' weight gradients, one forward's worth of
+    // their FLOPs; the score/context matmuls have no weights (all B).
     out.layers.push_back(make_layer(name, cross ? "cross_attention" : "attention", flops, 2 * flops, act,
-                                    hidden_bytes, hidden_bytes, params, u));
+                                    hidden_bytes, hidden_bytes, params, u, tokens * 8 * h * h));
   };
   // FFN block: 2 sbh in + 8 sbh up + 8 sbh activation + sbh dropout mask,
   // scaled by the width multiple (4 in the formula), + 2 sbh LN.
@@ -78,7 +87,7 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
     double flops = tokens * 4 * f * h * h;
     double act = (2 + 4 * f + 1 + 2) * sbh;
     double params = 2 * f * h * h + f * h + h + 2 * h;
-    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, hidden_bytes, hidden_bytes, params, u));
+    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, hidden_bytes, hidden_bytes, params, u, flops));
   };
   int enc = m.kind == "transformer" ? m.encoder_layers : m.layers;
   int dec = m.kind == "transformer" ? m.decoder_layers : 0;
@@ -96,7 +105,7 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   double logits = tokens * m.vocab * 4;
   bool tied = m.kind == "gpt";  // GPT ties the head to the embedding
   out.layers.push_back(make_layer("head", "head", head_flops, 2 * head_flops, logits + hidden_bytes, hidden_bytes,
-                                  0, tied ? 0 : h * m.vocab, u));
+                                  0, tied ? 0 : h * m.vocab, u, head_flops));
 }
 
 void mlp_layers(const JobSpec& job, ModelProfile& out) {
@@ -110,7 +119,7 @@ void mlp_layers(const JobSpec& job, ModelProfile& out) {
     double in = dims[i], o = dims[i + 1];
     double flops = 2 * b * in * o;
     out.layers.push_back(make_layer("fc" + std::to_string(i), "linear", flops, 2 * flops, b * (in + o) * 4,
-                                    b * in * 4, b * o * 4, in * o + o, u));
+                                    b * in * 4, b * o * 4, in * o + o, u, flops));
   }
 }
 
@@ -127,14 +136,14 @@ void cnn_layers(const JobSpec& job, ModelProfile& out) {
     double pooled = hw >= 4 ? hw / 2 : hw;
     double out_bytes = b * o * pooled * pooled * 4;
     out.layers.push_back(make_layer("conv" + std::to_string(i), "conv3x3+relu+pool", flops, 2 * flops,
-                                    in_bytes + 2 * conv_out, in_bytes, out_bytes, 9 * c * o + o, u));
+                                    in_bytes + 2 * conv_out, in_bytes, out_bytes, 9 * c * o + o, u, flops));
     c = o;
     hw = pooled;
   }
   double feat = c * hw * hw;
   double flops = 2 * b * feat * m.classes;
   out.layers.push_back(make_layer("fc", "linear", flops, 2 * flops, b * feat * 4, b * feat * 4, b * m.classes * 4,
-                                  feat * m.classes + m.classes, u));
+                                  feat * m.classes + m.classes, u, flops));
 }
 
 void uniform_layers(const JobSpec& job, ModelProfile& out) {

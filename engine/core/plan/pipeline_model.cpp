@@ -27,8 +27,9 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
   swap_exposed_ = req.schedule == ScheduleKind::GPipe;
   swap_drain_ = req.schedule == ScheduleKind::OneFOneB || req.schedule == ScheduleKind::Interleaved;
   step_per_mb_ = !sched->flushes();
+  split_ = sched->splits_backward();
   for (int j = 0; j < stages_; ++j) {
-    int d = j % req.stages;
+    int d = sched->device_of_virtual_stage(j);
     in_flight_.push_back(sched->in_flight(d));
     slow_.push_back(req.slowdown.empty() ? 1.0 : req.slowdown.at(d));
     versions_.push_back(sched->weight_versions(d));
@@ -58,6 +59,10 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     for (size_t i = 0; i < row.size(); ++i) row[i] = std::max(prev[i], prev[i + (1 << (k - 1))]);
     workspace_.push_back(std::move(row));
   }
+}
+
+std::uint64_t PipelineModel::held_bytes(std::uint64_t kept, const LayerProfile& L) const {
+  return split_ ? std::max(kept, L.input_bytes + L.output_bytes) : kept;
 }
 
 std::uint64_t PipelineModel::workspace_bytes(int a, int b) const {
@@ -116,9 +121,9 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
     switch (policy[l]) {
-      case MemoryPolicy::Keep: kept += L.activation_bytes; break;
+      case MemoryPolicy::Keep: kept += held_bytes(L.activation_bytes, L); break;
       case MemoryPolicy::Recompute:
-        kept += L.input_bytes;
+        kept += held_bytes(L.input_bytes, L);
         rec += L.fwd_ms;
         peak = std::max(peak, L.activation_bytes);
         break;
@@ -149,7 +154,7 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   items.clear();
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
-    items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms});
+    items.push_back({held_bytes(L.activation_bytes, L), held_bytes(L.input_bytes, L), L.fwd_ms});
   }
   PolicySolution x = solve_policy(prob, items, pol);
   if (out) std::copy(pol.begin(), pol.end(), out);

@@ -84,6 +84,11 @@ class PipelineModel {
   bool swap_exposed_ = false;   // GPipe: swap-ins are issued behind the previous backward
   bool swap_drain_ = false;     // 1F1B with flush: the drain waits for swap-ins
   bool step_per_mb_ = false;    // PipeDream: optimizer step after every backward
+  // Split backward (zero bubble): from B to W a layer holds W's stash (its
+  // input and output gradient) instead of what it kept; a microbatch in
+  // flight is bounded by the larger of the two.
+  bool split_ = false;
+  std::uint64_t held_bytes(std::uint64_t kept, const LayerProfile& L) const;
   std::vector<int> in_flight_, versions_;
   std::vector<double> slow_;
   std::vector<std::uint64_t> budget_;

@@ -67,6 +67,11 @@ nlohmann::json to_json(const Plan& plan) {
   j["throughput_samples_per_s"] = plan.throughput_samples_per_s;
   j["planning_time_ms"] = plan.planning_time_ms;
   j["layers_moved"] = plan.layers_moved;
+  if (!plan.schedule.empty()) j["schedule"] = plan.schedule;
+  if (plan.best_1f1b_ms > 0) {
+    j["best_1f1b_iteration_ms"] = plan.best_1f1b_ms;
+    j["speedup_over_1f1b"] = plan.iteration_time_ms > 0 ? plan.best_1f1b_ms / plan.iteration_time_ms : 0;
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& r = plan.stages[s];
@@ -98,6 +103,8 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.throughput_samples_per_s = j.value("throughput_samples_per_s", 0.0);
   p.planning_time_ms = j.value("planning_time_ms", 0.0);
   p.layers_moved = j.value("layers_moved", 0);
+  p.schedule = j.value("schedule", "");
+  p.best_1f1b_ms = j.value("best_1f1b_iteration_ms", 0.0);
   const auto& stages = j.at("stages");
   int layers = 0;
   for (const auto& st : stages) layers = std::max(layers, st.at("last_layer").get<int>() + 1);

@@ -27,9 +27,9 @@ struct StagePrediction {
   std::uint64_t memory_budget_bytes = 0;
 };
 
-// A partition plus a per-layer memory policy. With interleaving, `stages`
-// holds stages x chunks virtual stages; virtual stage j runs on device
-// j % devices.
+// A partition plus a per-layer memory policy. With interleaving or a V
+// (zb-v, dualpipe-v), `stages` holds stages x chunks virtual stages; the
+// schedule places them (Schedule::device_of_virtual_stage).
 struct Plan {
   std::string planner;
   std::vector<StageRange> stages;
@@ -40,6 +40,11 @@ struct Plan {
   double throughput_samples_per_s = 0;
   double planning_time_ms = 0;
   int layers_moved = 0;  // incremental replans: layers that change stage
+  // The schedule planned for: the job's, or under pipeline.schedule "auto"
+  // the family that won, with the best 1F1B plan's simulated time to
+  // compare (0 when no 1F1B plan was made).
+  std::string schedule;
+  double best_1f1b_ms = 0;
   std::vector<StagePrediction> predicted;
 
   int layer_count() const { return static_cast<int>(policy.size()); }

@@ -39,7 +39,7 @@ void evaluate_plan(const PlanRequest& req, Plan& plan) {
   // Per virtual stage: its own compute time; memory is per device.
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     StagePrediction p;
-    const auto& dev = r.stages[j % r.stages.size()];
+    const auto& dev = r.stages[sched->device_of_virtual_stage(static_cast<int>(j))];
     p.peak_memory_bytes = dev.peak_memory_bytes;
     p.memory_budget_bytes = dev.memory_budget_bytes;
     p.time_ms = req.chunks == 1 ? dev.time_ms : 0;
@@ -61,13 +61,63 @@ void evaluate_plan(const PlanRequest& req, Plan& plan) {
   }
 }
 
+std::vector<std::pair<ScheduleKind, int>> auto_schedule_candidates(const PlanRequest& req) {
+  std::vector<std::pair<ScheduleKind, int>> out{{ScheduleKind::OneFOneB, 1}};
+  if (req.stages < 2) return out;  // nothing to fill: every family is 1F1B on one device
+  out.push_back({ScheduleKind::ZBH1, 1});
+  out.push_back({ScheduleKind::ZBH2, 1});
+  const int layers = req.profile ? req.profile->size() : 0;
+  if (2 * req.stages <= layers) {
+    out.push_back({ScheduleKind::ZBV, 2});
+    if (req.microbatches >= 2 * req.stages) out.push_back({ScheduleKind::DualPipeV, 2});
+  }
+  return out;
+}
+
+namespace {
+Plan run_auto(const std::string& name, const PlanRequest& req) {
+  Plan best;
+  bool have = false;
+  double planning_ms = 0, base_ms = 0;
+  for (auto [kind, chunks] : auto_schedule_candidates(req)) {
+    PlanRequest r = req;
+    r.auto_schedule = false;
+    r.schedule = kind;
+    r.chunks = chunks;
+    r.current = nullptr;  // a plan in force belongs to one schedule's stage count
+    Plan p;
+    try {
+      p = run_planner(name, r);
+    } catch (const std::invalid_argument&) {
+      // A planner that cannot plan this family (exact: one chunk per
+      // device) leaves it out; 1F1B's failure is the caller's to see.
+      if (kind == ScheduleKind::OneFOneB) throw;
+      continue;
+    }
+    planning_ms += p.planning_time_ms;
+    if (kind == ScheduleKind::OneFOneB && p.feasible) base_ms = p.iteration_time_ms;
+    // Feasible first, then fastest.
+    if (!have || (p.feasible && !best.feasible) ||
+        (p.feasible == best.feasible && p.iteration_time_ms < best.iteration_time_ms)) {
+      best = std::move(p);
+      have = true;
+    }
+  }
+  best.planning_time_ms = planning_ms;
+  best.best_1f1b_ms = base_ms;
+  return best;
+}
+}  // namespace
+
 Plan run_planner(const std::string& name, const PlanRequest& req) {
+  if (req.auto_schedule) return run_auto(name, req);
   auto planner = make_planner(name);
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = planner->plan(req);
   auto t1 = std::chrono::steady_clock::now();
   plan.planning_time_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   plan.planner = name;
+  plan.schedule = to_string(req.schedule);
   if (req.current) plan.layers_moved = layers_moved(*req.current, plan);
   if (!plan.stages.empty()) evaluate_plan(req, plan);
   return plan;

@@ -15,6 +15,10 @@ struct PlanRequest {
   const ModelProfile* profile = nullptr;
   DeviceSpec device;  // every stage's device (memory budget = device.memory_bytes)
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  // pipeline.schedule "auto": run_planner plans every schedule family the
+  // shape allows (1f1b, zb-h1, zb-h2, zb-v, dualpipe-v) and keeps the
+  // fastest feasible plan; `schedule` and `chunks` are then ignored.
+  bool auto_schedule = false;
   int stages = 1;
   int microbatches = 1;
   int chunks = 1;
@@ -46,7 +50,15 @@ std::unique_ptr<Planner> make_planner(const std::string& name);
 // infeasible, with the stage and bytes in `reason`).
 void evaluate_plan(const PlanRequest& req, Plan& plan);
 
-// Runs the named planner, times it and evaluates the result.
+// Runs the named planner, times it and evaluates the result. With
+// req.auto_schedule, once per schedule family (auto_schedule_candidates);
+// the plan's `schedule` names the winner and best_1f1b_ms the 1F1B plan's
+// time. Planning time counts every family.
 Plan run_planner(const std::string& name, const PlanRequest& req);
+
+// The families "auto" tries for a request's shape, with their chunk counts:
+// V-shaped ones need 2 x stages <= layers, DualPipeV also microbatches >=
+// 2 x stages.
+std::vector<std::pair<ScheduleKind, int>> auto_schedule_candidates(const PlanRequest& req);
 
 }  // namespace pw

@@ -156,16 +156,29 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
                         "), got " + std::to_string(p.microbatches));
-  auto kind = schedule_kind_from_string(f.choice("schedule", schedule_kind_names(), "1f1b"));
-  p.schedule = *kind;
+  std::vector<std::string> schedules = schedule_kind_names();
+  schedules.push_back("auto");
+  std::string schedule = f.choice("schedule", schedules, "1f1b");
+  p.schedule_auto = schedule == "auto";
+  p.schedule = p.schedule_auto ? ScheduleKind::OneFOneB : *schedule_kind_from_string(schedule);
   p.planner = f.choice("planner", planner_names(), "uniform");
-  p.chunks = f.integer<int>("chunks", 1, bounds::kChunks, 1);
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
+  const bool v_shape = is_v_shape(p.schedule);
+  p.chunks = f.integer<int>("chunks", 1, bounds::kChunks, v_shape ? 2 : 1);
+  if (p.schedule_auto && p.chunks != 1)
+    throw SpecError(f.path_of("chunks"), "schedule \"auto\" chooses the chunks with the schedule; leave chunks out");
+  if (v_shape && p.chunks != 2)
+    throw SpecError(f.path_of("chunks"), to_string(p.schedule) + " places exactly 2 chunks per device, got " +
+                                             std::to_string(p.chunks));
+  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
   // The planners refuse it too (for --planner); the job says so on load.
-  if (p.chunks > 1 && (p.planner == "exact" || p.planner == "pipedream"))
+  if (p.chunks > 1 && !v_shape && (p.planner == "exact" || p.planner == "pipedream"))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
+  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages)
+    throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +
+                                                   std::to_string(2 * p.stages) + "), got " +
+                                                   std::to_string(p.microbatches));
   if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +

@@ -69,6 +69,9 @@ struct PipelineSpec {
   int stages = 1;
   int microbatches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
+  // "auto": the planner chooses the schedule family too (PlanRequest::
+  // auto_schedule); `schedule` stays 1f1b until a plan names the winner.
+  bool schedule_auto = false;
   std::string planner = "uniform";
   int chunks = 1;  // interleaved 1F1B: model chunks per device
 };
