@@ -86,7 +86,6 @@ struct StageExecutor::Impl {
   // A hand-off between two chunks of this device (the fold of a V-shaped
   // schedule): no transfer, the tensor itself, keyed like `recvs`.
   std::map<std::tuple<int, int, int>, at::Tensor> local;
-  std::vector<std::pair<int, int>> placement;  // virtual stage -> (device, chunk), as the schedule says
   SendReaper sends;
   std::int64_t iteration = 0;
   std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
@@ -99,7 +98,6 @@ struct StageExecutor::Impl {
         microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
         memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes)) {
     async = !s.flushes();
-    place(s);
     if (static_cast<int>(plan.stages.size()) != vstages)
       throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
                                   std::to_string(vstages));
@@ -163,13 +161,8 @@ struct StageExecutor::Impl {
 
   // The schedule alone says where a virtual stage runs (interleaved and
   // V-shaped placements differ), so the executor asks it, never assumes.
-  void place(const Schedule& s) {
-    placement.assign(s.virtual_stages(), {-1, -1});
-    for (int d = 0; d < s.devices(); ++d)
-      for (int c = 0; c < s.chunks(); ++c) placement.at(s.virtual_stage(d, c)) = {d, c};
-  }
-  int device_of(int vstage) const { return placement.at(vstage).first; }
-  int chunk_of(int vstage) const { return placement.at(vstage).second; }
+  int device_of(int vstage) const { return sched->device_of_virtual_stage(vstage); }
+  int chunk_of(int vstage) const { return sched->chunk_of_virtual_stage(vstage); }
   int peer_of(int vstage) const { return device_of(vstage); }
   // Microbatch number across iterations (async programs number them so).
   std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
@@ -554,7 +547,6 @@ struct StageExecutor::Impl {
     // The schedule spans 2 x its microbatches; actions past `total` are skipped alike on every stage.
     program = make_schedule(ScheduleKind::AsyncOneFOneB, devices, static_cast<int>((total + 1) / 2), 1);
     sched = program.get();
-    place(*sched);
     std::map<std::int64_t, std::pair<double, int>> losses;
     std::int64_t n = sched->length(device);
     for (std::int64_t i = 0; i < n; ++i) {
