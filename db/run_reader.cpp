@@ -268,8 +268,7 @@ std::vector<StageEventStats> RunReader::stage_stats() const {
     if (kind >= 0 && kind < kEventKindCount) {
       x.by_kind[kind] += n;
       auto k = static_cast<EventKind>(kind);
-      if (k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep)
-        x.busy_ns += s.int64(5);
+      if (is_compute(k)) x.busy_ns += s.int64(5);
     }
   }
   Statement p(*c_, "SELECT stage, max(bytes) FROM memory GROUP BY stage");

@@ -27,9 +27,7 @@ struct Queue {
   void clear() { *this = Queue(); }
 };
 
-bool is_busy(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep;
-}
+bool is_busy(EventKind k) { return is_compute(k); }
 
 }  // namespace
 

@@ -16,8 +16,7 @@ TrackRow row_of(EventKind k) {
 }
 
 bool is_busy_kind(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute ||
-         k == EventKind::OptimizerStep || k == EventKind::Migrate;
+  return is_compute(k) || k == EventKind::Migrate;
 }
 
 void EventTrack::clear() { *this = EventTrack(); }

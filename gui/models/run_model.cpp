@@ -91,7 +91,8 @@ bool RunModel::appendOne(const RunBatch& b) {
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
       if (is_busy_kind(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
-      if (e.kind == EventKind::Backward && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
+      // A microbatch completes with its last backward: full, or W when split.
+      if ((e.kind == EventKind::Backward || e.kind == EventKind::BackwardWeight) && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
     }
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);

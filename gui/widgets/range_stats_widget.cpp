@@ -14,8 +14,9 @@
 namespace pw::gui {
 namespace {
 // Columns after stage and busy: the kinds worth a column of their own.
-const EventKind kKindColumns[] = {EventKind::Forward, EventKind::Backward, EventKind::Recompute, EventKind::SwapOut,
-                                  EventKind::SwapIn,  EventKind::Send,     EventKind::OptimizerStep};
+const EventKind kKindColumns[] = {EventKind::Forward,       EventKind::Backward,      EventKind::BackwardInput,
+                                  EventKind::BackwardWeight, EventKind::Recompute,     EventKind::SwapOut,
+                                  EventKind::SwapIn,         EventKind::Send,          EventKind::OptimizerStep};
 // Past this the dock would crowd the timeline out: the table scrolls instead
 // (every kind at once: recompute, swaps, sends and the optimizer).
 constexpr int kMaxFitWidth = 560;

@@ -84,6 +84,9 @@ QColor kind_color(EventKind k) {
     case EventKind::OptimizerStep: return {217, 83, 79};
     case EventKind::Migrate: return {224, 195, 65};
     case EventKind::Idle: return {90, 95, 105};
+    // B and W apart from each other and from the full backward's orange.
+    case EventKind::BackwardInput: return {232, 110, 60};
+    case EventKind::BackwardWeight: return {196, 196, 72};
   }
   return Qt::gray;
 }

@@ -133,8 +133,13 @@ void TimelinePlottable::drawRow(QCPPainter*, const EventTrack& t, const TrackLod
       // Outlines and labels go on top of the fills, drawn after them.
       if (highlight_mb_ >= 0 && t.microbatch(i) == highlight_mb_) highlights_.push_back(rect.adjusted(1, 1, -1, -1));
       if (labels && x1 - x0 > 22 && t.microbatch(i) >= 0) {
-        const char* k = t.kind(i) == EventKind::Forward ? "F" : t.kind(i) == EventKind::Backward ? "B"
-                        : t.kind(i) == EventKind::Recompute ? "R" : "";
+        // torch.distributed.pipelining's letters: I input gradient, W weight gradients.
+        const char* k = t.kind(i) == EventKind::Forward          ? "F"
+                        : t.kind(i) == EventKind::Backward       ? "B"
+                        : t.kind(i) == EventKind::BackwardInput  ? "I"
+                        : t.kind(i) == EventKind::BackwardWeight ? "W"
+                        : t.kind(i) == EventKind::Recompute      ? "R"
+                                                                 : "";
         labels_.push_back({rect, QStringLiteral("%1%2").arg(QLatin1String(k)).arg(t.microbatch(i))});
       }
       ++drawn_rects_;

@@ -90,8 +90,8 @@ TEST(RunDb, SimulatedRunRoundTrips) {
     a.last = std::max(a.last, e.end_ns);
     a.dur += e.end_ns - e.start_ns;
     a.bytes += e.bytes;
-    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
-        e.kind == EventKind::OptimizerStep)
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::BackwardInput ||
+        e.kind == EventKind::BackwardWeight || e.kind == EventKind::Recompute || e.kind == EventKind::OptimizerStep)
       a.busy += e.end_ns - e.start_ns;
   }
   for (const auto& s : rec.cap.memory) want[s.stage].peak = std::max(want[s.stage].peak, s.bytes);

@@ -23,8 +23,9 @@ Expect brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int
     std::int64_t a = std::max(e.start_ns, t0), b = std::min(e.end_ns, t1);
     if (b <= a) continue;
     x.kind[static_cast<int>(e.kind)] += b - a;
-    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
-        e.kind == EventKind::OptimizerStep || e.kind == EventKind::Migrate)
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::BackwardInput ||
+        e.kind == EventKind::BackwardWeight || e.kind == EventKind::Recompute || e.kind == EventKind::OptimizerStep ||
+        e.kind == EventKind::Migrate)
       x.busy[e.stage] += b - a;
   }
   return x;

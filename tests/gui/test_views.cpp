@@ -76,8 +76,9 @@ Brute brute(const std::vector<Event>& ev, int stages, std::int64_t t0, std::int6
     if (z <= a) continue;
     if (e.kind == EventKind::Forward) b.forward += z - a;
     if (e.kind == EventKind::Backward) b.backward += z - a;
-    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::Recompute ||
-        e.kind == EventKind::OptimizerStep || e.kind == EventKind::Migrate)
+    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::BackwardInput ||
+        e.kind == EventKind::BackwardWeight || e.kind == EventKind::Recompute || e.kind == EventKind::OptimizerStep ||
+        e.kind == EventKind::Migrate)
       busy += z - a;
   }
   b.busy_fraction = static_cast<double>(busy) / (static_cast<double>(t1 - t0) * stages);

@@ -52,8 +52,7 @@ struct View {
           st.set_stage(ev.stage());
           st.set_events(st.events() + 1);
           auto k = static_cast<EventKind>(ev.kind());
-          if (k == EventKind::Forward || k == EventKind::Backward || k == EventKind::Recompute || k == EventKind::OptimizerStep)
-            st.set_busy_ns(st.busy_ns() + ev.end_ns() - ev.start_ns());
+          if (is_compute(k)) st.set_busy_ns(st.busy_ns() + ev.end_ns() - ev.start_ns());
           st.set_last_end_ns(std::max(st.last_end_ns(), ev.end_ns()));
           ++events;
         }

@@ -14,7 +14,9 @@ namespace pw {
 // on everything but the schedule's dynamics.
 struct StageCost {
   double fwd_ms = 0;
-  double bwd_ms = 0;        // backward proper
+  double bwd_ms = 0;        // backward proper: bwd_input_ms + bwd_weight_ms
+  double bwd_input_ms = 0;  // B: gradient of the stage's input (split backward)
+  double bwd_weight_ms = 0; // W: gradients of the stage's weights (split backward)
   double recompute_ms = 0;  // extra forward of recomputed layers, in backward
   double optimizer_ms = 0;
   std::uint64_t param_bytes = 0;
@@ -24,6 +26,10 @@ struct StageCost {
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
   std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
+  // Held from a split backward's B until its W: per layer, the input
+  // activation and the output gradient the weight gradient needs (B frees
+  // the rest of what the forward kept).
+  std::uint64_t w_stash_bytes_per_mb = 0;
   // Transfers in flight at the stage's two cuts: receives are posted ahead
   // of the actions that need them (so a peer's send never waits), and a
   // sent activation or gradient is held until the peer has taken it. One of

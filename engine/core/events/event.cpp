@@ -2,13 +2,26 @@
 
 namespace pw {
 namespace {
-constexpr const char* kNames[kEventKindCount] = {"forward", "backward",       "recompute", "swap_out", "swap_in",
-                                                 "send",    "recv",           "optimizer", "migrate",  "idle"};
+constexpr const char* kNames[kEventKindCount] = {"forward", "backward",  "recompute", "swap_out",       "swap_in",
+                                                 "send",    "recv",      "optimizer", "migrate",        "idle",
+                                                 "backward_input",       "backward_weight"};
 }
 
 const char* to_string(EventKind k) {
   auto i = static_cast<int>(k);
   return i >= 0 && i < kEventKindCount ? kNames[i] : "?";
+}
+
+bool is_compute(EventKind k) {
+  switch (k) {
+    case EventKind::Forward:
+    case EventKind::Backward:
+    case EventKind::BackwardInput:
+    case EventKind::BackwardWeight:
+    case EventKind::Recompute:
+    case EventKind::OptimizerStep: return true;
+    default: return false;
+  }
 }
 
 std::optional<EventKind> event_kind_from_string(const std::string& s) {

@@ -19,10 +19,15 @@ enum class EventKind : std::uint8_t {
   OptimizerStep = 7,
   Migrate = 8,
   Idle = 9,
+  BackwardInput = 10,   // B of a split backward: the input gradient
+  BackwardWeight = 11,  // W of a split backward: the weight gradients
 };
-constexpr int kEventKindCount = 10;
+constexpr int kEventKindCount = 12;
 
 const char* to_string(EventKind k);
+// Whether an event is a stage's own compute (counts as busy time): forward,
+// any backward (full, B or W), recompute, optimizer step.
+bool is_compute(EventKind k);
 std::optional<EventKind> event_kind_from_string(const std::string& s);
 
 struct Event {

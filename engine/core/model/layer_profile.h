@@ -12,7 +12,11 @@ struct LayerProfile {
   std::string name;
   std::string type;
   double fwd_ms = 0;
-  double bwd_ms = 0;
+  double bwd_ms = 0;  // full backward: input gradient (B) + weight gradients (W)
+  // The W share of bwd_ms when known (analytic from FLOPs, or measured
+  // apart); < 0 when only the full backward was measured: weight_grad_ms()
+  // splits it by the documented rule (docs/profiles.md).
+  double bwd_weight_ms = -1;
   std::uint64_t activation_bytes = 0;  // saved for backward when activations are kept
   std::uint64_t input_bytes = 0;       // what recompute keeps instead: the layer's input
   std::uint64_t output_bytes = 0;      // sent downstream when a stage ends after this layer
@@ -24,6 +28,15 @@ struct LayerProfile {
   // two full-size gradients). Measured profiles fill it; 0 when unknown.
   std::uint64_t workspace_bytes = 0;
 };
+
+// W (weight gradients) of one layer per microbatch; B is bwd_ms minus it.
+// Unmeasured: a layer without weights has no W; a layer with weights splits
+// its backward in half, as a matmul's input and weight gradients each cost
+// one forward (2 x m x n x k FLOPs each).
+inline double weight_grad_ms(const LayerProfile& l) {
+  if (l.bwd_weight_ms >= 0) return l.bwd_weight_ms < l.bwd_ms ? l.bwd_weight_ms : l.bwd_ms;
+  return l.param_bytes == 0 ? 0.0 : l.bwd_ms / 2;
+}
 
 struct ModelProfile {
   std::vector<LayerProfile> layers;

@@ -23,6 +23,9 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
                       {"param_bytes", l.param_bytes},
                       {"optimizer_bytes", l.optimizer_bytes},
                       {"optimizer_ms", l.optimizer_ms}});
+  // Only when known: a profile without it splits the backward by rule.
+  for (size_t i = 0; i < p.layers.size(); ++i)
+    if (p.layers[i].bwd_weight_ms >= 0) layers[i]["bwd_weight_ms"] = p.layers[i].bwd_weight_ms;
   nlohmann::json j{{"format", "pipewright-profile"},
                    {"version", 1},
                    {"microbatch_size", p.microbatch_size},
@@ -55,6 +58,7 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
       l.type = e.value("type", "");
       l.fwd_ms = e.at("fwd_ms").get<double>();
       l.bwd_ms = e.at("bwd_ms").get<double>();
+      l.bwd_weight_ms = e.value("bwd_weight_ms", -1.0);
       l.activation_bytes = e.value("activation_bytes", std::uint64_t{0});
       l.workspace_bytes = e.value("workspace_bytes", std::uint64_t{0});
       l.input_bytes = e.value("input_bytes", std::uint64_t{0});

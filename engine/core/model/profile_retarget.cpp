@@ -27,6 +27,7 @@ ModelProfile rescale_microbatch(const ModelProfile& p, int to) {
   for (auto& l : q.layers) {
     l.fwd_ms *= f;
     l.bwd_ms *= f;
+    if (l.bwd_weight_ms > 0) l.bwd_weight_ms *= f;
     l.activation_bytes = scaled(l.activation_bytes, f);
     l.input_bytes = scaled(l.input_bytes, f);
     l.output_bytes = scaled(l.output_bytes, f);
@@ -61,6 +62,7 @@ ModelProfile retarget_profile(const ModelProfile& p, const DeviceSpec& from, con
     bound += compute_bound_layer(l);
     l.fwd_ms *= f;
     l.bwd_ms *= f;
+    if (l.bwd_weight_ms > 0) l.bwd_weight_ms *= f;
     l.optimizer_ms *= memory;
   }
   q.device = to.preset;

@@ -29,7 +29,11 @@ SupernetMode supernet_mode(const JobSpec& job) {
     case ScheduleKind::GPipe: return SupernetMode::GPipe;
     case ScheduleKind::OneFOneB: return SupernetMode::VPipe;
     case ScheduleKind::AsyncOneFOneB: return SupernetMode::PipeDream;
-    case ScheduleKind::Interleaved: break;
+    case ScheduleKind::Interleaved:
+    case ScheduleKind::ZBH1:
+    case ScheduleKind::ZBH2:
+    case ScheduleKind::ZBV:
+    case ScheduleKind::DualPipeV: break;
   }
   throw SpecError("pipeline.schedule", "a supernet job runs csp, gpipe, 1f1b (VPipe-style) or async-1f1b "
                                        "(PipeDream), not " + to_string(job.pipeline.schedule));

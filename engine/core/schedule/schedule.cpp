@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/schedule/zero_bubble.h"
+
 namespace pw {
 namespace {
 
@@ -131,6 +133,14 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int micr
         throw std::invalid_argument("interleaved 1F1B needs microbatches (" + std::to_string(microbatches) +
                                     ") to be a multiple of devices (" + std::to_string(devices) + ")");
       return std::make_unique<InterleavedSchedule>(devices, microbatches, chunks);
+    case ScheduleKind::ZBH1: return make_zb_h1(devices, microbatches);
+    case ScheduleKind::ZBH2: return make_zb_h2(devices, microbatches);
+    case ScheduleKind::ZBV:
+    case ScheduleKind::DualPipeV:
+      if (chunks != 2)
+        throw std::invalid_argument(to_string(kind) + " places exactly 2 chunks per device (a V), got " +
+                                    std::to_string(chunks));
+      return kind == ScheduleKind::ZBV ? make_zb_v(devices, microbatches) : make_dualpipe_v(devices, microbatches);
     case ScheduleKind::CSP:
       throw std::invalid_argument("CSP is a dynamic schedule; it is driven by the supernet scheduler");
   }

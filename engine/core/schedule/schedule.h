@@ -30,8 +30,17 @@ class Schedule {
   // Weight versions a device keeps (1 = no stashing).
   virtual int weight_versions(int device) const { return 1; }
 
-  // Virtual stage that runs `chunk` on `device`.
-  int virtual_stage(int device, int chunk) const { return chunk * devices_ + device; }
+  // Whether actions are BackwardInput / BackwardWeight pairs rather than a
+  // full Backward (a schedule may also mix in full backwards: DualPipeV).
+  virtual bool splits_backward() const { return false; }
+
+  // Placement of virtual stages (model pieces in pipeline order) on devices.
+  // Interleaved by default: chunk c of device d is virtual stage c*p + d.
+  // V-shaped schedules override all three (device d: d and 2p-1-d).
+  // Executors must use these, never the arithmetic.
+  virtual int virtual_stage(int device, int chunk) const { return chunk * devices_ + device; }
+  virtual int device_of_virtual_stage(int vs) const { return vs % devices_; }
+  virtual int chunk_of_virtual_stage(int vs) const { return vs / devices_; }
   int virtual_stages() const { return devices_ * chunks_; }
 
  protected:

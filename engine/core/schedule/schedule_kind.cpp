@@ -10,8 +10,18 @@ constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
                            {ScheduleKind::OneFOneB, "1f1b"},
                            {ScheduleKind::AsyncOneFOneB, "pipedream"},
                            {ScheduleKind::Interleaved, "interleaved"},
-                           {ScheduleKind::CSP, "csp"}};
+                           {ScheduleKind::CSP, "csp"},
+                           {ScheduleKind::ZBH1, "zb-h1"},
+                           {ScheduleKind::ZBH2, "zb-h2"},
+                           {ScheduleKind::ZBV, "zb-v"},
+                           {ScheduleKind::DualPipeV, "dualpipe-v"}};
 }  // namespace
+
+bool is_v_shape(ScheduleKind k) { return k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV; }
+
+bool splits_backward(ScheduleKind k) {
+  return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV;
+}
 
 std::string to_string(ScheduleKind k) {
   for (const auto& n : kNames)

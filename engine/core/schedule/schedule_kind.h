@@ -11,7 +11,19 @@ enum class ScheduleKind {
   AsyncOneFOneB,  // PipeDream: 1F1B without flush, weight stashing
   Interleaved,    // Megatron interleaved 1F1B, `chunks` model chunks per device
   CSP,            // NASPipe causal synchronous parallel (supernets)
+  // Zero-bubble family: the backward split into B (input gradient) and W
+  // (weight gradients), W filling bubbles (Qi et al., ICLR 2024).
+  ZBH1,       // 1F1B's memory, bubble (p-1)(F+B-W)
+  ZBH2,       // 2p-1 microbatches in flight, W fills the warm-up/drain bubbles
+  ZBV,        // V-shaped: two chunks per device, device d holds d and 2p-1-d
+  DualPipeV,  // DeepSeek's DualPipe cut in half: V-shaped, paired F and B
 };
+
+// Schedules placing two chunks per device in a V (device d runs virtual
+// stages d and 2p-1-d); their chunk count is always 2.
+bool is_v_shape(ScheduleKind k);
+// Schedules whose actions split the backward into B and W.
+bool splits_backward(ScheduleKind k);
 
 std::string to_string(ScheduleKind k);
 std::optional<ScheduleKind> schedule_kind_from_string(const std::string& s);

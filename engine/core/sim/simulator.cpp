@@ -17,6 +17,9 @@ constexpr std::int64_t kUnset = -1;
 
 struct VStage {  // one virtual stage's per-microbatch costs in ns
   std::int64_t fwd, bwd, recompute, optimizer;
+  std::int64_t bwd_input, bwd_weight;  // B and W of a split backward (bwd = B + W)
+  std::int64_t w_stash;                // held from B to W
+  int device;
   std::int64_t send_fwd;  // activation to the next virtual stage
   std::int64_t send_bwd;  // gradient to the previous virtual stage
   std::int64_t send_fwd_cpu, send_bwd_cpu;  // the sender's own time per send
@@ -33,12 +36,13 @@ struct MemoryDelta {
 struct DeviceState {
   std::int64_t cursor = 0, length = 0;
   std::int64_t free = 0;            // compute stream
-  std::int64_t link_fwd_free = 0;   // to device + 1
-  std::int64_t link_bwd_free = 0;   // to device - 1
+  std::int64_t link_fwd_free = 0;   // to device + 1 (mod p)
+  std::int64_t link_bwd_free = 0;   // to any other device (device - 1)
   std::int64_t swap_out_free = 0, swap_in_free = 0;
   std::int64_t swapin_done = kUnset;  // for the next backward
   std::int64_t busy = 0;
   std::int64_t last_end = 0;
+  std::int64_t first_start = kUnset, last_compute_end = 0;
   std::int64_t memory = 0, peak = 0, static_bytes = 0;
   std::priority_queue<MemoryDelta, std::vector<MemoryDelta>, std::greater<>> pending;
   bool queued = false;
@@ -92,9 +96,13 @@ class Simulation {
     for (int d = 0; d < p_; ++d) {
       if (dev_[d].cursor < dev_[d].length) {
         Action a = sched_.action(d, dev_[d].cursor);
+        const char* what = a.kind == ActionKind::Forward          ? "forward"
+                           : a.kind == ActionKind::BackwardInput  ? "input gradient"
+                           : a.kind == ActionKind::BackwardWeight ? "weight gradient"
+                                                                  : "backward";
         std::ostringstream os;
-        os << "schedule deadlock: device " << d << " waits forever at action " << dev_[d].cursor << " ("
-           << (a.kind == ActionKind::Forward ? "forward" : "backward") << " of microbatch " << a.microbatch
+        os << "schedule deadlock: device " << d << " waits forever at action " << dev_[d].cursor << " (" << what
+           << " of microbatch " << a.microbatch
            << ", chunk " << a.chunk << ")";
         throw std::logic_error(os.str());
       }
@@ -115,26 +123,32 @@ class Simulation {
       VStage& v = vs_[j];
       v.first = r.first_layer;
       v.last = r.last_layer;
-      double slow = in_.slowdown.empty() ? 1.0 : in_.slowdown.at(j % p_);
+      v.device = sched_.device_of_virtual_stage(j);
+      double slow = in_.slowdown.empty() ? 1.0 : in_.slowdown.at(v.device);
       v.fwd = to_ns(c.fwd_ms * slow);
       v.bwd = to_ns(c.bwd_ms * slow);
+      v.bwd_weight = to_ns(c.bwd_weight_ms * slow);
+      v.bwd_input = v.bwd - v.bwd_weight;
+      v.w_stash = static_cast<std::int64_t>(c.w_stash_bytes_per_mb);
       v.recompute = to_ns(c.recompute_ms * slow);
       v.optimizer = to_ns(c.optimizer_ms * slow);
-      bool cross_device = p_ > 1;
+      // A V-shaped schedule's turn (virtual stages p-1 and p) stays on one device.
+      bool next_remote = j + 1 < V_ && sched_.device_of_virtual_stage(j + 1) != v.device;
+      bool prev_remote = j > 0 && sched_.device_of_virtual_stage(j - 1) != v.device;
       v.out_bytes = static_cast<std::int64_t>(c.output_bytes);
-      v.send_fwd = (j + 1 < V_ && cross_device) ? to_ns(transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      v.send_fwd = next_remote ? to_ns(transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
       std::uint64_t in_bytes = j > 0 ? in_.profile->boundary_bytes(r.first_layer - 1) : 0;
       v.in_bytes = static_cast<std::int64_t>(in_bytes);
-      v.send_bwd = (j > 0 && cross_device) ? to_ns(transfer_ms(in_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
-      v.send_fwd_cpu = (j + 1 < V_ && cross_device) ? to_ns(send_cpu_ms(dev, c.output_bytes)) : 0;
-      v.send_bwd_cpu = (j > 0 && cross_device) ? to_ns(send_cpu_ms(dev, in_bytes)) : 0;
+      v.send_bwd = prev_remote ? to_ns(transfer_ms(in_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      v.send_fwd_cpu = next_remote ? to_ns(send_cpu_ms(dev, c.output_bytes)) : 0;
+      v.send_bwd_cpu = prev_remote ? to_ns(send_cpu_ms(dev, in_bytes)) : 0;
       v.swap = to_ns(transfer_ms(c.swap_bytes_per_mb, dev.host_link_gbps, 0));
       v.kept = static_cast<std::int64_t>(c.kept_bytes_per_mb);
       v.swap_bytes = static_cast<std::int64_t>(c.swap_bytes_per_mb);
       v.recompute_peak = static_cast<std::int64_t>(c.recompute_peak_bytes);
       v.workspace = static_cast<std::int64_t>(c.workspace_bytes);
       any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
-      int d = j % p_;
+      int d = v.device;
       int versions = sched_.weight_versions(d);
       static_bytes_[j] = static_cast<std::int64_t>(c.static_bytes + c.transfer_buffer_bytes + (versions - 1) * c.param_bytes);
     }
@@ -142,6 +156,11 @@ class Simulation {
 
   void emit(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e, std::int64_t bytes) {
     ++events_;
+    if (is_compute(k)) {
+      auto& st = dev_[d];
+      if (st.first_start == kUnset || s < st.first_start) st.first_start = s;
+      st.last_compute_end = std::max(st.last_compute_end, e);
+    }
     if (!sink_) return;
     Event ev;
     ev.start_ns = s;
@@ -172,6 +191,13 @@ class Simulation {
     }
   }
 
+  // The sender's FIFO towards the device running virtual stage `to`: one
+  // channel to the next device (mod p), one to the previous.
+  std::int64_t& link_to(int d, int to) {
+    int target = sched_.device_of_virtual_stage(to);
+    return target == (d + 1) % p_ ? dev_[d].link_fwd_free : dev_[d].link_bwd_free;
+  }
+
   std::int64_t& fwd_arrival(int j, int mb) { return fwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
   std::int64_t& bwd_arrival(int j, int mb) { return bwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
 
@@ -182,7 +208,7 @@ class Simulation {
     s.swapin_done = kUnset;
     if (!any_swap_ || next_index >= s.length) return;
     Action n = sched_.action(d, next_index);
-    if (n.kind != ActionKind::Backward) return;
+    if (n.kind != ActionKind::Backward && n.kind != ActionKind::BackwardInput) return;
     int j = sched_.virtual_stage(d, n.chunk);
     const VStage& v = vs_[j];
     if (v.swap_bytes == 0) return;
@@ -206,10 +232,10 @@ class Simulation {
         if (sched_.flushes()) {
           for (int c = 0; c < sched_.chunks(); ++c) opt += vs_[sched_.virtual_stage(d, c)].optimizer;
         } else {
-          opt = vs_[d].optimizer;
+          opt = vs_[sched_.virtual_stage(d, 0)].optimizer;
         }
         std::int64_t start = s.free, end = start + opt;
-        if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[d], start, end, 0);
+        if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
         s.busy += opt;
         s.free = end + overhead_;
         s.last_end = end;
@@ -245,16 +271,29 @@ class Simulation {
         if (j + 1 < V_) {
           std::int64_t arrive = end;
           if (v.send_fwd > 0) {
-            std::int64_t ts = std::max(end, s.link_fwd_free);
+            std::int64_t& link = link_to(d, j + 1);
+            std::int64_t ts = std::max(end, link);
             arrive = ts + v.send_fwd;
-            s.link_fwd_free = arrive;
+            link = arrive;
             emit(d, EventKind::Send, mb, a.chunk, v, ts, arrive, v.out_bytes);
           }
           fwd_arrival(j + 1, mb) = arrive;
         }
         s.busy += v.fwd + v.send_fwd_cpu;
         s.free = end + v.send_fwd_cpu + overhead_;
+      } else if (a.kind == ActionKind::BackwardWeight) {
+        // Needs only this stage's own B (earlier in the device's order):
+        // runs as soon as the device is free, then frees what B left for it.
+        std::int64_t start = s.free;
+        flush_memory(d, start);
+        std::int64_t end = start + v.bwd_weight;
+        emit(d, EventKind::BackwardWeight, mb, a.chunk, v, start, end, 0);
+        add_memory(d, end, -v.w_stash);
+        s.busy += v.bwd_weight;
+        s.free = end + overhead_;
+        prefetch_swap_in(d, s.cursor + 1, start);
       } else {
+        const bool split = a.kind == ActionKind::BackwardInput;
         std::int64_t ready = 0;
         if (j + 1 < V_) {
           ready = bwd_arrival(j, mb);
@@ -268,16 +307,19 @@ class Simulation {
           emit(d, EventKind::Recompute, mb, a.chunk, v, t, t + v.recompute, 0);
           t += v.recompute;
         }
-        std::int64_t end = t + v.bwd;
-        emit(d, EventKind::Backward, mb, a.chunk, v, t, end, 0);
+        std::int64_t end = t + (split ? v.bwd_input : v.bwd);
+        emit(d, split ? EventKind::BackwardInput : EventKind::Backward, mb, a.chunk, v, t, end, 0);
         add_memory(d, start, v.recompute_peak + v.workspace);
-        add_memory(d, end, -(v.recompute_peak + v.workspace + v.kept + v.swap_bytes));
+        // B keeps W's stash (each layer's input and output gradient) and
+        // frees the rest; a full backward frees everything.
+        add_memory(d, end, -(v.recompute_peak + v.workspace + v.kept + v.swap_bytes) + (split ? v.w_stash : 0));
         if (j > 0) {
           std::int64_t arrive = end;
           if (v.send_bwd > 0) {
-            std::int64_t ts = std::max(end, s.link_bwd_free);
+            std::int64_t& link = link_to(d, j - 1);
+            std::int64_t ts = std::max(end, link);
             arrive = ts + v.send_bwd;
-            s.link_bwd_free = arrive;
+            link = arrive;
             emit(d, EventKind::Send, mb, a.chunk, v, ts, arrive, v.in_bytes);
           }
           bwd_arrival(j - 1, mb) = arrive;
@@ -318,6 +360,9 @@ class Simulation {
       st.busy_ms = s.busy * busy_scale / 1e6;
       st.busy_fraction = iter_ns > 0 ? std::min(1.0, st.busy_ms * 1e6 / iter_ns) : 0;
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
+      st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;
+      st.last_end_ms = s.last_compute_end / 1e6;
+      r.overlapped_iteration_ms = std::max(r.overlapped_iteration_ms, st.last_end_ms - st.first_start_ms);
       st.memory_budget_bytes = in_.device.memory_bytes;
       for (int c = 0; c < sched_.chunks(); ++c) {
         const VStage& v = vs_[sched_.virtual_stage(d, c)];

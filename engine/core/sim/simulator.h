@@ -28,6 +28,10 @@ struct SimStage {
   std::uint64_t peak_memory_bytes = 0;
   std::uint64_t memory_budget_bytes = 0;
   double time_ms = 0;  // compute per microbatch (forward + backward + recompute)
+  // The device's own window: start of its first compute, end of its last.
+  // With the optimizer step made speculative (Zero Bubble's post-validation)
+  // iterations overlap, and the longest window is the steady-state period.
+  double first_start_ms = 0, last_end_ms = 0;
 };
 
 struct SimResult {
@@ -37,6 +41,9 @@ struct SimResult {
   double iteration_time_ms = 0;
   double throughput_samples_per_s = 0;
   double bubble_fraction = 0;
+  // Longest device window (SimStage): the iteration time when iterations
+  // overlap (no flush barrier), <= iteration_time_ms.
+  double overlapped_iteration_ms = 0;
   std::uint64_t events = 0;  // event records produced (compute, transfers, swaps)
   std::vector<SimStage> stages;
 };

@@ -149,9 +149,17 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   auto kind = schedule_kind_from_string(f.choice("schedule", schedule_kind_names(), "1f1b"));
   p.schedule = *kind;
   p.planner = f.choice("planner", kPlanners, "uniform");
-  p.chunks = static_cast<int>(f.integer("chunks", 1, 1));
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved)
+  const bool v_shape = is_v_shape(p.schedule);
+  p.chunks = static_cast<int>(f.integer("chunks", 1, v_shape ? 2 : 1));
+  if (v_shape && p.chunks != 2)
+    throw SpecError(f.path_of("chunks"), to_string(p.schedule) + " places exactly 2 chunks per device, got " +
+                                             std::to_string(p.chunks));
+  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
+  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages)
+    throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +
+                                                   std::to_string(2 * p.stages) + "), got " +
+                                                   std::to_string(p.microbatches));
   if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +
