@@ -6,6 +6,8 @@
 //      loopback Gloo link; then sends and compute calibrated on a short
 //      run of the job), per job: balanced MLP and the 2-stage CNN demo
 //   4. memory policy: vpipe plan vs gpipe plan (all recompute) under a tight budget
+//   5. zero bubble: ZB-H1 and ZB-V vs 1F1B, 2 stages, real runs of the
+//      tiny GPT and the CNN demo (B and W as separate actions)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/nn/functional/loss.h>
@@ -131,13 +133,38 @@ void memory_policy_effect(int iters) {
   if (rate[0] > 0 && rate[1] > 0) std::printf("4. memory policy effect: vpipe / gpipe = %.2fx\n", rate[1] / rate[0]);
   std::filesystem::remove(prof);
 }
+// The same job under 1F1B, ZB-H1 and ZB-V, one after another in this
+// process; samples/s of each and the ratios to 1F1B.
+void zero_bubble(int iters) {
+  const int threads = std::max(1, cores() / 2);
+  struct Case {
+    const char* label;
+    const char* file;
+  };
+  for (Case c : {Case{"tiny GPT", "tiny-lm-4stage.json"}, Case{"CNN demo", "demo-fmnist-cnn.json"}}) {
+    nlohmann::json doc = load_job(std::string(PW_SOURCE_DIR) + "/resources/jobs/" + c.file).raw;
+    for (const char* a : {"pipeline.stages=2", "cluster.devices=2", "data.eval=false"}) apply_override(doc, a);
+    double base = 0;
+    for (const char* schedule : {"1f1b", "zb-h1", "zb-v"}) {
+      nlohmann::json d = doc;
+      apply_override(d, std::string("pipeline.schedule=") + schedule);
+      JobSpec job = parse_job(d);
+      job.training.iterations = iters;
+      auto r = run(job, threads);
+      if (r.exit_code != 0) continue;
+      if (base == 0) base = r.samples_per_s;
+      std::printf("5. %s, 2 stages, %-6s %.1f samples/s (%.1f ms/iteration): %.3fx 1F1B\n", c.label, schedule,
+                  r.samples_per_s, r.iteration_ms, base > 0 ? r.samples_per_s / base : 0.0);
+    }
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
   int iters = argc > 1 ? std::atoi(argv[1]) : 12;
   // Optional second argument: the sections to run, e.g. "34" (default all).
-  std::string only = argc > 2 ? argv[2] : "1234";
+  std::string only = argc > 2 ? argv[2] : "12345";
   auto section = [&](char c) { return only.find(c) != std::string::npos; };
   std::printf("pw_bench_runtime (%d cores, %d iterations per run)\n\n", cores(), iters);
 
@@ -241,5 +268,6 @@ int main(int argc, char** argv) {
   // activations dwarf the parameters. The budget lies halfway between what
   // all-recompute and all-keep need, so the planners have a real choice.
   if (section('4')) memory_policy_effect(iters);
+  if (section('5')) zero_bubble(iters);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -260,7 +261,8 @@ class Coordinator {
       for (int r = 0; r < world_ && all; ++r) all = store_->check({keys::result(r)});
       while (next < iterations && store_->check({keys::loss(next)})) {
         auto j = nlohmann::json::parse(from_bytes(store_->get(keys::loss(next))));
-        double loss = j.at("loss").get<double>();
+        // A diverged iteration's loss is not a number (JSON null).
+        double loss = j.at("loss").is_null() ? NAN : j.at("loss").get<double>();
         double t = j.at("t_ns").get<double>() * 1e-9;
         result_.losses.push_back(loss);
         if (first_t < 0) {

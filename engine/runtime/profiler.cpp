@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -22,6 +23,7 @@
 #include "runtime/layers.h"
 #include "runtime/memory.h"
 #include "runtime/process_group.h"
+#include "runtime/split_backward.h"
 #include "runtime/torchscript/torchscript_model.h"  // torchscript hook
 
 namespace pw::rt {
@@ -82,7 +84,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       out.pop_back();
       target = at::randint(classes, out, at::kLong);
     }
-    std::vector<double> f, b, s;
+    std::vector<double> f, b, s, w;
     std::int64_t held = 0, peak = 0;
     for (int r = 0; r < reps + 2; ++r) {
       std::int64_t before = TensorBytes::live();
@@ -109,16 +111,31 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       double sm = ms_since(t0);
       o->zero_grad();
       if (x.grad().defined()) x.grad().zero_();
+      // W apart, as zero-bubble schedules run it: B, then the weight
+      // gradients alone (B's share of the backward is bwd_ms minus this).
+      double wm = 0;
+      {
+        at::Tensor in = l > 0 ? x.detach().requires_grad_(true) : x;
+        auto y2 = layer->forward(in);
+        SplitBackward split;
+        split.input_gradient(torch::autograd::impl::gradient_edge(y2), g, l > 0 ? in : at::Tensor(), params);
+        t0 = std::chrono::steady_clock::now();
+        split.weight_gradient();
+        wm = ms_since(t0);
+        o->zero_grad();
+      }
       if (r >= 2) {
         f.push_back(fm);
         b.push_back(bm);
         s.push_back(sm);
+        w.push_back(wm);
       }
     }
     std::int64_t pb = 0;
     for (auto& t : params) pb += t.nbytes();
     lp.fwd_ms = median(f);
     lp.bwd_ms = median(b);
+    lp.bwd_weight_ms = std::min(median(w), lp.bwd_ms);
     lp.optimizer_ms = median(s);
     lp.input_bytes = x.nbytes();
     lp.output_bytes = at::empty(shapes[l + 1]).nbytes();

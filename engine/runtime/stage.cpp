@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -24,6 +25,7 @@
 #include "runtime/data.h"
 #include "runtime/layers.h"
 #include "runtime/send_reaper.h"
+#include "runtime/split_backward.h"
 
 namespace pw::rt {
 namespace {
@@ -39,6 +41,8 @@ struct LayerState {
   // holds as its input, or a send), and the saved tensors, off the device.
   torch::autograd::Edge root;
   std::unique_ptr<SwappedActivations> swap;
+  // Split backward: what B keeps for W (the graph stays with `out`/`root`).
+  SplitBackward split;
 };
 
 // Weight stashing (PipeDream): the weight version a microbatch's forward
@@ -52,6 +56,7 @@ struct MicrobatchState {
   std::vector<LayerState> layers;  // indexed from the virtual stage's first layer
   at::Tensor out_grad;             // last virtual stage: dLoss/dOutput
   std::shared_ptr<Stash> stash;    // async schedules on stages with > 1 weight version
+  bool input_gradient_done = false;  // split backward: B ran, W pending
 };
 
 struct Comm {
@@ -78,6 +83,9 @@ struct StageExecutor::Impl {
   StageMemory memory;
   std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
   std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
+  // A hand-off between two chunks of this device (the fold of a V-shaped
+  // schedule): no transfer, the tensor itself, keyed like `recvs`.
+  std::map<std::tuple<int, int, int>, at::Tensor> local;
   SendReaper sends;
   std::int64_t iteration = 0;
   std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
@@ -100,7 +108,7 @@ struct StageExecutor::Impl {
                                   std::to_string(layers.size()));
     shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
     for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-      if (plan.stage_of(l) % devices != device) {
+      if (device_of(plan.stage_of(l)) != device) {
         layers[l] = nullptr;
         continue;
       }
@@ -151,7 +159,11 @@ struct StageExecutor::Impl {
     sink->on_event(e);
   }
 
-  int peer_of(int vstage) const { return vstage % devices; }
+  // The schedule alone says where a virtual stage runs (interleaved and
+  // V-shaped placements differ), so the executor asks it, never assumes.
+  int device_of(int vstage) const { return sched->device_of_virtual_stage(vstage); }
+  int chunk_of(int vstage) const { return sched->chunk_of_virtual_stage(vstage); }
+  int peer_of(int vstage) const { return device_of(vstage); }
   // Microbatch number across iterations (async programs number them so).
   std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
   int tag(Dir dir, int mb, int vstage) const {
@@ -186,14 +198,26 @@ struct StageExecutor::Impl {
     auto key = std::make_tuple(static_cast<int>(dir), mb, chunk);
     if (recvs.count(key)) return;
     int v = sched->virtual_stage(device, chunk);
+    int peer = peer_of(dir == kActivation ? v - 1 : v + 1);
+    if (peer == device) return;  // a local hand-off
     const auto& r = plan.stages[v];
     Comm c;
     c.buf.push_back(at::empty(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1]));
-    int peer = peer_of(dir == kActivation ? v - 1 : v + 1);
     c.work = pg->recv(c.buf, peer, tag(dir, mb, v));
     recvs.emplace(key, std::move(c));
   }
   at::Tensor take_recv(Dir dir, int mb, int chunk) {
+    auto key = std::make_tuple(static_cast<int>(dir), mb, chunk);
+    if (auto l = local.find(key); l != local.end()) {
+      at::Tensor t = l->second;
+      local.erase(l);
+      return t;
+    }
+    int v = sched->virtual_stage(device, chunk);
+    if (peer_of(dir == kActivation ? v - 1 : v + 1) == device)
+      throw std::logic_error("the schedule runs microbatch " + std::to_string(mb) + " on virtual stage " +
+                             std::to_string(v) + " before this device produced its " +
+                             (dir == kActivation ? "input" : "output gradient"));
     post_recv(dir, mb, chunk);
     auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
     std::int64_t t0 = steady_now_ns();
@@ -206,6 +230,10 @@ struct StageExecutor::Impl {
   void send(Dir dir, int mb, int chunk, const at::Tensor& t) {
     int v = sched->virtual_stage(device, chunk);
     int to = dir == kActivation ? v + 1 : v - 1;
+    if (peer_of(to) == device) {
+      local[std::make_tuple(static_cast<int>(dir), mb, chunk_of(to))] = t;
+      return;
+    }
     std::int64_t t0 = steady_now_ns();
     Comm c;
     c.buf.push_back(t.contiguous());
@@ -227,7 +255,8 @@ struct StageExecutor::Impl {
       if (limit_mb >= 0 && a.microbatch >= limit_mb) continue;
       int v = sched->virtual_stage(device, a.chunk);
       if (a.kind == ActionKind::Forward && v > 0) post_recv(kActivation, a.microbatch, a.chunk);
-      if (a.kind == ActionKind::Backward && v < vstages - 1) post_recv(kGradient, a.microbatch, a.chunk);
+      bool needs_gradient = a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput;
+      if (needs_gradient && v < vstages - 1) post_recv(kGradient, a.microbatch, a.chunk);
     }
   }
 
@@ -297,68 +326,165 @@ struct StageExecutor::Impl {
     return loss;
   }
 
+  MicrobatchState& state_of(int mb, int chunk, const char* what) {
+    auto it = state.find({mb, chunk});
+    if (it == state.end())
+      throw std::logic_error(std::string(what) + " of microbatch " + std::to_string(mb) + " before its forward");
+    return it->second;
+  }
+
+  // The layer's output with its graph, for a backward: kept, recomputed
+  // now (the recompute policy), or swapped back in (its root edge).
+  torch::autograd::Edge output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb, int chunk) {
+    if (ls.swap) {
+      std::int64_t s0 = steady_now_ns();
+      std::int64_t bytes = ls.swap->swap_in();
+      memory.add_host(-bytes);
+      emit(EventKind::SwapIn, s0, mb, chunk, bytes);
+      return ls.root;
+    }
+    if (!ls.out.defined()) {
+      std::int64_t s0 = steady_now_ns();
+      ls.out = layer_of(st, l, first)->forward(ls.in);
+      emit(EventKind::Recompute, s0, mb, chunk);
+    }
+    return torch::autograd::impl::gradient_edge(ls.out);
+  }
+
+  void release(LayerState& ls) {
+    ls.out = at::Tensor();
+    ls.in = at::Tensor();
+    ls.root = torch::autograd::Edge();
+    ls.swap.reset();
+  }
+
+  // The stashed version's gradients belong to the live weights' update.
+  void fold_stash_gradients(MicrobatchState& st, const StageRange& r) {
+    if (!st.stash) return;
+    torch::NoGradGuard ng;
+    std::vector<at::Tensor> from;
+    for (auto& m : st.stash->layers)
+      for (auto& t : m->parameters()) from.push_back(t);
+    std::vector<at::Tensor> to;
+    for (int l = r.first_layer; l <= r.last_layer; ++l)
+      for (auto& t : layers[l]->parameters()) to.push_back(t);
+    for (size_t i = 0; i < to.size(); ++i) {
+      if (!from[i].grad().defined()) continue;
+      if (to[i].grad().defined())
+        to[i].mutable_grad().add_(from[i].grad());
+      else
+        to[i].mutable_grad() = from[i].grad().clone();
+      from[i].mutable_grad() = at::Tensor();
+    }
+  }
+
+  // The fused backward: input and weight gradients in one pass per layer.
   void backward(int mb, int chunk) {
     int v = sched->virtual_stage(device, chunk);
     const auto& r = plan.stages[v];
-    auto it = state.find({mb, chunk});
-    if (it == state.end())
-      throw std::logic_error("backward of microbatch " + std::to_string(mb) + " before its forward");
-    MicrobatchState& st = it->second;
+    MicrobatchState& st = state_of(mb, chunk, "backward");
     at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
     std::int64_t t0 = steady_now_ns();
     for (int l = r.last_layer; l >= r.first_layer; --l) {
       LayerState& ls = st.layers[l - r.first_layer];
       bool grad_in = !(v == 0 && l == r.first_layer);
-      if (ls.swap) {
-        std::int64_t s0 = steady_now_ns();
-        std::int64_t bytes = ls.swap->swap_in();
-        memory.add_host(-bytes);
-        emit(EventKind::SwapIn, s0, mb, chunk, bytes);
-        if (ls.root.function)
-          torch::autograd::Engine::get_default_engine().execute({ls.root}, {g}, /*keep_graph=*/false,
-                                                                  /*create_graph=*/false, /*accumulate_grad=*/true);
-        ls.root = torch::autograd::Edge();
-        ls.swap.reset();
-      } else {
-        at::Tensor out;
-        if (ls.out.defined()) {
-          out = ls.out;
-        } else {
-          std::int64_t s0 = steady_now_ns();
-          out = layer_of(st, l, r.first_layer)->forward(ls.in);
-          emit(EventKind::Recompute, s0, mb, chunk);
-        }
-        torch::autograd::backward({out}, {g});
-        ls.out = at::Tensor();
-      }
+      torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
+      if (root.function)
+        torch::autograd::Engine::get_default_engine().execute({root}, {g}, /*keep_graph=*/false,
+                                                                /*create_graph=*/false, /*accumulate_grad=*/true);
       if (grad_in) g = ls.in.grad();
-      ls.in = at::Tensor();
+      release(ls);
     }
-    if (st.stash) {
-      // The stashed version's gradients belong to the live weights' update.
-      torch::NoGradGuard ng;
-      std::vector<at::Tensor> from;
-      for (auto& m : st.stash->layers)
-        for (auto& t : m->parameters()) from.push_back(t);
-      std::vector<at::Tensor> to;
-      for (int l = r.first_layer; l <= r.last_layer; ++l)
-        for (auto& t : layers[l]->parameters()) to.push_back(t);
-      for (size_t i = 0; i < to.size(); ++i) {
-        if (!from[i].grad().defined()) continue;
-        if (to[i].grad().defined())
-          to[i].mutable_grad().add_(from[i].grad());
-        else
-          to[i].mutable_grad() = from[i].grad().clone();
-        from[i].mutable_grad() = at::Tensor();
-      }
-    }
-    state.erase(it);
+    fold_stash_gradients(st, r);
+    state.erase({mb, chunk});
     // The send is its own event: the cost model prices it apart, and
     // in-situ calibration reads backward events as compute alone.
     emit(EventKind::Backward, t0, mb, chunk);
     if (v > 0) send(kGradient, mb, chunk, g);
     update_static();
     memory.check("backward");
+  }
+
+  // B of a split backward: the gradient of the stage's input, layer by
+  // layer, sent upstream at once; every layer keeps its graph (and, under
+  // recompute or swap, the recomputed or swapped-in activations) for W.
+  void backward_input(int mb, int chunk) {
+    int v = sched->virtual_stage(device, chunk);
+    const auto& r = plan.stages[v];
+    MicrobatchState& st = state_of(mb, chunk, "input gradient");
+    if (st.input_gradient_done)
+      throw std::logic_error("input gradient of microbatch " + std::to_string(mb) + " twice");
+    at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
+    st.out_grad = at::Tensor();
+    std::int64_t t0 = steady_now_ns();
+    for (int l = r.last_layer; l >= r.first_layer; --l) {
+      LayerState& ls = st.layers[l - r.first_layer];
+      bool grad_in = !(v == 0 && l == r.first_layer);
+      torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
+      at::Tensor d_in =
+          ls.split.input_gradient(root, g, grad_in ? ls.in : at::Tensor(), layer_of(st, l, r.first_layer)->parameters());
+      if (grad_in) g = d_in;
+    }
+    st.input_gradient_done = true;
+    emit(EventKind::BackwardInput, t0, mb, chunk);
+    if (v > 0) send(kGradient, mb, chunk, g);
+    memory.check("input gradient");
+  }
+
+  // W of a split backward: the weight gradients accumulate into .grad as
+  // the fused backward would have; the graph and what B kept go.
+  void backward_weight(int mb, int chunk) {
+    int v = sched->virtual_stage(device, chunk);
+    const auto& r = plan.stages[v];
+    MicrobatchState& st = state_of(mb, chunk, "weight gradient");
+    if (!st.input_gradient_done)
+      throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
+    std::int64_t t0 = steady_now_ns();
+    for (int l = r.last_layer; l >= r.first_layer; --l) {
+      LayerState& ls = st.layers[l - r.first_layer];
+      ls.split.weight_gradient();
+      release(ls);
+    }
+    fold_stash_gradients(st, r);
+    state.erase({mb, chunk});
+    emit(EventKind::BackwardWeight, t0, mb, chunk);
+    update_static();
+    memory.check("weight gradient");
+  }
+
+  // Gradient clipping and the non-finite check look at the whole model's
+  // gradient: every stage all-reduces its share (sum of squares, count of
+  // non-finite values) at its optimizer step, a synchronisation point of
+  // the pipeline (the ZB paper's post-validation would step optimistically
+  // and roll back instead; here the step waits for the slowest stage's last
+  // weight gradient, which a flush schedule's iteration ends with anyway).
+  // Then every stage scales by the same factor, or skips the same step.
+  // Returns false when the step is to be skipped.
+  bool whole_pipeline_gradient_ok() {
+    const auto& t = job.training;
+    if (t.clip_grad_norm <= 0 && !t.skip_nonfinite) return true;
+    double sum_sq = 0, nonfinite = 0;
+    for (auto& p : params)
+      if (p.grad().defined()) {
+        // Per-tensor norms, as torch::nn::utils::clip_grad_norm_ takes them.
+        double n = p.grad().norm().item<double>();
+        sum_sq += n * n;
+        nonfinite += static_cast<double>(p.grad().isfinite().logical_not().sum().item<std::int64_t>());
+      }
+    std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
+    pg->allreduce(buf)->wait();
+    sum_sq = buf[0][0].item<double>();
+    nonfinite = buf[0][1].item<double>();
+    if (t.skip_nonfinite && nonfinite > 0) return false;
+    if (t.clip_grad_norm > 0) {
+      double coef = t.clip_grad_norm / (std::sqrt(sum_sq) + 1e-6);
+      if (coef < 1) {
+        torch::NoGradGuard ng;
+        for (auto& p : params)
+          if (p.grad().defined()) p.mutable_grad().mul_(coef);
+      }
+    }
+    return true;
   }
 
   // `progress`: iterations done before this step (fractional when stepping
@@ -368,7 +494,7 @@ struct StageExecutor::Impl {
     std::int64_t t0 = steady_now_ns();
     const double lr = learning_rate_at(job.training, progress);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-    optimizer->step();
+    if (whole_pipeline_gradient_ok()) optimizer->step();
     optimizer->zero_grad();
     stepped = true;
     current_stash.clear();  // the next forward stashes the new version
@@ -396,6 +522,12 @@ struct StageExecutor::Impl {
         }
         case ActionKind::Backward:
           backward(a.microbatch, a.chunk);
+          break;
+        case ActionKind::BackwardInput:
+          backward_input(a.microbatch, a.chunk);
+          break;
+        case ActionKind::BackwardWeight:
+          backward_weight(a.microbatch, a.chunk);
           break;
         case ActionKind::OptimizerStep:
           step(static_cast<double>(it));
@@ -438,6 +570,12 @@ struct StageExecutor::Impl {
         case ActionKind::Backward:
           backward(a.microbatch, a.chunk);
           break;
+        case ActionKind::BackwardInput:
+          backward_input(a.microbatch, a.chunk);
+          break;
+        case ActionKind::BackwardWeight:
+          backward_weight(a.microbatch, a.chunk);
+          break;
         case ActionKind::OptimizerStep:
           step(first + static_cast<double>(a.microbatch) / microbatches);
           break;
@@ -451,14 +589,21 @@ struct StageExecutor::Impl {
     const int b = job.training.microbatch_size;
     const int base = 1 << 28;  // a tag range of its own
     int64_t correct = 0, seen = 0;
+    // This device's virtual stages in model order (a V-shaped placement
+    // holds its second chunk's stage after the first's, both in order).
+    std::vector<int> mine;
+    for (int chunk = 0; chunk < sched->chunks(); ++chunk) mine.push_back(sched->virtual_stage(device, chunk));
+    std::sort(mine.begin(), mine.end());
     for (int64_t k = 0; k * b < test.size(); ++k) {
       int64_t n = std::min<int64_t>(b, test.size() - k * b);
-      for (int chunk = 0; chunk < sched->chunks(); ++chunk) {
-        int v = sched->virtual_stage(device, chunk);
+      at::Tensor handed;  // the output of this device's previous virtual stage, when the next is here too
+      for (int v : mine) {
         const auto& r = plan.stages[v];
         at::Tensor x;
         if (v == 0) {
           x = test.inputs.narrow(0, k * b, n);
+        } else if (peer_of(v - 1) == device) {
+          x = handed;
         } else {
           auto shape = shapes[r.first_layer];
           shape[0] = n;
@@ -467,7 +612,9 @@ struct StageExecutor::Impl {
           x = buf[0];
         }
         for (int l = r.first_layer; l <= r.last_layer; ++l) x = layers[l]->forward(x);
-        if (v < vstages - 1) {
+        if (v < vstages - 1 && peer_of(v + 1) == device) {
+          handed = x;
+        } else if (v < vstages - 1) {
           std::vector<at::Tensor> buf{x.contiguous()};
           pg->send(buf, peer_of(v + 1), base + v + 1)->wait();
         } else {
@@ -495,6 +642,7 @@ double StageExecutor::run_iteration(std::int64_t it) {
   return impl_->run_iteration(it);
 }
 bool StageExecutor::flushes() const { return !impl_->async; }
+bool StageExecutor::computes_loss() const { return impl_->device_of(impl_->vstages - 1) == impl_->device; }
 void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
                               const std::function<void(std::int64_t, double)>& on_loss) {
   impl_->run_async(first, iterations, on_loss);

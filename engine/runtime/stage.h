@@ -46,6 +46,8 @@ class StageExecutor {
   // optimizer step). Returns the iteration's loss (mean over the batch) on
   // the device holding the last virtual stage, NaN elsewhere.
   double run_iteration(std::int64_t iteration);
+  // This device holds the last virtual stage (its losses are the run's).
+  bool computes_loss() const;
   // Schedules without a flush (PipeDream async 1F1B) run as one program
   // over iterations [first, iterations): no iteration boundary, an update
   // after every backward, weight stashing where a stage keeps > 1 version.

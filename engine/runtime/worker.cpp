@@ -203,7 +203,7 @@ int run_worker(const WorkerEnv& env) {
       double loss = stage.run_iteration(it);
       migration.after_iteration(it, stage);  // migration hook
       log.flush();
-      if (!std::isnan(loss)) report(it, loss);
+      if (stage.computes_loss()) report(it, loss);
       bool asked = checkpoint.due_after(it);
       if (!run_dir.empty() && (asked || (ckpt_every > 0 && (it + 1) % ckpt_every == 0))) {
         save_checkpoint(stage, migration.plan(), run_dir, env.rank, it + 1);

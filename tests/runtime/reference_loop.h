@@ -2,8 +2,11 @@
 // The independent reference every engine test compares against: plain
 // libtorch, all layers in one process, cross entropy over the last dimension
 // (token-level for language models; labels -100 not scored, as masked LM
-// needs), gradient accumulated over the microbatches, one Adam step per batch.
+// needs), gradient accumulated over the microbatches, one Adam step per batch
+// (clipped by torch's clip_grad_norm_, or skipped when a gradient is not
+// finite, where the job asks).
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
 
 #include <functional>
@@ -45,7 +48,12 @@ inline Reference reference_loop(const JobSpec& job, const std::function<double(i
     }
     if (lr_at)
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr_at(it));
-    opt.step();
+    bool finite = true;
+    for (auto& p : params) finite = finite && (!p.grad().defined() || p.grad().isfinite().all().item<bool>());
+    if (!job.training.skip_nonfinite || finite) {
+      if (job.training.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, job.training.clip_grad_norm);
+      opt.step();
+    }
     r.losses.push_back(total);
   }
   for (auto& p : params) r.weights.push_back(p.detach().clone());

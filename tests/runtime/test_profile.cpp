@@ -30,6 +30,9 @@ TEST(Profiler, MeasuresEveryAnalyticLayerAndPlansFromTheFile) {
     EXPECT_EQ(m.layers[l].output_bytes, std::uint64_t(4 * dims[l + 1] * 4)) << l;
     EXPECT_GT(m.layers[l].fwd_ms, 0);
     EXPECT_GT(m.layers[l].bwd_ms, 0);
+    // W measured apart (not the unknown -1 the split rule fills in).
+    EXPECT_GT(m.layers[l].bwd_weight_ms, 0) << l;
+    EXPECT_LE(m.layers[l].bwd_weight_ms, m.layers[l].bwd_ms) << l;
     EXPECT_GE(m.layers[l].activation_bytes, m.layers[l].input_bytes);
   }
   std::string file = temp_dir("profile") + ".json";

@@ -103,6 +103,8 @@ TrainingSpec parse_training(JsonFields f) {
   if (t.warmup >= t.iterations && t.warmup > 0)
     throw SpecError(f.path_of("warmup"), "must be less than training.iterations (" + std::to_string(t.iterations) +
                                              "), got " + std::to_string(t.warmup));
+  t.clip_grad_norm = f.number("clip_grad_norm", 0, 0.0);
+  t.skip_nonfinite = f.boolean("skip_nonfinite", false);
   f.finish();
   return t;
 }
@@ -205,6 +207,12 @@ JobSpec parse_job(const nlohmann::json& doc) {
     throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
                                "pipedream schedule has none (use gpipe, 1f1b or interleaved)");
   f.finish();
+  // Both need every stage's gradients of one batch at one step; PipeDream's
+  // stages step per microbatch on different weight versions.
+  if ((job.training.clip_grad_norm > 0 || job.training.skip_nonfinite) &&
+      job.pipeline.schedule == ScheduleKind::AsyncOneFOneB)
+    throw SpecError(job.training.clip_grad_norm > 0 ? "training.clip_grad_norm" : "training.skip_nonfinite",
+                    "needs a schedule with a flush (not pipedream)");
   if (job.model.kind == "uniform" || job.model.layers > 0) {
     int layers = job.model.kind == "uniform" ? job.model.layers : 0;
     if (layers > 0 && job.pipeline.stages * job.pipeline.chunks > layers)

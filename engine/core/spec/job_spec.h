@@ -54,6 +54,12 @@ struct TrainingSpec {
   double lr = 1e-3;
   std::string lr_schedule = "constant";  // constant | cosine (see learning_rate.h)
   int warmup = 0;                        // iterations of linear warmup
+  // Both act on the whole pipeline's gradient at the optimizer step (the
+  // stages agree on it there, see docs/engine.md): the global L2 norm
+  // clipped to this (0 = off), and a step whose gradients hold a NaN or an
+  // infinity skipped on every stage.
+  double clip_grad_norm = 0;
+  bool skip_nonfinite = false;
   int batch_size = 0;
   int microbatch_size = 0;
   int iterations = 1;

@@ -23,13 +23,13 @@ void repartition_checkpoint(const JobSpec& job, const Plan& from, const Plan& to
     StageExecutor old(job, from, *sched, d, {}, data);
     old.load(in_dir + "/stage" + std::to_string(d) + ".pt");
     for (int l = 0; l < from.layer_count(); ++l)
-      if (from.stage_of(l) % devices == d) blobs[l] = export_layer(old, l);
+      if (old.layer(l)) blobs[l] = export_layer(old, l);  // the schedule's placement says whose it is
   }
   std::filesystem::create_directories(out_dir);
   for (int d = 0; d < devices; ++d) {
     StageExecutor next(job, to, *sched, d, {}, data);
     for (int l = 0; l < to.layer_count(); ++l)
-      if (to.stage_of(l) % devices == d) import_layer(next, l, blobs.at(l), job.training.optimizer);
+      if (next.layer(l)) import_layer(next, l, blobs.at(l), job.training.optimizer);
     next.save(out_dir + "/stage" + std::to_string(d) + ".pt");
   }
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/model/profile_io.h"
+#include "core/schedule/schedule.h"
 #include "core/spec/spec_error.h"
 #include "runtime/profiler.h"
 
@@ -311,6 +312,8 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
   if (plan.layer_count() != static_cast<int>(target.size()))
     throw std::runtime_error("the plan covers " + std::to_string(plan.layer_count()) + " layers, the model has " +
                              std::to_string(target.size()));
+  // Where each virtual stage ran is the schedule's to say (a V folds the model back).
+  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
   for (int r = 0; r < devices; ++r) {
     std::string file = (std::filesystem::path(weights_dir) / ("stage" + std::to_string(r) + ".pt")).string();
     torch::serialize::InputArchive a;
@@ -319,7 +322,7 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
     // buffers (running statistics), each in layer order.
     std::vector<at::Tensor> mine, saved, my_buffers, saved_buffers;
     for (int l = 0; l < static_cast<int>(target.size()); ++l)
-      if (plan.stage_of(l) % devices == r) {
+      if (sched->device_of_virtual_stage(plan.stage_of(l)) == r) {
         for (auto& p : target[l]->parameters()) mine.push_back(p);
         for (auto& b : target[l]->buffers()) my_buffers.push_back(b);
       }

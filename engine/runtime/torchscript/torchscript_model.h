@@ -72,7 +72,8 @@ void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequentia
 
 // After a pipelined run: every worker r saved its stage in
 // weights_dir/stage<r>.pt (StageExecutor::save: "p<i>", the parameters of
-// its layers in layer order, a layer on worker plan.stage_of(l) % devices).
+// its layers in layer order, a layer on the worker the job's schedule places
+// its virtual stage).
 // Gathers them into the model and writes `out` as TorchScript.
 void export_trained_torchscript(const JobSpec& job, const Plan& plan, int devices, const std::string& weights_dir,
                                 const std::string& out);
