@@ -26,6 +26,7 @@ TEST(AutoSchedule, KeepsTheFastestFeasibleFamilyAndReportsTheBest1F1B) {
       PlanRequest r = x.req;
       r.schedule = kind;
       r.chunks = chunks;
+      r.search_effort = 2.0 / static_cast<double>(auto_schedule_candidates(req).size());  // as auto does
       Plan p = run_planner("vpipe", r);
       if (kind == ScheduleKind::OneFOneB) base = p.feasible ? p.iteration_time_ms : 0;
       if (p.feasible && p.iteration_time_ms < best) best = p.iteration_time_ms, winner = to_string(kind);

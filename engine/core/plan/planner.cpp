@@ -79,8 +79,10 @@ Plan run_auto(const std::string& name, const PlanRequest& req) {
   Plan best;
   bool have = false;
   double planning_ms = 0, base_ms = 0;
-  for (auto [kind, chunks] : auto_schedule_candidates(req)) {
+  const auto candidates = auto_schedule_candidates(req);
+  for (auto [kind, chunks] : candidates) {
     PlanRequest r = req;
+    r.search_effort = req.search_effort * 2.0 / static_cast<double>(candidates.size());
     r.auto_schedule = false;
     r.schedule = kind;
     r.chunks = chunks;

@@ -19,6 +19,10 @@ struct PlanRequest {
   // shape allows (1f1b, zb-h1, zb-h2, zb-v, dualpipe-v) and keeps the
   // fastest feasible plan; `schedule` and `chunks` are then ignored.
   bool auto_schedule = false;
+  // Share of a planner's usual simulation budget (vpipe): "auto" splits
+  // two budgets over the families it tries (< 50 ms for 100 layers x 8
+  // stages; the bench's jobs lose nothing against full budgets).
+  double search_effort = 1.0;
   int stages = 1;
   int microbatches = 1;
   int chunks = 1;

@@ -65,7 +65,9 @@ class Search {
   explicit Search(const PlanRequest& req) : model_(req), search_(model_) {
     const std::int64_t actions = 2LL * model_.stages() * model_.microbatches() + 1;
     // Simulations get ~100k schedule actions of planning time.
-    sims_left_ = static_cast<int>(std::clamp<std::int64_t>(100000 / actions, 4, 200));
+    const auto most = std::max<std::int64_t>(4, static_cast<std::int64_t>(200 * req.search_effort));
+    sims_left_ = static_cast<int>(
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(100000 * req.search_effort) / actions, 4, most));
   }
 
   Plan global() {
