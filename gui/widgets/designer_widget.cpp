@@ -261,9 +261,10 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "pipeline.stages", tr("Stages"), spin(1, 65536));
   addField(f, "pipeline.microbatches", tr("Microbatches"), spin(1, 1 << 24, tr("auto")), {},
            tr("batch_size / microbatch_size when auto"));
-  addField(f, "pipeline.schedule", tr("Schedule"), combo(qlist(schedule_kind_names())));
+  addField(f, "pipeline.schedule", tr("Schedule"), combo(qlist(pipeline_schedule_choices())), {},
+           tr("auto: the planner chooses among 1f1b and the zero-bubble schedules"));
   addField(f, "pipeline.planner", tr("Planner"), combo(qlist(planner_names())));
-  addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("interleaved schedule: model chunks per device"));
+  addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("model chunks per device: interleaved (any), zb-v and dualpipe-v (2)"));
 
   auto* ss = new QGroupBox(tr("Search space (supernet)"), host);
   auto* ss_lay = new QVBoxLayout(ss);

@@ -158,9 +158,7 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
                         "), got " + std::to_string(p.microbatches));
-  std::vector<std::string> schedules = schedule_kind_names();
-  schedules.push_back("auto");
-  std::string schedule = f.choice("schedule", schedules, "1f1b");
+  std::string schedule = f.choice("schedule", pipeline_schedule_choices(), "1f1b");
   p.schedule_auto = schedule == "auto";
   p.schedule = p.schedule_auto ? ScheduleKind::OneFOneB : *schedule_kind_from_string(schedule);
   p.planner = f.choice("planner", planner_names(), "uniform");
@@ -189,6 +187,12 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   return p;
 }
 }  // namespace
+
+std::vector<std::string> pipeline_schedule_choices() {
+  std::vector<std::string> names = schedule_kind_names();
+  names.push_back("auto");
+  return names;
+}
 
 JobSpec parse_job(const nlohmann::json& doc) {
   JsonFields f(doc, "");

@@ -98,6 +98,11 @@ struct JobSpec {
 // every number is range-checked against core/spec/spec_bounds.h.
 JobSpec parse_job(const nlohmann::json& doc);
 
+// What pipeline.schedule accepts: every static schedule kind, csp, and
+// "auto" (the planner chooses the schedule with the plan). The parser and
+// the studio's designer offer exactly these.
+std::vector<std::string> pipeline_schedule_choices();
+
 // Applies "a.b.c=value" to a document. The value is parsed as JSON when it
 // is valid JSON (numbers, true, objects) and taken as a string otherwise;
 // a number beyond double range (1e400) is refused naming the key.
