@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
 
 #include <set>
