@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
 
 #include <set>
@@ -26,7 +28,7 @@ nlohmann::json job_of(const nlohmann::json& model) {
 
 std::vector<nlohmann::json> models() {
   return {{{"kind", "mlp"}, {"input", 12}, {"widths", {16, 16}}, {"classes", 5}, {"precision", "fp32"}},
-          {{"kind", "cnn"}, {"in_channels", 1}, {"image_size", 8}, {"widths", {4, 6}}, {"classes", 3},
+          {{"kind", "cnn"}, {"in_channels", 1}, {"image_size", 8}, {"channels", {4, 6}}, {"classes", 3},
            {"precision", "fp32"}},
           {{"kind", "gpt"}, {"layers", 1}, {"hidden", 16}, {"heads", 2}, {"seq_len", 8}, {"vocab", 256},
            {"ffn_mult", 2}, {"precision", "fp32"}}};

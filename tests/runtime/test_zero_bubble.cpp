@@ -9,6 +9,7 @@
 
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
+#include "core/spec/spec_error.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/layers.h"
@@ -25,7 +26,7 @@ nlohmann::json job(const std::string& schedule, int iterations = 3) {
 
 enum class Policies { Keep, Mixed };
 
-struct Run {
+struct Trained {
   RunResult result;
   std::vector<at::Tensor> weights;  // model order
 };
@@ -52,7 +53,7 @@ std::vector<at::Tensor> model_order_weights(const std::string& dir, const JobSpe
   return out;
 }
 
-Run run(const nlohmann::json& doc, Policies policies) {
+Trained run(const nlohmann::json& doc, Policies policies) {
   JobSpec j = parse_job(doc);
   auto s = make_schedule(j.pipeline.schedule, j.pipeline.stages, j.pipeline.microbatches, j.pipeline.chunks);
   int layers = static_cast<int>(build_layers(j).size());
@@ -65,14 +66,14 @@ Run run(const nlohmann::json& doc, Policies policies) {
   std::string dir = temp_dir("zb");
   RunOptions o = options(doc, dir);
   o.plan = plan;
-  Run r;
+  Trained r;
   r.result = run_job(o);
   if (r.result.exit_code == 0) r.weights = model_order_weights(dir, j, plan, *s);
   std::filesystem::remove_all(dir);
   return r;
 }
 
-void expect_close(const Reference& ref, const Run& run, double rel) {
+void expect_close(const Reference& ref, const Trained& run, double rel) {
   ASSERT_EQ(run.result.exit_code, 0) << run.result.error;
   ASSERT_EQ(run.result.losses.size(), ref.losses.size());
   for (size_t i = 0; i < ref.losses.size(); ++i)
@@ -84,7 +85,7 @@ void expect_close(const Reference& ref, const Run& run, double rel) {
   }
 }
 
-void expect_bitwise(const Run& a, const Run& b) {
+void expect_bitwise(const Trained& a, const Trained& b) {
   ASSERT_EQ(a.result.exit_code, 0) << a.result.error;
   ASSERT_EQ(b.result.exit_code, 0) << b.result.error;
   ASSERT_EQ(a.result.losses.size(), b.result.losses.size());
@@ -100,7 +101,7 @@ class ZeroBubble : public ::testing::TestWithParam<std::string> {
     keep_ = run(job("1f1b"), Policies::Keep);
     mixed_ = run(job("1f1b"), Policies::Mixed);
   }
-  static inline Run keep_, mixed_;
+  static inline Trained keep_, mixed_;
 };
 
 // Each layer computes the same ops on the same numbers whichever device it
@@ -109,10 +110,10 @@ class ZeroBubble : public ::testing::TestWithParam<std::string> {
 TEST_P(ZeroBubble, SameLossesAndWeightsAs1F1BAndTheReferenceUnderEveryPolicy) {
   auto doc = job(GetParam());
   Reference ref = reference_loop(parse_job(doc));
-  Run keep = run(doc, Policies::Keep);
+  Trained keep = run(doc, Policies::Keep);
   expect_close(ref, keep, 1e-6);
   expect_bitwise(keep, keep_);
-  Run mixed = run(doc, Policies::Mixed);
+  Trained mixed = run(doc, Policies::Mixed);
   expect_close(ref, mixed, 1e-6);
   expect_bitwise(mixed, mixed_);
 }
@@ -133,7 +134,7 @@ TEST(ZeroBubbleStep, GradientClippingUsesTheWholePipelinesNorm) {
     SCOPED_TRACE(schedule);
     auto doc = job(schedule);
     doc["training"]["clip_grad_norm"] = 0.05;  // well under this job's gradient norms: every step clips
-    Run r = run(doc, Policies::Keep);
+    Trained r = run(doc, Policies::Keep);
     expect_close(reference_loop(parse_job(doc)), r, 1e-5);
     // And clipping changed the result (else the check above proves nothing).
     auto unclipped = doc;
@@ -150,7 +151,7 @@ TEST(ZeroBubbleStep, NonFiniteGradientsSkipTheStepOnEveryStage) {
   auto doc = job("zb-h1");
   doc["training"]["lr"] = 1e18;
   doc["training"]["skip_nonfinite"] = true;
-  Run r = run(doc, Policies::Keep);
+  Trained r = run(doc, Policies::Keep);
   ASSERT_EQ(r.result.exit_code, 0) << r.result.error;
   Reference ref = reference_loop(parse_job(doc));
   ASSERT_EQ(r.result.losses.size(), 3u);
@@ -164,7 +165,7 @@ TEST(ZeroBubbleStep, NonFiniteGradientsSkipTheStepOnEveryStage) {
   }
   // Without the check the non-finite gradients reach the weights.
   doc["training"].erase("skip_nonfinite");
-  Run unchecked = run(doc, Policies::Keep);
+  Trained unchecked = run(doc, Policies::Keep);
   ASSERT_EQ(unchecked.result.exit_code, 0) << unchecked.result.error;
   bool any_nonfinite = false;
   for (auto& w : unchecked.weights) any_nonfinite = any_nonfinite || !w.isfinite().all().item<bool>();
