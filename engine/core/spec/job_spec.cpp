@@ -103,7 +103,7 @@ TrainingSpec parse_training(JsonFields f) {
   if (t.warmup >= t.iterations && t.warmup > 0)
     throw SpecError(f.path_of("warmup"), "must be less than training.iterations (" + std::to_string(t.iterations) +
                                              "), got " + std::to_string(t.warmup));
-  t.clip_grad_norm = f.number("clip_grad_norm", 0, 0.0);
+  t.clip_grad_norm = f.number("clip_grad_norm", 0, kGradNorm, 0.0);
   t.skip_nonfinite = f.boolean("skip_nonfinite", false);
   f.finish();
   return t;
