@@ -64,8 +64,7 @@ JobModel::JobModel(QObject* parent) : QObject(parent) { setDocument(defaultDocum
 nlohmann::json JobModel::defaultDocument() {
   return nlohmann::json::parse(R"({
     "name": "bert24-4gpu",
-    "model": {"kind": "bert", "layers": 24, "hidden": 1024, "heads": 16, "seq_len": 128, "vocab": 30522},
-    "data": {"kind": "synthetic"},
+    "model": {"kind": "bert", "precision": "fp16", "layers": 24, "hidden": 1024, "heads": 16, "seq_len": 128, "vocab": 30522},
     "training": {"optimizer": "adam", "lr": 0.0001, "batch_size": 512, "microbatch_size": 64, "iterations": 100, "seed": 1},
     "cluster": {"devices": 4, "device": "rtx2080ti"},
     "pipeline": {"stages": 4, "schedule": "1f1b", "planner": "uniform"}
