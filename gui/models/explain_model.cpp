@@ -60,6 +60,8 @@ void apply_suggestion(JobModel& job, const Suggestion& s) {
 ExplainModel::ExplainModel(QObject* parent) : QObject(parent) {
   connect(&compute_, &QFutureWatcher<ExplainResult>::finished, this, &ExplainModel::onComputed);
   connect(&suggest_, &QFutureWatcher<ExplainSuggestions>::finished, this, &ExplainModel::onSuggestions);
+  throttle_.setSingleShot(true);
+  connect(&throttle_, &QTimer::timeout, this, &ExplainModel::schedule);
   clearJob(tr("no run"));
 }
 
@@ -92,6 +94,11 @@ void ExplainModel::schedule() {
     dirty_ = true;  // computed again when the running one ends
     return;
   }
+  if (since_start_.isValid() && since_start_.elapsed() < kMinIntervalMs) {
+    dirty_ = true;
+    if (!throttle_.isActive()) throttle_.start(static_cast<int>(kMinIntervalMs - since_start_.elapsed()));
+    return;
+  }
   startCompute();
 }
 
@@ -113,6 +120,7 @@ void ExplainModel::startCompute() {
       }
     }
   const int steps = steps_per_iteration_, it = iteration_;
+  since_start_.start();
   compute_pending_ = true;
   compute_.setFuture(QtConcurrent::run(
       [ev = std::move(events), steps, it]() mutable { return explain_events(std::move(ev), steps, it); }));
@@ -124,7 +132,7 @@ void ExplainModel::onComputed() {
   compute_pending_ = false;
   result_ = compute_.future().result();
   emit updated();
-  if (dirty_) startCompute();
+  if (dirty_) schedule();
 }
 
 void ExplainModel::setJobLoader(std::function<nlohmann::json()> load, const QString& none_reason) {

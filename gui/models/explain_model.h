@@ -1,7 +1,9 @@
 #pragma once
 #include <QFuture>
+#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QObject>
+#include <QTimer>
 #include <QString>
 #include <array>
 #include <functional>
@@ -54,10 +56,12 @@ void apply_suggestion(JobModel& job, const Suggestion& s);
 // for the run's job. Everything is computed on workers (QtConcurrent): the
 // GUI thread only snapshots the run's events (a copy) and reads results.
 // A run that changes while a computation runs is computed again when it
-// ends (at most one in flight), so a live run is explained as it goes.
+// ends (at most one in flight, at most one start per kMinIntervalMs), so a
+// live run is explained as it goes without copying its events every tick.
 class ExplainModel : public QObject {
   Q_OBJECT
  public:
+  static constexpr int kMinIntervalMs = 1000;
   explicit ExplainModel(QObject* parent = nullptr);
   ~ExplainModel() override;
 
@@ -97,6 +101,8 @@ class ExplainModel : public QObject {
   int steps_per_iteration_ = 1;
   quint64 computed_revision_ = ~quint64{0};
   bool dirty_ = false;
+  QTimer throttle_;
+  QElapsedTimer since_start_;
   bool compute_pending_ = false, suggest_pending_ = false;  // a result not yet taken
   ExplainResult result_;
   QFutureWatcher<ExplainResult> compute_;
