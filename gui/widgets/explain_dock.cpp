@@ -144,7 +144,9 @@ void ExplainDock::refreshBars() {
   if (r.stages.empty()) {
     summary_->setText(tr("No run to explain."));
   } else {
-    const QString what = r.iteration < 0 ? tr("%n complete iteration(s)", "", r.iterations) : tr("iteration %1").arg(r.iteration);
+    const QString what = r.iteration >= 0       ? tr("iteration %1").arg(r.iteration)
+                         : r.iterations == 1 ? tr("1 complete iteration")
+                                             : tr("%1 complete iterations").arg(r.iterations);
     summary_->setText(tr("%1: idle %2% of the stages' time; click a cause to see it on the timeline.")
                           .arg(what)
                           .arg(wall > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(wall) : 0.0, 0, 'f', 1));
@@ -176,7 +178,8 @@ void ExplainDock::refreshSuggestions() {
                        .arg(100.0 * (g.iteration_ms_after / g.iteration_ms_before - 1.0), 0, 'f', 0));
     QStringList sets;
     for (const auto& o : g.overrides) sets << QStringLiteral("--set ") + QString::fromStdString(o);
-    it->setToolTip(0, tr("addresses: %1\n%2").arg(QString::fromStdString(g.addresses), sets.join('\n')));
+    it->setToolTip(0, tr("%1\naddresses: %2\n%3")
+                          .arg(QString::fromStdString(g.change), QString::fromStdString(g.addresses), sets.join('\n')));
     auto* apply = new QPushButton(tr("Apply"), suggestions_);
     apply->setObjectName(QStringLiteral("applySuggestion%1").arg(i));
     apply->setToolTip(tr("Set %1 in the designer's job").arg(sets.join(QStringLiteral(", "))));
