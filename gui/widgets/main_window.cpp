@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "gui/models/engine_process.h"
+#include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/models/migrations_model.h"
 #include "gui/models/planner_comparison_model.h"
@@ -27,6 +28,7 @@
 #include "gui/models/run_source.h"
 #include "gui/widgets/compare_widget.h"
 #include "gui/widgets/designer_widget.h"
+#include "gui/widgets/explain_dock.h"
 #include "gui/widgets/memory_view.h"
 #include "gui/widgets/plan_view.h"
 #include "gui/widgets/range_stats_widget.h"
@@ -81,7 +83,10 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->setDocumentMode(true);
   setCentralWidget(tabs_);
 
+  explain_model_ = new ExplainModel(this);
+  explain_ = new ExplainDock(explain_model_, job_, this);
   timeline_->setRun(run_);
+  explain_model_->setRun(run_);
   replay_->setRun(run_);
   stats_->setRun(run_);
   memory_->setRun(run_);
@@ -106,6 +111,16 @@ MainWindow::MainWindow(QWidget* parent)
                                  .arg(e.stage)
                                  .arg(format_duration_ns(static_cast<double>(e.end_ns - e.start_ns))),
                              5000);
+  });
+  // Explain: a clicked cause is shaded on the timeline (refreshed with the
+  // attribution while the run grows); Apply edits the designer's job.
+  connect(explain_, &ExplainDock::causeSelected, this, [this](IdleCause c, int stage, const QColor& color) {
+    timeline_->highlightIdle(explain_model_->intervalsOf(c, stage), color);
+  });
+  connect(explain_, &ExplainDock::causeCleared, this, [this] { timeline_->highlightIdle({}, QColor()); });
+  connect(explain_, &ExplainDock::suggestionApplied, this, [this](const QString& change) {
+    log(tr("applied to the designer's job: %1").arg(change));
+    statusBar()->showMessage(tr("Applied to the designer's job: %1").arg(change), 8000);
   });
   connect(replay_, &ReplayBar::cursorChanged, this, &MainWindow::setCursor);
   connect(run_, &RunModel::reset, stats_, &RangeStatsWidget::clear);
@@ -150,12 +165,15 @@ void MainWindow::buildDocks() {
     return d;
   };
   auto* st = dock(tr("Range Statistics"), "dock.stats", stats_, Qt::RightDockWidgetArea);
+  auto* ex = dock(tr("Explain"), "dock.explain", explain_, Qt::RightDockWidgetArea);
   auto* pl = dock(tr("Plan"), "dock.plan", plan_, Qt::RightDockWidgetArea);
   auto* mg = dock(tr("Migrations"), "dock.migrations", migrations_view_, Qt::RightDockWidgetArea);
   auto* gr = dock(tr("Subnet Graph"), "dock.graph", graph_, Qt::RightDockWidgetArea);
   auto* me = dock(tr("Memory"), "dock.memory", memory_, Qt::BottomDockWidgetArea);
   auto* tp = dock(tr("Throughput"), "dock.throughput", throughput_, Qt::BottomDockWidgetArea);
   auto* lg = dock(tr("Log"), "dock.log", log_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(st, ex);
+  st->raise();
   tabifyDockWidget(pl, mg);
   tabifyDockWidget(mg, gr);
   pl->raise();

@@ -20,6 +20,8 @@ struct AttachRequest;
 struct LaunchRequest;
 class DesignerWidget;
 class EngineProcess;
+class ExplainDock;
+class ExplainModel;
 class JobModel;
 class MemoryView;
 class MigrationsModel;
@@ -88,6 +90,8 @@ class MainWindow : public QMainWindow {
   MemoryView* memoryView() const { return memory_; }
   ThroughputView* throughputView() const { return throughput_; }
   PlanView* planView() const { return plan_; }
+  ExplainDock* explainDock() const { return explain_; }
+  ExplainModel* explainModel() const { return explain_model_; }
   QTableView* migrationsView() const { return migrations_view_; }
   SubnetGraphView* subnetGraph() const { return graph_; }
   DesignerWidget* designer() const { return designer_; }
@@ -133,6 +137,8 @@ class MainWindow : public QMainWindow {
   MemoryView* memory_;
   ThroughputView* throughput_;
   PlanView* plan_;
+  ExplainModel* explain_model_ = nullptr;
+  ExplainDock* explain_ = nullptr;
   MigrationsModel* migrations_;
   QTableView* migrations_view_;
   SubnetGraphView* graph_;
@@ -149,6 +155,7 @@ class MainWindow : public QMainWindow {
   EngineProcess* engine_ = nullptr;
   QPointer<RunSource> launched_source_;
   QString source_error_;  // the live source of the launched engine
+  QString launched_job_file_;  // the job the launched engine runs (Explain's suggestions)
   QAction *open_, *open_job_, *save_job_, *save_job_as_, *export_plot_, *export_trace_, *export_csv_, *quit_;
   QAction *simulate_, *launch_, *attach_, *pause_, *resume_, *stop_, *rebalance_, *freeze_, *compare_act_;
   QAction *fit_, *play_, *dark_, *light_, *about_;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <qcustomplot.h>
 
+#include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/models/run_export.h"
 #include "gui/models/run_model.h"
@@ -24,6 +25,7 @@
 #include "gui/widgets/plot_export.h"
 #include "gui/widgets/timeline_view.h"
 #ifdef PW_STUDIO_HAVE_DB
+#include "db/run_reader.h"
 #include "gui/sources/db_run_source.h"
 #endif
 
@@ -53,6 +55,8 @@ bool MainWindow::openFile(const QString& file) {
   }
 #ifdef PW_STUDIO_HAVE_DB
   setSource(new DbRunSource(file.toStdString()));
+  explain_model_->setJobLoader([path = file.toStdString()] { return db::RunReader(path).job(); },
+                               tr("the run recorded no job"));
   addRecent(file);
   return true;
 #else

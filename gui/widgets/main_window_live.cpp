@@ -6,8 +6,11 @@
 #include <QPointer>
 #include <QStatusBar>
 #include <QTimer>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "gui/models/engine_process.h"
+#include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
@@ -43,11 +46,19 @@ bool MainWindow::launch(const LaunchRequest& req) {
       log(tr("following the engine's telemetry at %1").arg(endpoint));
       setSource(live);
       launched_source_ = live;
+      if (!launched_job_file_.isEmpty())
+        explain_model_->setJobLoader(
+            [file = launched_job_file_.toStdString()] {
+              std::ifstream in(file);
+              return nlohmann::json::parse(in);
+            },
+            tr("the launched job's file is empty"));
     });
     connect(engine_, &EngineProcess::exited, this, &MainWindow::onEngineExited);
   }
   setSource(nullptr);
   launched_source_ = nullptr;
+  launched_job_file_ = req.job_file;
   log(tr("launching %1 %2").arg(req.program, req.arguments.join(' ')));
   engine_->start(req.program, req.arguments);
   showTab(QStringLiteral("monitor"));

@@ -12,6 +12,7 @@
 #include <QStatusBar>
 
 #include "gui/models/engine_process.h"
+#include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/models/migrations_model.h"
 #include "gui/models/planner_comparison_model.h"
@@ -38,6 +39,9 @@ void MainWindow::setSource(RunSource* source) {
   replay_->goLive();
   run_->clear();
   source_error_.clear();
+  timeline_->highlightIdle({}, QColor());
+  // Sources that know the run's job (simulated, recorded) set it after this.
+  explain_model_->clearJob(source ? tr("this run's source does not give its job (live runs)") : tr("no run"));
   if (!source) return;
   source->setParent(nullptr);
   connect(source, &RunSource::failed, this, [this](const QString& why) {
@@ -62,6 +66,7 @@ bool MainWindow::simulateJob(int iterations, double speed) {
     return false;
   }
   setSource(new SimulatedRunSource(*job_->spec(), {.iterations = iterations, .speed = speed}));
+  explain_model_->setJobLoader([doc = job_->spec()->raw] { return doc; }, tr("the job is empty"));
   return true;
 }
 

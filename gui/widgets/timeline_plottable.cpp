@@ -95,6 +95,7 @@ void TimelinePlottable::draw(QCPPainter* painter) {
   }
   lod_lock.unlock();
   flushFills(painter);
+  drawIdle(painter, lo, hi);
   // Migrations: a marker across every lane where layers started moving.
   if (!run_->migrations().empty()) {
     QPen pen(kind_color(EventKind::Migrate), 1.5, Qt::DashLine);
@@ -279,6 +280,44 @@ void TimelinePlottable::flushFills(QCPPainter* p) {
   p->setPen(Qt::black);
   for (const auto& [rect, text] : labels_) p->drawText(rect, Qt::AlignCenter, text);
   labels_.clear();
+}
+
+void TimelinePlottable::setIdleHighlight(std::vector<IdleInterval> intervals, QColor color) {
+  idle_ = std::move(intervals);
+  idle_color_ = color;
+}
+
+void TimelinePlottable::drawIdle(QCPPainter* p, std::int64_t lo, std::int64_t hi) {
+  drawn_idle_ = 0;
+  if (idle_.empty()) return;
+  std::vector<QRectF> rects;
+  // A stage's intervals do not overlap, so their ends are sorted too: the
+  // first visible one is found by binary search.
+  auto it = idle_.begin();
+  while (it != idle_.end()) {
+    const int stage = it->stage;
+    auto stage_end = std::partition_point(it, idle_.end(), [&](const IdleInterval& i) { return i.stage == stage; });
+    auto first = std::partition_point(it, stage_end, [&](const IdleInterval& i) { return i.end_ns <= lo; });
+    double top, bottom;
+    rowExtent(stage, TrackRow::Compute, top, bottom);
+    double y0 = mValueAxis->coordToPixel(top), y1 = mValueAxis->coordToPixel(bottom);
+    if (y0 > y1) std::swap(y0, y1);
+    for (auto i = first; i != stage_end && i->start_ns < hi; ++i) {
+      const double x0 = mKeyAxis->coordToPixel(keyOf(i->start_ns));
+      const double x1 = mKeyAxis->coordToPixel(keyOf(std::min(i->end_ns, hi)));
+      rects.emplace_back(QPointF(x0, y0), QPointF(std::max(x1, x0 + 1), y1));
+    }
+    it = stage_end;
+  }
+  drawn_idle_ = rects.size();
+  // The cause's colour, hatched and outlined: the bars' kind colours are
+  // solid, so the shading reads as "not a bar" whatever the cause.
+  p->setPen(Qt::NoPen);
+  p->setBrush(idle_color_);
+  p->drawRects(rects.data(), static_cast<int>(rects.size()));
+  p->setPen(QPen(QApplication::palette().color(QPalette::WindowText), 1.5));
+  p->setBrush(QBrush(QApplication::palette().color(QPalette::WindowText), Qt::BDiagPattern));
+  p->drawRects(rects.data(), static_cast<int>(rects.size()));
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {

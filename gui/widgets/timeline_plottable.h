@@ -2,6 +2,7 @@
 #include <optional>
 #include <qcustomplot.h>
 
+#include "core/analysis/idle_attribution.h"
 #include "gui/models/event_track.h"
 #include "gui/models/track_lod.h"
 
@@ -47,6 +48,11 @@ class TimelinePlottable : public QCPAbstractPlottable {
   std::int64_t cursor() const { return cursor_; }
   void setHighlightMicrobatch(int mb) { highlight_mb_ = mb; }
   int highlightMicrobatch() const { return highlight_mb_; }
+  // Idle intervals shaded over their stages' compute rows (the Explain
+  // dock's selected cause); sorted by stage, then time, as the model gives them.
+  void setIdleHighlight(std::vector<IdleInterval> intervals, QColor color);
+  const std::vector<IdleInterval>& idleHighlight() const { return idle_; }
+  std::size_t lastDrawnIdle() const { return drawn_idle_; }
   void setFoldPixels(double px) { fold_px_ = px; }
   // Benchmark baseline: scan every bar from the first and never fold.
   void setNaive(bool on) { naive_ = on; }
@@ -81,6 +87,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
   // True when it drew the row from the track's buckets.
   bool drawRowLod(const TrackLod* lod, double y0, double h, std::int64_t lo, std::int64_t hi);
   void flushFills(QCPPainter* p);
+  void drawIdle(QCPPainter* p, std::int64_t lo, std::int64_t hi);
 
   // Fills are collected per (kind, opacity level) and drawn with one
   // drawRects call each: far fewer state changes than a fillRect per bar.
@@ -96,7 +103,9 @@ class TimelinePlottable : public QCPAbstractPlottable {
   double fold_px_ = 3.0;
   bool naive_ = false;
   bool use_lod_ = true;
-  std::size_t drawn_rects_ = 0, folded_blocks_ = 0, lod_rows_ = 0;
+  std::size_t drawn_rects_ = 0, folded_blocks_ = 0, lod_rows_ = 0, drawn_idle_ = 0;
+  std::vector<IdleInterval> idle_;
+  QColor idle_color_;
 };
 
 }  // namespace pw::gui

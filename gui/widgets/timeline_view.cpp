@@ -198,6 +198,11 @@ void TimelineView::clearSelection() {
   if (had) emit selectionCleared();
 }
 
+void TimelineView::highlightIdle(std::vector<IdleInterval> intervals, const QColor& color) {
+  bars_->setIdleHighlight(std::move(intervals), color);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void TimelineView::onMousePress(QMouseEvent* e) {
   if (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier)) {
     selecting_ = true;

@@ -2,6 +2,7 @@
 #include <QWidget>
 #include <optional>
 
+#include "core/analysis/idle_attribution.h"
 #include "core/events/event.h"
 
 class QCustomPlot;
@@ -42,6 +43,10 @@ class TimelineView : public QWidget {
   void selectRange(qint64 t0_ns, qint64 t1_ns);
   void clearSelection();
   std::optional<std::pair<qint64, qint64>> selection() const { return selection_range_; }
+
+  // Shades idle intervals (the Explain dock's selected cause) in `color`;
+  // an empty list clears them.
+  void highlightIdle(std::vector<IdleInterval> intervals, const QColor& color);
 
   // Text of the tooltip for a bar (hover).
   QString describe(const TimelineHit& hit) const;

@@ -4,7 +4,10 @@
 // and a screenshot of every main view.
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
+#include <QPushButton>
+#include <QTreeWidget>
 #include <QLineEdit>
 #include <QProcess>
 #include <QElapsedTimer>
@@ -26,7 +29,9 @@
 #include "gui/models/run_model.h"
 #include "gui/models/simulated_run_source.h"
 #include "gui/widgets/compare_widget.h"
+#include "gui/models/explain_model.h"
 #include "gui/widgets/designer_widget.h"
+#include "gui/widgets/explain_dock.h"
 #include "gui/widgets/main_window.h"
 #include "gui/widgets/memory_view.h"
 #include "gui/widgets/plan_view.h"
@@ -59,7 +64,7 @@ namespace {
 
 JobSpec test_job() {
   return parse_job(nlohmann::json::parse(R"({"name": "gpt16-4", "model": {"kind": "gpt", "layers": 16, "hidden": 1024,
-      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2},
+      "seq_len": 256}, "training": {"batch_size": 16, "microbatch_size": 2, "clip_grad_norm": 0},
       "cluster": {"devices": 4, "device": "v100-32g"}, "pipeline": {"stages": 4}})"));
 }
 
@@ -467,6 +472,85 @@ class StudioViewsTest : public QObject {
     QCOMPARE(win_->planView()->rows().size(), std::size_t(1));
     QCOMPARE(win_->planView()->rows()[0].plan.stages.size(), std::size_t(4));
     screenshot(win_->planView(), "plan");
+  }
+
+  // The Explain dock (issue 21): bars equal the model's attribution, a
+  // click on a legend entry or a bar segment shades exactly that cause's
+  // intervals on the timeline, Apply sets the suggestion in the designer.
+  void explainDockShowsCausesHighlightsAndApplies() {
+    const auto saved = win_->job()->document();
+    win_->job()->setDocument(test_job().raw);
+    QVERIFY(win_->simulateJob(6));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    ExplainModel* m = win_->explainModel();
+    m->waitIdle();
+    QApplication::processEvents();
+    auto* dockw = win_->findChild<QDockWidget*>(QStringLiteral("dock.explain"));
+    QVERIFY(dockw);
+    dockw->raise();
+    QApplication::processEvents();
+    ExplainDock* dock = win_->explainDock();
+    QCustomPlot* plot = dock->plot();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const ExplainResult& r = m->result();
+    QCOMPARE(r.stages.size(), std::size_t(4));
+    QCOMPARE(r.iterations, 6);
+    const int fill = static_cast<int>(IdleCause::Fill);
+    QCOMPARE(dock->bars(fill)->dataCount(), 4);
+    for (int s = 0; s < 4; ++s) {
+      QCOMPARE((dock->bars(fill)->data()->constBegin() + s)->value, r.stages[s].cause_ns[fill] / 1e6);
+      QCOMPARE((dock->bars(kIdleCauseCount)->data()->constBegin() + s)->value, r.stages[s].compute_ns / 1e6);
+    }
+
+    // Legend entry: the cause on every stage.
+    auto* item = plot->legend->itemWithPlottable(dock->bars(fill));
+    QVERIFY(item);
+    QTest::mouseClick(plot, Qt::LeftButton, {}, item->outerRect().center());
+    auto same = [](const std::vector<IdleInterval>& a, const std::vector<IdleInterval>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].stage != b[i].stage || a[i].start_ns != b[i].start_ns || a[i].end_ns != b[i].end_ns ||
+            a[i].cause != b[i].cause)
+          return false;
+      return true;
+    };
+    auto* bars = win_->timeline()->bars();
+    QVERIFY(!m->intervalsOf(IdleCause::Fill).empty());
+    QVERIFY(same(bars->idleHighlight(), m->intervalsOf(IdleCause::Fill)));
+    win_->timeline()->zoomToFit();
+    win_->timeline()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(bars->lastDrawnIdle(), m->intervalsOf(IdleCause::Fill).size());
+    screenshot(win_, "monitor-explain-fill");
+
+    // A bar segment: the cause on that stage only (stage 3's fill sits on its compute).
+    const double y = (r.stages[3].compute_ns + r.stages[3].cause_ns[fill] / 2.0) / 1e6;
+    QTest::mouseClick(plot, Qt::LeftButton, {},
+                      QPoint(qRound(plot->xAxis->coordToPixel(3)), qRound(plot->yAxis->coordToPixel(y))));
+    QVERIFY(same(bars->idleHighlight(), m->intervalsOf(IdleCause::Fill, 3)));
+    for (const auto& i : bars->idleHighlight()) QCOMPARE(i.stage, 3);
+    // Clicking the selection again clears it.
+    QTest::mouseClick(plot, Qt::LeftButton, {},
+                      QPoint(qRound(plot->xAxis->coordToPixel(3)), qRound(plot->yAxis->coordToPixel(y))));
+    QVERIFY(bars->idleHighlight().empty());
+    dock->selectCause(IdleCause::Fill, -1);
+
+    // Suggestions for the simulated job; Apply puts the first into the designer.
+    QVERIFY(m->suggestionsReady());
+    const auto suggestions = m->suggestions().report.suggestions;
+    QVERIFY2(!suggestions.empty(), qPrintable(m->suggestions().none_reason));
+    QCOMPARE(dock->suggestionsView()->topLevelItemCount(), int(suggestions.size()));
+    screenshot(dock, "explain");
+    nlohmann::json expect = win_->job()->document();
+    for (const auto& o : suggestions.front().overrides) apply_override(expect, o);
+    auto* apply = dock->findChild<QPushButton*>(QStringLiteral("applySuggestion0"));
+    QVERIFY(apply);
+    QTest::mouseClick(apply, Qt::LeftButton);
+    QCOMPARE(win_->job()->document(), expect);
+    QVERIFY(win_->job()->isValid());
+    dock->clearCause();
+    QVERIFY(bars->idleHighlight().empty());
+    win_->findChild<QDockWidget*>(QStringLiteral("dock.stats"))->raise();
+    win_->job()->setDocument(saved);
   }
 
   void planViewSaysWhyAPlannerHasNoPlan() {

@@ -1,0 +1,203 @@
+#include "gui/models/explain_model.h"
+
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+
+#include "core/spec/job_spec.h"
+#include "gui/models/job_model.h"
+#include "gui/models/run_model.h"
+
+namespace pw::gui {
+
+ExplainResult explain_events(std::vector<Event> events, int steps_per_iteration, int iteration) {
+  AttributionOptions opt;
+  opt.optimizer_steps_per_iteration = std::max(1, steps_per_iteration);
+  opt.iteration = iteration;
+  Attribution a = attribute_idle(std::move(events), opt);
+  ExplainResult r;
+  r.iterations = a.iterations;
+  r.iteration = iteration;
+  r.stages.resize(static_cast<std::size_t>(std::max(0, a.stages)));
+  for (int s = 0; s < a.stages; ++s) r.stages[static_cast<std::size_t>(s)].stage = s;
+  for (const auto& si : a.stage_iterations) {
+    if (si.stage < 0 || si.stage >= a.stages) continue;
+    auto& st = r.stages[static_cast<std::size_t>(si.stage)];
+    st.wall_ns += si.wall_ns();
+    st.compute_ns += si.compute_ns;
+    for (int c = 0; c < kIdleCauseCount; ++c) st.cause_ns[c] += si.cause_ns[c];
+  }
+  r.intervals = std::move(a.intervals);
+  return r;
+}
+
+ExplainSuggestions suggestions_for_job(const nlohmann::json& job) {
+  ExplainSuggestions out;
+  if (!job.is_object()) {
+    out.none_reason = QObject::tr("the run recorded no job");
+    return out;
+  }
+  try {
+    // PipeDream updates per microbatch: its iteration is `microbatches`
+    // optimizer steps (the same rule as `pipewright explain`).
+    JobSpec spec = parse_job(job);
+    out.steps_per_iteration = spec.pipeline.schedule == ScheduleKind::AsyncOneFOneB ? spec.pipeline.microbatches : 1;
+    out.report = suggest_changes(job);
+  } catch (const std::exception& e) {
+    out.none_reason = QObject::tr("the run's job cannot be simulated: %1").arg(QString::fromStdString(e.what()));
+    return out;
+  }
+  if (out.report.suggestions.empty())
+    out.none_reason = QObject::tr("no simulated change shortens the iteration");
+  return out;
+}
+
+void apply_suggestion(JobModel& job, const Suggestion& s) {
+  nlohmann::json doc = job.document();
+  for (const auto& o : s.overrides) apply_override(doc, o);
+  job.setDocument(doc);  // one change, validated once
+}
+
+ExplainModel::ExplainModel(QObject* parent) : QObject(parent) {
+  connect(&compute_, &QFutureWatcher<ExplainResult>::finished, this, &ExplainModel::onComputed);
+  connect(&suggest_, &QFutureWatcher<ExplainSuggestions>::finished, this, &ExplainModel::onSuggestions);
+  throttle_.setSingleShot(true);
+  connect(&throttle_, &QTimer::timeout, this, &ExplainModel::schedule);
+  clearJob(tr("no run"));
+}
+
+ExplainModel::~ExplainModel() {
+  // The workers hold copies only; the attribution is waited for (short),
+  // the suggestions' simulations are left to finish in the pool.
+  if (compute_pending_) compute_.waitForFinished();
+}
+
+void ExplainModel::setRun(const RunModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  computed_revision_ = ~quint64{0};
+  if (run_) {
+    connect(run_, &RunModel::changed, this, &ExplainModel::schedule);
+    connect(run_, &RunModel::reset, this, &ExplainModel::schedule);
+  }
+  schedule();
+}
+
+void ExplainModel::setIteration(int iteration) {
+  if (iteration == iteration_) return;
+  iteration_ = iteration;
+  computed_revision_ = ~quint64{0};
+  schedule();
+}
+
+void ExplainModel::schedule() {
+  if (compute_pending_) {
+    dirty_ = true;  // computed again when the running one ends
+    return;
+  }
+  if (since_start_.isValid() && since_start_.elapsed() < kMinIntervalMs) {
+    dirty_ = true;
+    if (!throttle_.isActive()) throttle_.start(static_cast<int>(kMinIntervalMs - since_start_.elapsed()));
+    return;
+  }
+  startCompute();
+}
+
+void ExplainModel::startCompute() {
+  dirty_ = false;
+  if (!run_ || run_->revision() == computed_revision_) return;
+  computed_revision_ = run_->revision();
+  // The snapshot is the only work done here: the tracks are appended on this
+  // thread, so they cannot be read from the worker.
+  std::vector<Event> events;
+  events.reserve(run_->eventCount());
+  for (int s = 0; s < run_->stageCount(); ++s)
+    for (int r = 0; r < kTrackRowCount; ++r) {
+      const EventTrack& t = run_->track(s, static_cast<TrackRow>(r));
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        Event e = t.event(i);
+        e.stage = s;
+        events.push_back(e);
+      }
+    }
+  const int steps = steps_per_iteration_, it = iteration_;
+  since_start_.start();
+  compute_pending_ = true;
+  compute_.setFuture(QtConcurrent::run(
+      [ev = std::move(events), steps, it]() mutable { return explain_events(std::move(ev), steps, it); }));
+}
+
+void ExplainModel::onComputed() {
+  // A late signal of a computation waitIdle already took, or of one since replaced.
+  if (!compute_pending_ || !compute_.isFinished()) return;
+  compute_pending_ = false;
+  result_ = compute_.future().result();
+  emit updated();
+  if (dirty_) schedule();
+}
+
+void ExplainModel::setJobLoader(std::function<nlohmann::json()> load, const QString& none_reason) {
+  suggestions_ = {};
+  suggestions_ready_ = false;
+  emit suggestionsUpdated();
+  suggest_pending_ = true;
+  suggest_.setFuture(QtConcurrent::run([load = std::move(load), none_reason] {
+    nlohmann::json job;
+    try {
+      job = load ? load() : nlohmann::json();
+    } catch (const std::exception& e) {
+      ExplainSuggestions s;
+      s.none_reason = QObject::tr("the run's job could not be read: %1").arg(QString::fromStdString(e.what()));
+      return s;
+    }
+    if (job.is_null()) {
+      ExplainSuggestions s;
+      s.none_reason = none_reason;
+      return s;
+    }
+    return suggestions_for_job(job);
+  }));
+}
+
+void ExplainModel::clearJob(const QString& none_reason) { setJobLoader(nullptr, none_reason); }
+
+void ExplainModel::onSuggestions() {
+  if (!suggest_pending_ || !suggest_.isFinished()) return;
+  suggest_pending_ = false;
+  suggestions_ = suggest_.future().result();
+  suggestions_ready_ = true;
+  emit suggestionsUpdated();
+  if (suggestions_.steps_per_iteration != steps_per_iteration_) {
+    steps_per_iteration_ = suggestions_.steps_per_iteration;
+    computed_revision_ = ~quint64{0};
+    schedule();
+  }
+}
+
+std::vector<IdleInterval> ExplainModel::intervalsOf(IdleCause cause, int stage) const {
+  std::vector<IdleInterval> out;
+  for (const auto& i : result_.intervals)
+    if (i.cause == cause && (stage < 0 || i.stage == stage)) out.push_back(i);
+  return out;
+}
+
+void ExplainModel::waitIdle() {
+  for (;;) {
+    if (suggest_pending_) {
+      suggest_.waitForFinished();
+      onSuggestions();
+      continue;
+    }
+    if (compute_pending_) {
+      compute_.waitForFinished();
+      onComputed();
+      continue;
+    }
+    if (dirty_ || (run_ && run_->revision() != computed_revision_)) {
+      startCompute();
+      if (compute_pending_) continue;
+    }
+    return;
+  }
+}
+
+}  // namespace pw::gui

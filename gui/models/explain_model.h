@@ -1,0 +1,114 @@
+#pragma once
+#include <QFuture>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QObject>
+#include <QTimer>
+#include <QString>
+#include <array>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/analysis/idle_attribution.h"
+#include "core/analysis/suggestions.h"
+
+namespace pw::gui {
+
+class JobModel;
+class RunModel;
+
+// One stage's row of the Explain dock: compute + causes = wall.
+struct ExplainStage {
+  int stage = 0;
+  std::int64_t wall_ns = 0, compute_ns = 0;
+  std::array<std::int64_t, kIdleCauseCount> cause_ns{};
+};
+
+struct ExplainResult {
+  int iterations = 0;                  // complete iterations found in the run
+  int iteration = -1;                  // the one shown; -1: all complete ones, summed
+  std::vector<ExplainStage> stages;    // by stage
+  std::vector<IdleInterval> intervals;  // by stage, then time
+};
+
+// Core's attribution (core/analysis/idle_attribution) of `events`, summed
+// per stage over the complete iterations (or only `iteration`). Pure: the
+// model runs it on a worker.
+ExplainResult explain_events(std::vector<Event> events, int steps_per_iteration, int iteration = -1);
+
+// Suggestions for a job document (core/analysis/suggestions), or the
+// reason there are none.
+struct ExplainSuggestions {
+  SuggestionReport report;
+  QString none_reason;  // non-empty: no suggestions could be made, and why
+  int steps_per_iteration = 1;
+};
+ExplainSuggestions suggestions_for_job(const nlohmann::json& job);
+
+// Applies a suggestion's --set assignments to the designer's job as one
+// change (core's apply_override, as `pipewright simulate --set` does).
+void apply_suggestion(JobModel& job, const Suggestion& s);
+
+// The Explain dock's model (docs/studio.md, docs/explain.md): where every
+// idle nanosecond of the monitored run went, per stage and cause, the
+// intervals of a cause (for the timeline's highlight) and the suggestions
+// for the run's job. Everything is computed on workers (QtConcurrent): the
+// GUI thread only snapshots the run's events (a copy) and reads results.
+// A run that changes while a computation runs is computed again when it
+// ends (at most one in flight, at most one start per kMinIntervalMs), so a
+// live run is explained as it goes without copying its events every tick.
+class ExplainModel : public QObject {
+  Q_OBJECT
+ public:
+  static constexpr int kMinIntervalMs = 1000;
+  explicit ExplainModel(QObject* parent = nullptr);
+  ~ExplainModel() override;
+
+  void setRun(const RunModel* run);
+  // -1: all complete iterations summed (default), else only that one.
+  void setIteration(int iteration);
+  int iteration() const { return iteration_; }
+
+  // The run's job, loaded on a worker (a run database is read there);
+  // none_reason is shown when there is no loader or it yields null.
+  void setJobLoader(std::function<nlohmann::json()> load, const QString& none_reason);
+  void clearJob(const QString& none_reason);
+
+  const ExplainResult& result() const { return result_; }
+  const ExplainSuggestions& suggestions() const { return suggestions_; }
+  bool suggestionsReady() const { return suggestions_ready_; }
+
+  // The intervals attributed to `cause` (on `stage`, or every stage when
+  // -1), by stage then time: what the timeline highlights.
+  std::vector<IdleInterval> intervalsOf(IdleCause cause, int stage = -1) const;
+
+  // Blocks until nothing is computing and the results are applied (tests).
+  void waitIdle();
+
+ signals:
+  void updated();             // result() changed
+  void suggestionsUpdated();  // suggestions() changed
+
+ private:
+  void schedule();
+  void startCompute();
+  void onComputed();
+  void onSuggestions();
+
+  const RunModel* run_ = nullptr;
+  int iteration_ = -1;
+  int steps_per_iteration_ = 1;
+  quint64 computed_revision_ = ~quint64{0};
+  bool dirty_ = false;
+  QTimer throttle_;
+  QElapsedTimer since_start_;
+  bool compute_pending_ = false, suggest_pending_ = false;  // a result not yet taken
+  ExplainResult result_;
+  QFutureWatcher<ExplainResult> compute_;
+  ExplainSuggestions suggestions_;
+  bool suggestions_ready_ = false;
+  QFutureWatcher<ExplainSuggestions> suggest_;
+};
+
+}  // namespace pw::gui

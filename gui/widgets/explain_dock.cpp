@@ -1,0 +1,225 @@
+#include "gui/widgets/explain_dock.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "gui/models/explain_model.h"
+#include "gui/models/job_model.h"
+#include "gui/widgets/theme.h"
+
+namespace pw::gui {
+
+QColor idle_cause_color(IdleCause c) {
+  switch (c) {
+    case IdleCause::Fill: return QColor(120, 160, 220);
+    case IdleCause::Drain: return QColor(70, 110, 180);
+    case IdleCause::Dependency: return QColor(230, 120, 60);
+    case IdleCause::Transfer: return QColor(150, 100, 200);
+    case IdleCause::Recompute: return QColor(220, 190, 60);
+    case IdleCause::SwapStall: return QColor(200, 80, 160);
+    case IdleCause::Optimizer: return QColor(110, 180, 110);
+    case IdleCause::HostOverhead: return QColor(150, 150, 150);
+    case IdleCause::Imbalance: return QColor(210, 70, 70);
+    case IdleCause::Migration: return QColor(60, 170, 170);
+  }
+  return Qt::gray;
+}
+
+namespace {
+constexpr int kComputeSeries = kIdleCauseCount;
+QColor compute_color() { return QColor(70, 70, 70); }
+}  // namespace
+
+ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      job_(job),
+      plot_(new QCustomPlot(this)),
+      summary_(new QLabel(this)),
+      suggestions_(new QTreeWidget(this)) {
+  setObjectName(QStringLiteral("explainDock"));
+  plot_->setObjectName(QStringLiteral("explainPlot"));
+  suggestions_->setObjectName(QStringLiteral("explainSuggestions"));
+  summary_->setObjectName(QStringLiteral("explainSummary"));
+  summary_->setWordWrap(true);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(plot_);
+  split->addWidget(suggestions_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(2, 2, 2, 2);
+  lay->addWidget(summary_);
+  lay->addWidget(split, 1);
+
+  plot_->setMinimumHeight(160);
+  plot_->yAxis->setLabel(tr("ms"));
+  plot_->legend->setVisible(true);
+  plot_->legend->setFont(QFont(font().family(), 8));
+  plot_->legend->setSelectableParts(QCPLegend::spItems);
+  // The legend gets its own column right of the bars: eleven entries over
+  // the plot would hide the bars (and take their clicks).
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(0, 1, plot_->legend);
+  plot_->plotLayout()->setColumnStretchFactor(1, 0.001);
+  // Compute at the bottom, each cause stacked on the one before.
+  QCPBars* below = nullptr;
+  for (int n = 0; n <= kIdleCauseCount; ++n) {
+    const int i = n == 0 ? kComputeSeries : n - 1;
+    auto* b = new QCPBars(plot_->xAxis, plot_->yAxis);
+    const QColor c = i == kComputeSeries ? compute_color() : idle_cause_color(static_cast<IdleCause>(i));
+    b->setName(i == kComputeSeries ? tr("compute") : QString::fromLatin1(to_string(static_cast<IdleCause>(i))));
+    b->setBrush(c);
+    b->setPen(QPen(c.darker(130)));
+    b->setWidth(0.6);
+    b->setSelectable(QCP::stNone);  // the selection is the highlighted cause
+    if (below) b->moveAbove(below);
+    below = b;
+    bars_[static_cast<std::size_t>(i)] = b;
+  }
+  style_plot(plot_);
+
+  connect(plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* p, int index, QMouseEvent*) {
+    for (int i = 0; i < kIdleCauseCount; ++i)
+      if (p == bars_[static_cast<std::size_t>(i)]) {
+        const auto* data = bars_[static_cast<std::size_t>(i)]->data().data();
+        if (index < 0 || index >= data->size()) return;
+        const int stage = static_cast<int>(std::lround((data->constBegin() + index)->key));
+        if (selected_cause_ == i && selected_stage_ == stage) clearCause();
+        else selectCause(static_cast<IdleCause>(i), stage);
+      }
+  });
+  connect(plot_, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+    auto* pi = qobject_cast<QCPPlottableLegendItem*>(item);
+    if (!pi) return;
+    for (int i = 0; i < kIdleCauseCount; ++i)
+      if (pi->plottable() == bars_[static_cast<std::size_t>(i)]) {
+        if (selected_cause_ == i && selected_stage_ == -1) clearCause();
+        else selectCause(static_cast<IdleCause>(i), -1);
+      }
+  });
+
+  suggestions_->setColumnCount(3);
+  suggestions_->setHeaderLabels({tr("Suggestion"), tr("Iteration (simulated)"), QString()});
+  suggestions_->setRootIsDecorated(false);
+  suggestions_->setWordWrap(true);
+  suggestions_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+  suggestions_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  suggestions_->header()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+  suggestions_->header()->setStretchLastSection(false);
+
+  connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshBars);
+  connect(model_, &ExplainModel::suggestionsUpdated, this, &ExplainDock::refreshSuggestions);
+  refreshBars();
+  refreshSuggestions();
+}
+
+void ExplainDock::refreshBars() {
+  const ExplainResult& r = model_->result();
+  QVector<double> keys;
+  std::array<QVector<double>, kIdleCauseCount + 1> values;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  double ymax = 1e-3;
+  std::int64_t wall = 0, idle = 0;
+  for (const auto& s : r.stages) {
+    keys.push_back(s.stage);
+    ticker->addTick(s.stage, tr("stage %1").arg(s.stage));
+    values[kComputeSeries].push_back(static_cast<double>(s.compute_ns) / 1e6);
+    for (int c = 0; c < kIdleCauseCount; ++c) {
+      values[static_cast<std::size_t>(c)].push_back(static_cast<double>(s.cause_ns[static_cast<std::size_t>(c)]) / 1e6);
+      idle += s.cause_ns[static_cast<std::size_t>(c)];
+    }
+    wall += s.wall_ns;
+    ymax = std::max(ymax, static_cast<double>(s.wall_ns) / 1e6);
+  }
+  for (int i = 0; i <= kIdleCauseCount; ++i) bars_[static_cast<std::size_t>(i)]->setData(keys, values[static_cast<std::size_t>(i)], true);
+  plot_->xAxis->setTicker(ticker);
+  plot_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(r.stages.size())) - 0.4);
+  plot_->yAxis->setRange(0, ymax * 1.05);
+  if (r.stages.empty()) {
+    summary_->setText(tr("No run to explain."));
+  } else {
+    const QString what = r.iteration >= 0       ? tr("iteration %1").arg(r.iteration)
+                         : r.iterations == 1 ? tr("1 complete iteration")
+                                             : tr("%1 complete iterations").arg(r.iterations);
+    summary_->setText(tr("%1: idle %2% of the stages' time; click a cause to see it on the timeline.")
+                          .arg(what)
+                          .arg(wall > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(wall) : 0.0, 0, 'f', 1));
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  if (selected_cause_ >= 0) selectCause(static_cast<IdleCause>(selected_cause_), selected_stage_);  // new intervals
+}
+
+void ExplainDock::refreshSuggestions() {
+  suggestions_->clear();
+  const ExplainSuggestions& s = model_->suggestions();
+  if (!model_->suggestionsReady()) {
+    auto* it = new QTreeWidgetItem(suggestions_, {tr("Simulating changes to the run's job...")});
+    it->setDisabled(true);
+    return;
+  }
+  if (s.report.suggestions.empty()) {
+    auto* it = new QTreeWidgetItem(suggestions_, {tr("No suggestions: %1").arg(s.none_reason)});
+    it->setDisabled(true);
+    return;
+  }
+  for (int i = 0; i < static_cast<int>(s.report.suggestions.size()); ++i) {
+    const Suggestion& g = s.report.suggestions[static_cast<std::size_t>(i)];
+    auto* it = new QTreeWidgetItem(suggestions_);
+    it->setText(0, QString::fromStdString(g.change));
+    it->setText(1, tr("%1 -> %2 ms (%3%)")
+                       .arg(g.iteration_ms_before, 0, 'f', 1)
+                       .arg(g.iteration_ms_after, 0, 'f', 1)
+                       .arg(100.0 * (g.iteration_ms_after / g.iteration_ms_before - 1.0), 0, 'f', 0));
+    QStringList sets;
+    for (const auto& o : g.overrides) sets << QStringLiteral("--set ") + QString::fromStdString(o);
+    it->setToolTip(0, tr("%1\naddresses: %2\n%3")
+                          .arg(QString::fromStdString(g.change), QString::fromStdString(g.addresses), sets.join('\n')));
+    auto* apply = new QPushButton(tr("Apply"), suggestions_);
+    apply->setObjectName(QStringLiteral("applySuggestion%1").arg(i));
+    apply->setToolTip(tr("Set %1 in the designer's job").arg(sets.join(QStringLiteral(", "))));
+    apply->setEnabled(job_ != nullptr);
+    connect(apply, &QPushButton::clicked, this, [this, i] { applySuggestion(i); });
+    suggestions_->setItemWidget(it, 2, apply);
+  }
+}
+
+void ExplainDock::applySuggestion(int i) {
+  const auto& list = model_->suggestions().report.suggestions;
+  if (!job_ || i < 0 || i >= static_cast<int>(list.size())) return;
+  const Suggestion g = list[static_cast<std::size_t>(i)];  // applying may replace the list
+  apply_suggestion(*job_, g);
+  emit suggestionApplied(QString::fromStdString(g.change));
+}
+
+void ExplainDock::selectCause(IdleCause cause, int stage) {
+  selected_cause_ = static_cast<int>(cause);
+  selected_stage_ = stage;
+  for (int i = 0; i <= kIdleCauseCount; ++i) {
+    auto* b = bars_[static_cast<std::size_t>(i)];
+    QColor c = b->brush().color();
+    c.setAlpha(i == selected_cause_ ? 255 : 90);
+    b->setBrush(c);
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  emit causeSelected(cause, stage, idle_cause_color(cause));
+}
+
+void ExplainDock::clearCause() {
+  selected_cause_ = selected_stage_ = -1;
+  for (int i = 0; i <= kIdleCauseCount; ++i) {
+    auto* b = bars_[static_cast<std::size_t>(i)];
+    QColor c = b->brush().color();
+    c.setAlpha(255);
+    b->setBrush(c);
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  emit causeCleared();
+}
+
+}  // namespace pw::gui

@@ -1,0 +1,61 @@
+#pragma once
+#include <QColor>
+#include <QWidget>
+#include <array>
+
+#include "core/analysis/idle_attribution.h"
+
+class QCustomPlot;
+class QCPBars;
+class QLabel;
+class QTreeWidget;
+
+namespace pw::gui {
+
+class ExplainModel;
+class JobModel;
+
+// One colour per idle cause, in the dock's bars and the timeline's highlight.
+QColor idle_cause_color(IdleCause c);
+
+// The Explain dock (docs/studio.md): per stage a stacked bar of compute and
+// the idle causes (ExplainModel, computed off the GUI thread), a legend,
+// and the suggestions for the run's job with an Apply button each. Clicking
+// a bar segment selects that cause on that stage, clicking a legend entry
+// the cause on every stage; clicking the selection again clears it.
+class ExplainDock : public QWidget {
+  Q_OBJECT
+ public:
+  ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent = nullptr);
+
+  QCustomPlot* plot() const { return plot_; }
+  QTreeWidget* suggestionsView() const { return suggestions_; }
+  ExplainModel* model() const { return model_; }
+  // The bars of a cause (index kIdleCauseCount: compute).
+  QCPBars* bars(int series) const { return bars_[static_cast<std::size_t>(series)]; }
+
+  // What clicking does, callable from tests: stage -1 = every stage.
+  void selectCause(IdleCause cause, int stage);
+  void clearCause();
+  // Applies suggestion i to the designer's job (its Apply button).
+  void applySuggestion(int i);
+
+ signals:
+  void causeSelected(pw::IdleCause cause, int stage, QColor color);
+  void causeCleared();
+  void suggestionApplied(const QString& change);
+
+ private:
+  void refreshBars();
+  void refreshSuggestions();
+
+  ExplainModel* model_;
+  JobModel* job_;
+  QCustomPlot* plot_;
+  QLabel* summary_;
+  QTreeWidget* suggestions_;
+  std::array<QCPBars*, kIdleCauseCount + 1> bars_{};
+  int selected_cause_ = -1, selected_stage_ = -1;
+};
+
+}  // namespace pw::gui
