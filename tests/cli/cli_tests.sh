@@ -85,7 +85,7 @@ import json, sys
 j = json.load(open('$J/uniform-8stage.json')); j['pipeline']['schedule'] = 'z' * 10000000
 json.dump(j, open('$tmp/huge.json', 'w'))"
 out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
-[ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -q 'clipped: 100000[0-9][0-9] bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
+[ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -Eq 'clipped: 100[0-9]{5} bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
 
 echo "$passed passed, $fail failed"
 [ "$fail" = 0 ]

@@ -27,7 +27,9 @@ constexpr double kLayerMb = 1e9;          // uniform activation_mb, param_mb, ou
 constexpr double kMemoryGb = 1e6;         // cluster.memory_gb
 constexpr double kRate = 1e9;             // tflops, link and bandwidth figures
 constexpr double kMicroseconds = 1e9;     // latencies and per-message times
-constexpr double kLearningRate = 1e6;     // training.lr
+// training.lr: far past any useful rate, so a run can be driven to
+// non-finite weights on purpose (training.skip_nonfinite is tested that way).
+constexpr double kLearningRate = 1e20;
 constexpr double kGradNorm = 1e12;        // training.clip_grad_norm (0: no clipping)
 constexpr std::int64_t kSamples = std::int64_t{1} << 40;  // data.samples, train_samples, test_samples
 }  // namespace pw::bounds

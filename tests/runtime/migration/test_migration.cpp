@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "core/spec/spec_error.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/data.h"
@@ -244,9 +245,14 @@ TEST(LiveMigrationCheck, ManualRebalanceMovesLayersOffASlowStage) {
 TEST(LiveMigrationFailure, AsyncPipeDreamIsRefused) {
   auto doc = mlp_job(2, 2, "pipedream", {32, 32, 32}, 3);
   doc["runtime"] = {{"migrate", {{{"iteration", 1}, {"stages", ranges({{0, 0}, {1, 3}})}}}}};
-  RunResult run = run_job(options(doc, ""));
-  EXPECT_EQ(run.exit_code, 1);
-  EXPECT_NE(run.error.find("flush"), std::string::npos) << run.error;
+  // Refused when the job is read (every command alike), before any worker starts.
+  try {
+    run_job(options(doc, ""));
+    FAIL() << "accepted";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.path(), "runtime");
+    EXPECT_NE(std::string(e.what()).find("flush"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LiveMigrationFailure, BadRuntimeSectionNamesTheField) {
