@@ -425,6 +425,12 @@ void RunWriter::finish(RunStatus status, const std::string& reason) {
   auto& I = *impl_;
   std::string st = to_string(status);
   std::int64_t ended = unix_ns();
+  bool failed_before = false;
+  {
+    std::lock_guard lk(I.mu);
+    failed_before = static_cast<bool>(I.error);
+  }
+  if (failed_before) return finish_after_error(reason);
   I.push([&](Batch& b) {
     b.ops.push_back([st, reason, ended](Connection& c) {
       Statement(c, "UPDATE run SET status = ?, reason = ?, ended_unix_ns = ? WHERE id = 1")
@@ -434,7 +440,11 @@ void RunWriter::finish(RunStatus status, const std::string& reason) {
           .run();
     });
   });
-  flush();
+  try {
+    flush();
+  } catch (const DbError&) {
+    return finish_after_error(reason);
+  }
   {
     std::lock_guard lk(I.mu);
     I.stopping = true;
@@ -455,6 +465,47 @@ void RunWriter::finish(RunStatus status, const std::string& reason) {
   } catch (const DbError&) {
   }
   I.conn.reset();
+}
+
+// The writer thread stopped at a failed transaction (disk full: the batch
+// rolled back, what was committed before stays). The final status is one
+// small row update, and the space may be back by now (the transaction's own
+// pages, a worker's removed temporary checkpoint): try it once, as failed,
+// with both reasons; if even that fails the file keeps status running with no
+// end time, the mark of a run that did not end cleanly. Rethrows the
+// writer's error either way, so the caller knows records were lost.
+void RunWriter::finish_after_error(const std::string& reason) {
+  auto& I = *impl_;
+  std::exception_ptr error;
+  {
+    std::lock_guard lk(I.mu);
+    error = I.error;
+    I.stopping = true;
+  }
+  I.wake.notify_one();
+  if (I.thread.joinable()) I.thread.join();
+  std::string why;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  std::string full = (reason.empty() ? "" : reason + "; ") + "the database stopped recording: " + why;
+  try {
+    I.conn->set_busy_timeout(0);
+    Statement(*I.conn, "UPDATE run SET status = ?, reason = ?, ended_unix_ns = ? WHERE id = 1")
+        .bind(1, std::string_view(to_string(RunStatus::Failed)))
+        .bind(2, std::string_view(full))
+        .bind(3, unix_ns())
+        .run();
+  } catch (const DbError&) {
+  }
+  {
+    std::lock_guard lk(I.mu);
+    I.finished = true;
+  }
+  I.conn.reset();
+  std::rethrow_exception(error);
 }
 
 RunWriter::Stats RunWriter::stats() const {

@@ -75,7 +75,9 @@ class RunWriter final : public RunRecorder {
   // Blocks until everything queued so far is committed.
   void flush() override;
   // Commits everything, sets the final status, checkpoints the WAL into
-  // the file and stops the writer thread. Later records throw.
+  // the file and stops the writer thread. Later records throw. After a
+  // failed write (disk full) it still tries to mark the run failed, naming
+  // the write error, then throws that error (DbError).
   void finish(RunStatus status, const std::string& reason = "") override;
 
   struct Stats {
@@ -88,6 +90,7 @@ class RunWriter final : public RunRecorder {
   const std::string& path() const;
 
  private:
+  void finish_after_error(const std::string& reason);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,7 +2,19 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
+
 namespace pw::db {
+namespace {
+// SQLite says "database or disk is full" or "disk I/O error"; the system's
+// errno (ENOSPC, EFBIG, EIO) says which, in the words every writer uses.
+std::string with_system_error(sqlite3* db, int rc, std::string reason) {
+  int primary = rc & 0xff;
+  if (primary != SQLITE_FULL && primary != SQLITE_IOERR) return reason;
+  int err = sqlite3_system_errno(db);
+  return err > 0 ? reason + " (" + std::strerror(err) + ")" : reason;
+}
+}  // namespace
 
 Connection::Connection(const std::string& path, Mode mode) : path_(path) {
   int flags = mode == Mode::Create     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -30,7 +42,7 @@ void Connection::check(int rc, const char* what) const {
   std::string reason = sqlite3_errmsg(db_);
   if (primary == SQLITE_NOTADB) reason = "not an SQLite database (" + reason + ")";
   if (primary == SQLITE_CORRUPT) reason = "the file is damaged or truncated (" + reason + ")";
-  throw DbError(path_ + ": " + what + ": " + reason);
+  throw DbError(path_ + ": " + what + ": " + with_system_error(db_, rc, reason));
 }
 
 void Connection::exec(const std::string& sql) {
@@ -42,7 +54,7 @@ void Connection::exec(const std::string& sql) {
     int primary = rc & 0xff;
     if (primary == SQLITE_NOTADB) msg = "not an SQLite database (" + msg + ")";
     if (primary == SQLITE_CORRUPT) msg = "the file is damaged or truncated (" + msg + ")";
-    throw DbError(path_ + ": " + msg);
+    throw DbError(path_ + ": " + with_system_error(db_, rc, msg));
   }
 }
 

@@ -16,6 +16,9 @@
 #include <thread>
 
 #include "core/events/event_json.h"
+#include "core/spec/resume_check.h"
+#include "core/spec/spec_error.h"
+#include "runtime/checked_write.h"
 #include "runtime/child_process.h"
 #include "runtime/data.h"
 #include "runtime/iteration_agreement.h"
@@ -75,6 +78,9 @@ class Coordinator {
   Coordinator(const RunOptions& o, RunObserver* obs) : opt_(o), obs_(obs) {}
 
   RunResult run() {
+    // Before anything is written: a resume that cannot proceed leaves its
+    // directory as it was (SpecError, exit 2, naming the field).
+    if (!opt_.resume_dir.empty()) check_resume_compatible(opt_.resume_dir, opt_.job);
     ensure_torchscript_profile(opt_.job, opt_.run_dir);  // torchscript hook: measured, no analytic costs
     PreparedJob prepared = prepare_job(opt_.job, opt_.planner);
     if (opt_.plan) {
@@ -127,8 +133,8 @@ class Coordinator {
     last_checkpoint_ = start_it_;
     if (!opt_.run_dir.empty()) {
       std::filesystem::create_directories(opt_.run_dir);
-      std::ofstream(opt_.run_dir + "/job.json") << job.raw.dump(2) << "\n";
-      std::ofstream(opt_.run_dir + "/plan.json") << to_json(prepared.plan).dump(2) << "\n";
+      write_file_atomically(opt_.run_dir + "/job.json", job.raw.dump(2) + "\n", "job");
+      write_file_atomically(opt_.run_dir + "/plan.json", to_json(prepared.plan).dump(2) + "\n", "plan");
     }
     if (opt_.commands) {
       RunCommands::Abilities a;
@@ -301,7 +307,11 @@ class Coordinator {
     }
     mig_->finish();
     result_.plan = mig_->plan();
-    if (!opt_.run_dir.empty()) std::ofstream(opt_.run_dir + "/migration.json") << mig_->report().dump(2) << "\n";
+    if (!opt_.run_dir.empty()) try {
+        write_file_atomically(opt_.run_dir + "/migration.json", mig_->report().dump(2) + "\n", "migration report");
+      } catch (const std::exception& e) {
+        fail(1, e.what());
+      }
   }
 
   void shutdown() {
@@ -345,6 +355,11 @@ class Coordinator {
     if (!opt_.plan && fs::exists(dir + "/plan.json")) {
       Plan saved = plan_from_json(nlohmann::json::parse(std::ifstream(dir + "/plan.json")));
       validate_plan(saved, prepared.profile.size());
+      if (static_cast<int>(saved.stages.size()) != prepared.schedule->virtual_stages())
+        throw SpecError("pipeline.schedule", "the checkpoint's partition has " + std::to_string(saved.stages.size()) +
+                                                 " stages, this schedule runs " +
+                                                 std::to_string(prepared.schedule->virtual_stages()) +
+                                                 "; a resume cannot change the layout of the stages");
       prepared.plan = saved;
     }
     return {{"iteration", meta.at("iteration")}, {"dir", dir}};
@@ -358,9 +373,9 @@ class Coordinator {
     if (complete <= last_checkpoint_) return;
     namespace fs = std::filesystem;
     fs::path root = fs::path(opt_.run_dir) / "checkpoint";
-    std::ofstream(root / "meta.json.tmp")
-        << nlohmann::json{{"iteration", complete}, {"dir", "checkpoint/" + std::to_string(complete)}}.dump() << "\n";
-    fs::rename(root / "meta.json.tmp", root / "meta.json");
+    write_file_atomically((root / "meta.json").string(),
+                          nlohmann::json{{"iteration", complete}, {"dir", "checkpoint/" + std::to_string(complete)}}.dump() + "\n",
+                          "checkpoint index");
     std::error_code ec;
     for (const auto& d : fs::directory_iterator(root, ec)) {
       const std::string name = d.path().filename().string();
@@ -444,7 +459,11 @@ class Coordinator {
       }
     }
     if (obs_) stream_events();  // the rest
-    note_checkpoints();
+    try {
+      note_checkpoints();
+    } catch (const std::exception& e) {
+      fail(1, e.what());
+    }
     nlohmann::json out{{"job", job.name},
                        {"stopped", result_.stopped},
                        {"losses", result_.losses},
@@ -453,7 +472,11 @@ class Coordinator {
                        {"iteration_ms", result_.iteration_ms},
                        {"stages", result_.stages}};
     if (result_.accuracy >= 0) out["accuracy"] = result_.accuracy;
-    std::ofstream(opt_.run_dir + "/result.json") << out.dump(2) << "\n";
+    try {
+      write_file_atomically(opt_.run_dir + "/result.json", out.dump(2) + "\n", "result");
+    } catch (const std::exception& e) {
+      fail(1, e.what());
+    }
   }
 
   RunOptions opt_;

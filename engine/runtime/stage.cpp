@@ -1,5 +1,9 @@
 #include "runtime/stage.h"
 
+#include <sstream>
+
+#include "runtime/checked_write.h"
+
 #include "core/events/clock.h"
 
 #include <ATen/ATen.h>
@@ -661,7 +665,12 @@ void StageExecutor::save(const std::string& file) const {
   torch::serialize::OutputArchive o;
   impl_->optimizer->save(o);
   a.write("optimizer", o);
-  a.save_to(file);
+  // Serialised in memory, written by us: libtorch's file writer aborts the
+  // process when a write fails (its destructor throws again), so a full disk
+  // would read "killed by signal 6" instead of naming the file and ENOSPC.
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  write_file_atomically(file, bytes.view(), "stage state");
 }
 
 void StageExecutor::load(const std::string& file) {

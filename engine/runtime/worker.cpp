@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <limits>
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
+#include "runtime/checked_write.h"
 #include "runtime/data.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
@@ -73,23 +75,32 @@ class Heartbeat {
 // to telemetry and the database while the run goes on.
 class EventLog final : public EventSink {
  public:
-  explicit EventLog(const std::string& file) {
+  explicit EventLog(const std::string& file) : file_(file) {
     if (file.empty()) return;
     std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     out_.open(file, std::ios::trunc);
+    if (!out_) throw WriteError("events file", file, errno);
   }
   void on_event(const Event& e) override {
     ++count_;
     if (!out_.is_open()) return;
     out_ << event_to_json(e).dump() << "\n";
+    if (!out_ && err_ == 0) err_ = errno ? errno : EIO;  // the write that failed set it
   }
+  // Checked: events the disk refused are an error naming the file and the
+  // reason (ENOSPC), not a recording that silently stops.
   void flush() {
-    if (out_.is_open()) out_.flush();
+    if (!out_.is_open()) return;
+    errno = 0;
+    out_.flush();
+    if (!out_) throw WriteError("events file", file_, err_ ? err_ : errno ? errno : EIO);
   }
   size_t size() const { return count_; }
 
  private:
+  std::string file_;
   std::ofstream out_;
+  int err_ = 0;
   size_t count_ = 0;
 };
 
@@ -101,13 +112,9 @@ void save_checkpoint(StageExecutor& stage, const Plan& plan, const std::string& 
   namespace fs = std::filesystem;
   fs::path dir = fs::path(run_dir) / "checkpoint" / std::to_string(iteration);
   fs::create_directories(dir);
-  std::string f = (dir / ("stage" + std::to_string(rank) + ".pt")).string();
-  stage.save(f + ".tmp");
-  fs::rename(f + ".tmp", f);
-  if (rank == 0) {  // the partition this checkpoint's stage files follow (live migration changes it)
-    std::ofstream(dir / "plan.json.tmp") << to_json(plan).dump(2) << "\n";
-    fs::rename(dir / "plan.json.tmp", dir / "plan.json");
-  }
+  stage.save((dir / ("stage" + std::to_string(rank) + ".pt")).string());  // atomic, checked
+  if (rank == 0)  // the partition this checkpoint's stage files follow (live migration changes it)
+    write_file_atomically((dir / "plan.json").string(), to_json(plan).dump(2) + "\n", "checkpoint plan");
 }
 
 // Between two iterations while the run is paused: the heartbeat thread keeps

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include "core/events/run_records.h"
 #include "core/model/profile_io.h"
@@ -83,11 +84,19 @@ class RunRecording final : public rt::RunObserver {
                            {"exit_code", r.exit_code}};
     if (r.accuracy >= 0) summary["accuracy"] = r.accuracy;
     // A run that failed before on_start (a bad plan) has no outputs yet.
+    std::string lost;
     if (out_) {
-      out_->finish(status, r.error, &summary);
+      try {
+        out_->finish(status, r.error, &summary);
+      } catch (const std::exception& e) {
+        // The database stopped taking records (disk full): it is marked
+        // failed if it still can be, and the run's own error comes first.
+        lost = e.what();
+      }
       out_.reset();  // control stops before the commands it posts into
     }
     if (next_) next_->on_finish(r);
+    if (!lost.empty()) throw std::runtime_error(r.error.empty() ? lost : r.error + "; and the recording: " + lost);
   }
 
  private:
