@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace pw::db {
@@ -12,6 +13,9 @@ std::string with_system_error(sqlite3* db, int rc, std::string reason) {
   int primary = rc & 0xff;
   if (primary != SQLITE_FULL && primary != SQLITE_IOERR) return reason;
   int err = sqlite3_system_errno(db);
+  // The unix VFS returns SQLITE_FULL for ENOSPC without keeping the errno
+  // ("not a system error"); we set no page limit, so full means the disk.
+  if (err <= 0 && primary == SQLITE_FULL) err = ENOSPC;
   return err > 0 ? reason + " (" + std::strerror(err) + ")" : reason;
 }
 }  // namespace
