@@ -7,6 +7,8 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "ipc/connection_guard.h"
+
 namespace pw::ipc {
 namespace {
 
@@ -33,6 +35,7 @@ struct Publisher::Impl {
   std::string run_id;
   PublisherOptions opt;
   zmq::socket_t sock{context(), zmq::socket_type::xpub};
+  std::unique_ptr<ConnectionGuard> guard;  // on the sender thread, beside sock
   std::string endpoint;
 
   // Producers -> sender thread.
@@ -207,6 +210,13 @@ struct Publisher::Impl {
     for (;;) {
       lk.unlock();
       serve_subscriptions(1000);
+      if (guard) {
+        int closed = guard->poll();
+        if (closed > 0) {
+          std::lock_guard slk(smu);
+          stats.closed_connections += static_cast<std::uint64_t>(closed);
+        }
+      }
       lk.lock();
       auto now = std::chrono::steady_clock::now();
       if (now >= next_beat) {
@@ -243,6 +253,9 @@ Publisher::Publisher(std::string run_id, PublisherOptions options) : impl_(std::
   if (I.opt.heartbeat.count() <= 0) I.opt.heartbeat = std::chrono::milliseconds(200);
   I.control_endpoint = options.control_endpoint;
   I.configure();
+  if (I.opt.subscriber_burst_bytes > 0)
+    I.guard = std::make_unique<ConnectionGuard>(
+        context(), I.sock, ConnectionGuard::Options{I.opt.subscriber_burst_bytes, I.opt.subscriber_bytes_per_s});
   I.endpoint = bind_socket(I.sock, options.endpoint, options.allow_remote, options.curve ? &*options.curve : nullptr);
   I.status.set_state(pb::RUNNING);
   I.status.set_pipewright_version(PW_VERSION);

@@ -36,11 +36,14 @@ struct PublisherOptions {
   // with CURVE (only key-holding clients get that far) 4096 is used.
   std::int64_t max_frame_bytes = 64;
   std::int64_t max_frame_bytes_curve = 4096;
-  // Not bounded here: the number of short made-up subscriptions a
-  // connection keeps. libzmq stores every subscription a connection sent,
-  // manual mode included, until that connection closes, and cannot close
-  // one connection (docs/protocol.md, "Failure behaviour").
   int receive_hwm = 100;  // subscription frames queued per connection
+  // libzmq stores every subscription a connection sent, manual mode
+  // included, until that connection closes (~1 KiB per made-up one), so a
+  // TCP connection that sends more than a subscriber ever needs is closed
+  // (ipc/connection_guard.h): past `subscriber_burst_bytes` plus
+  // `subscriber_bytes_per_s` of its age. 0 turns the guard off.
+  std::uint64_t subscriber_burst_bytes = 64 * 1024;
+  std::uint64_t subscriber_bytes_per_s = 1024;
 };
 
 // Telemetry publisher (ZeroMQ PUB) for one run. Every method may be called
@@ -93,6 +96,7 @@ class Publisher final : public RunRecorder {
     std::uint64_t would_block = 0;  // sends ZeroMQ refused (HWM on every pipe)
     std::uint64_t subscriptions = 0;          // accepted (subscribe and unsubscribe)
     std::uint64_t refused_subscriptions = 0;  // not "" or a topic name: ignored
+    std::uint64_t closed_connections = 0;     // sent more than a subscriber needs (connection_guard.h)
   };
   Stats stats() const;
 

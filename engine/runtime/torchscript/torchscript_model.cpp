@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "core/model/profile_io.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/spec_error.h"
+#include "runtime/checked_write.h"
 #include "runtime/profiler.h"
 
 namespace pw::rt {
@@ -291,6 +293,16 @@ std::vector<torch::nn::Sequential> load_torchscript_layers(const JobSpec& job) {
   return layers;
 }
 
+namespace {
+// In memory, then through the checked writer: libtorch's file writer aborts
+// the process when a write fails (a full disk), instead of throwing.
+void save_module_checked(const torch::jit::Module& m, const std::string& out) {
+  std::ostringstream bytes;
+  m.save(bytes);
+  write_file_atomically(out, bytes.view(), "TorchScript model");
+}
+}  // namespace
+
 void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequential>& layers, const std::string& out) {
   TorchScriptModel fresh = load_torchscript_model(job.model.path);
   auto target = wrap(fresh);
@@ -302,7 +314,7 @@ void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequentia
     assign(target[l]->parameters(), layers[l]->parameters(), what + " parameters");
     assign(target[l]->buffers(), layers[l]->buffers(), what + " buffers");
   }
-  fresh.root.save(out);
+  save_module_checked(fresh.root, out);
 }
 
 void export_trained_torchscript(const JobSpec& job, const Plan& plan, int devices, const std::string& weights_dir,
@@ -339,7 +351,7 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
     }
     if (saved_buffers.size() == my_buffers.size()) assign(my_buffers, saved_buffers, file + " buffers");
   }
-  fresh.root.save(out);
+  save_module_checked(fresh.root, out);
 }
 
 TensorData load_tensor_file(const std::string& path) {
