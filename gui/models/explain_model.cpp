@@ -3,8 +3,10 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
+#include "core/analysis/steps_per_iteration.h"
 #include "core/spec/job_spec.h"
 #include "gui/models/job_model.h"
+#include "gui/models/run_export.h"
 #include "gui/models/run_model.h"
 
 namespace pw::gui {
@@ -30,6 +32,16 @@ ExplainResult explain_events(std::vector<Event> events, int steps_per_iteration,
   return r;
 }
 
+std::shared_ptr<const PredictedTimeline> predict_events(const std::vector<Event>& events, const PredictionInputs& in,
+                                                        int iteration) {
+  AttributionOptions opt;
+  opt.optimizer_steps_per_iteration = optimizer_steps_per_iteration(in.job.pipeline.schedule, in.job.pipeline.microbatches);
+  opt.keep_intervals = false;
+  const Attribution a = attribute_idle(events, opt);
+  const int it = iteration >= 0 ? std::min(iteration, a.iterations - 1) : a.iterations - 1;
+  return std::make_shared<const PredictedTimeline>(predict_timeline(events, a, in, it));
+}
+
 ExplainSuggestions suggestions_for_job(const nlohmann::json& job) {
   ExplainSuggestions out;
   if (!job.is_object()) {
@@ -37,10 +49,8 @@ ExplainSuggestions suggestions_for_job(const nlohmann::json& job) {
     return out;
   }
   try {
-    // PipeDream updates per microbatch: its iteration is `microbatches`
-    // optimizer steps (the same rule as `pipewright explain`).
     JobSpec spec = parse_job(job);
-    out.steps_per_iteration = spec.pipeline.schedule == ScheduleKind::AsyncOneFOneB ? spec.pipeline.microbatches : 1;
+    out.steps_per_iteration = optimizer_steps_per_iteration(spec.pipeline.schedule, spec.pipeline.microbatches);
     out.report = suggest_changes(job);
   } catch (const std::exception& e) {
     out.none_reason = QObject::tr("the run's job cannot be simulated: %1").arg(QString::fromStdString(e.what()));
@@ -60,9 +70,11 @@ void apply_suggestion(JobModel& job, const Suggestion& s) {
 ExplainModel::ExplainModel(QObject* parent) : QObject(parent) {
   connect(&compute_, &QFutureWatcher<ExplainResult>::finished, this, &ExplainModel::onComputed);
   connect(&suggest_, &QFutureWatcher<ExplainSuggestions>::finished, this, &ExplainModel::onSuggestions);
+  connect(&prediction_load_, &QFutureWatcher<PredictionSource>::finished, this, &ExplainModel::onPredictionLoaded);
   throttle_.setSingleShot(true);
   connect(&throttle_, &QTimer::timeout, this, &ExplainModel::schedule);
   clearJob(tr("no run"));
+  clearPrediction(tr("no run"));
 }
 
 ExplainModel::~ExplainModel() {
@@ -85,6 +97,10 @@ void ExplainModel::setRun(const RunModel* run) {
 void ExplainModel::setIteration(int iteration) {
   if (iteration == iteration_) return;
   iteration_ = iteration;
+  recompute();
+}
+
+void ExplainModel::recompute() {
   computed_revision_ = ~quint64{0};
   schedule();
 }
@@ -108,22 +124,26 @@ void ExplainModel::startCompute() {
   computed_revision_ = run_->revision();
   // The snapshot is the only work done here: the tracks are appended on this
   // thread, so they cannot be read from the worker.
-  std::vector<Event> events;
-  events.reserve(run_->eventCount());
-  for (int s = 0; s < run_->stageCount(); ++s)
-    for (int r = 0; r < kTrackRowCount; ++r) {
-      const EventTrack& t = run_->track(s, static_cast<TrackRow>(r));
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        Event e = t.event(i);
-        e.stage = s;
-        events.push_back(e);
-      }
-    }
+  std::vector<Event> events = snapshot_events(*run_);
   const int steps = steps_per_iteration_, it = iteration_;
   since_start_.start();
   compute_pending_ = true;
-  compute_.setFuture(QtConcurrent::run(
-      [ev = std::move(events), steps, it]() mutable { return explain_events(std::move(ev), steps, it); }));
+  std::shared_ptr<const PredictionInputs> predict = show_predicted_ ? prediction_.inputs : nullptr;
+  compute_.setFuture(QtConcurrent::run([ev = std::move(events), steps, it, predict]() mutable {
+    std::shared_ptr<const PredictedTimeline> predicted;
+    QString error;
+    if (predict) {
+      try {
+        predicted = predict_events(ev, *predict, it);
+      } catch (const std::exception& e) {
+        error = QString::fromStdString(e.what());
+      }
+    }
+    ExplainResult r = explain_events(std::move(ev), steps, it);
+    r.predicted = std::move(predicted);
+    r.predicted_error = error;
+    return r;
+  }));
 }
 
 void ExplainModel::onComputed() {
@@ -168,9 +188,41 @@ void ExplainModel::onSuggestions() {
   emit suggestionsUpdated();
   if (suggestions_.steps_per_iteration != steps_per_iteration_) {
     steps_per_iteration_ = suggestions_.steps_per_iteration;
-    computed_revision_ = ~quint64{0};
-    schedule();
+    recompute();
   }
+}
+
+void ExplainModel::setPredictionLoader(std::function<PredictionSource()> load) {
+  prediction_ = {};
+  prediction_ready_ = false;
+  prediction_pending_ = true;
+  emit predictionAvailabilityChanged();
+  prediction_load_.setFuture(QtConcurrent::run([load = std::move(load)] {
+    try {
+      return load();
+    } catch (const std::exception& e) {
+      return PredictionSource{nullptr, QObject::tr("the run's job, profile or plan could not be read: %1").arg(QString::fromStdString(e.what()))};
+    }
+  }));
+}
+
+void ExplainModel::clearPrediction(const QString& none_reason) {
+  setPredictionLoader([none_reason] { return PredictionSource{nullptr, none_reason}; });
+}
+
+void ExplainModel::onPredictionLoaded() {
+  if (!prediction_pending_ || !prediction_load_.isFinished()) return;
+  prediction_pending_ = false;
+  prediction_ = prediction_load_.future().result();
+  prediction_ready_ = true;
+  emit predictionAvailabilityChanged();
+  if (show_predicted_ || result_.predicted) recompute();
+}
+
+void ExplainModel::setShowPredicted(bool on) {
+  if (on == show_predicted_) return;
+  show_predicted_ = on;
+  recompute();
 }
 
 std::vector<IdleInterval> ExplainModel::intervalsOf(IdleCause cause, int stage) const {
@@ -182,6 +234,11 @@ std::vector<IdleInterval> ExplainModel::intervalsOf(IdleCause cause, int stage) 
 
 void ExplainModel::waitIdle() {
   for (;;) {
+    if (prediction_pending_) {
+      prediction_load_.waitForFinished();
+      onPredictionLoaded();
+      continue;
+    }
     if (suggest_pending_) {
       suggest_.waitForFinished();
       onSuggestions();

@@ -7,10 +7,12 @@
 #include <QString>
 #include <array>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/predicted_timeline.h"
 #include "core/analysis/suggestions.h"
 
 namespace pw::gui {
@@ -30,6 +32,24 @@ struct ExplainResult {
   int iteration = -1;                  // the one shown; -1: all complete ones, summed
   std::vector<ExplainStage> stages;    // by stage
   std::vector<IdleInterval> intervals;  // by stage, then time
+  // The simulator's timeline under the measured one (core's predict_timeline,
+  // aligned at iteration starts), when asked for and the run has its inputs;
+  // its divergence is that of `iteration` (-1: the last complete one).
+  std::shared_ptr<const PredictedTimeline> predicted;
+  QString predicted_error;  // non-empty: the prediction failed, and why
+};
+
+// The predicted timeline of `events` (core/analysis/predicted_timeline):
+// every complete iteration's prediction aligned under it, and the first
+// divergence of `iteration` (-1: the last complete one). Pure.
+std::shared_ptr<const PredictedTimeline> predict_events(const std::vector<Event>& events, const PredictionInputs& inputs,
+                                                        int iteration = -1);
+
+// What the predicted timeline needs (a recorded run's job, profile and
+// plans), or why there is none.
+struct PredictionSource {
+  std::shared_ptr<const PredictionInputs> inputs;
+  QString none_reason;
 };
 
 // Core's attribution (core/analysis/idle_attribution) of `events`, summed
@@ -75,6 +95,18 @@ class ExplainModel : public QObject {
   void setJobLoader(std::function<nlohmann::json()> load, const QString& none_reason);
   void clearJob(const QString& none_reason);
 
+  // The predicted timeline's inputs, loaded on a worker; clearPrediction
+  // (every new source starts there) says why a run has none.
+  void setPredictionLoader(std::function<PredictionSource()> load);
+  void clearPrediction(const QString& none_reason);
+  bool predictionReady() const { return prediction_ready_; }
+  bool predictionAvailable() const { return prediction_.inputs != nullptr; }
+  const QString& predictionNoneReason() const { return prediction_.none_reason; }
+  // "Show predicted": the prediction is computed (with the attribution, on
+  // the same worker) only while this is on.
+  void setShowPredicted(bool on);
+  bool showPredicted() const { return show_predicted_; }
+
   const ExplainResult& result() const { return result_; }
   const ExplainSuggestions& suggestions() const { return suggestions_; }
   bool suggestionsReady() const { return suggestions_ready_; }
@@ -89,12 +121,15 @@ class ExplainModel : public QObject {
  signals:
   void updated();             // result() changed
   void suggestionsUpdated();  // suggestions() changed
+  void predictionAvailabilityChanged();
 
  private:
   void schedule();
   void startCompute();
   void onComputed();
   void onSuggestions();
+  void onPredictionLoaded();
+  void recompute();  // the run's result is stale: compute again
 
   const RunModel* run_ = nullptr;
   int iteration_ = -1;
@@ -109,6 +144,9 @@ class ExplainModel : public QObject {
   ExplainSuggestions suggestions_;
   bool suggestions_ready_ = false;
   QFutureWatcher<ExplainSuggestions> suggest_;
+  PredictionSource prediction_;
+  bool prediction_ready_ = false, prediction_pending_ = false, show_predicted_ = false;
+  QFutureWatcher<PredictionSource> prediction_load_;
 };
 
 }  // namespace pw::gui

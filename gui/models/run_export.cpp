@@ -21,6 +21,13 @@ void for_each_event(const RunModel& run, F&& f) {
 
 }  // namespace
 
+std::vector<Event> snapshot_events(const RunModel& run) {
+  std::vector<Event> events;
+  events.reserve(run.eventCount());
+  for_each_event(run, [&](const Event& e) { events.push_back(e); });
+  return events;
+}
+
 void export_chrome_trace(const RunModel& run, std::ostream& out) {
   ChromeTraceWriter w(out, run.stageCount(), run.info().name.empty() ? "pipewright run" : run.info().name);
   for_each_event(run, [&](const Event& e) { w.on_event(e); });

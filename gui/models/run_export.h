@@ -1,10 +1,15 @@
 #pragma once
 #include <ostream>
+#include <vector>
+
+#include "core/events/event.h"
 
 namespace pw::gui {
 
 class RunModel;
 
+// A copy of every event of the run (every stage and row, stage set).
+std::vector<Event> snapshot_events(const RunModel& run);
 // A run's events (and memory counters) as a Chrome / Perfetto trace, via
 // pw_core's ChromeTraceWriter.
 void export_chrome_trace(const RunModel& run, std::ostream& out);

@@ -6,9 +6,21 @@
 #include <thread>
 
 #include "core/spec/job_spec.h"
+#include "core/plan/plan.h"
 #include "db/run_reader.h"
+#include "gui/models/explain_model.h"
 
 namespace pw::gui {
+
+PredictionSource recorded_prediction(const std::string& path) {
+  db::RunReader r(path);
+  std::vector<PlanAt> plans;
+  for (const auto& p : r.plans()) plans.push_back({p.t_ns, p.version, plan_from_json(p.plan)});
+  std::string why;
+  auto in = prediction_inputs(r.job(), r.profile(), std::move(plans), &why);
+  if (!in) return {nullptr, QString::fromStdString(why)};
+  return {std::make_shared<const PredictionInputs>(std::move(*in)), {}};
+}
 
 DbRunSource::DbRunSource(std::string path, int wait_ms, QObject* parent)
     : RunSource(parent), path_(std::move(path)), wait_ms_(wait_ms) {}

@@ -5,6 +5,12 @@
 
 namespace pw::gui {
 
+struct PredictionSource;
+
+// The predicted timeline's inputs as the run recorded them (its job,
+// profile and plans), or why there are none. Reads the file: call it on a worker.
+PredictionSource recorded_prediction(const std::string& path);
+
 // A recorded run (pw_db RunReader) read on the worker thread in large
 // batches. A file still being written (status running) is followed: new
 // rows are picked up every 200 ms until the run ends or the source stops.

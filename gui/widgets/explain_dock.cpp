@@ -1,6 +1,9 @@
 #include "gui/widgets/explain_dock.h"
 
+#include <QAction>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QToolButton>
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
@@ -41,7 +44,8 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
       job_(job),
       plot_(new QCustomPlot(this)),
       summary_(new QLabel(this)),
-      suggestions_(new QTreeWidget(this)) {
+      suggestions_(new QTreeWidget(this)),
+      show_predicted_(new QAction(tr("Show predicted"), this)) {
   setObjectName(QStringLiteral("explainDock"));
   plot_->setObjectName(QStringLiteral("explainPlot"));
   suggestions_->setObjectName(QStringLiteral("explainSuggestions"));
@@ -52,9 +56,17 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
   split->addWidget(suggestions_);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
+  show_predicted_->setObjectName(QStringLiteral("showPredicted"));
+  show_predicted_->setCheckable(true);
+  auto* predicted_button = new QToolButton(this);
+  predicted_button->setDefaultAction(show_predicted_);
+  predicted_button->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  auto* head = new QHBoxLayout;
+  head->addWidget(summary_, 1);
+  head->addWidget(predicted_button, 0, Qt::AlignTop);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(2, 2, 2, 2);
-  lay->addWidget(summary_);
+  lay->addLayout(head);
   lay->addWidget(split, 1);
 
   plot_->setMinimumHeight(160);
@@ -115,8 +127,11 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
 
   connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshBars);
   connect(model_, &ExplainModel::suggestionsUpdated, this, &ExplainDock::refreshSuggestions);
+  connect(model_, &ExplainModel::predictionAvailabilityChanged, this, &ExplainDock::refreshPredictedAction);
+  connect(show_predicted_, &QAction::toggled, model_, &ExplainModel::setShowPredicted);
   refreshBars();
   refreshSuggestions();
+  refreshPredictedAction();
 }
 
 void ExplainDock::refreshBars() {
@@ -147,9 +162,31 @@ void ExplainDock::refreshBars() {
     const QString what = r.iteration >= 0       ? tr("iteration %1").arg(r.iteration)
                          : r.iterations == 1 ? tr("1 complete iteration")
                                              : tr("%1 complete iterations").arg(r.iterations);
-    summary_->setText(tr("%1: idle %2% of the stages' time; click a cause to see it on the timeline.")
-                          .arg(what)
-                          .arg(wall > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(wall) : 0.0, 0, 'f', 1));
+    QString text = tr("%1: idle %2% of the stages' time; click a cause to see it on the timeline.")
+                       .arg(what)
+                       .arg(wall > 0 ? 100.0 * static_cast<double>(idle) / static_cast<double>(wall) : 0.0, 0, 'f', 1);
+    if (model_->showPredicted() && !r.predicted_error.isEmpty()) {
+      text += tr("\nNo prediction: %1").arg(r.predicted_error);
+    } else if (model_->showPredicted() && r.predicted) {
+      const PredictedTimeline& p = *r.predicted;
+      text += tr("\nPredicted (faded rows): iteration %1 measured %2 ms, predicted %3 ms (plan v%4). ")
+                  .arg(p.iteration)
+                  .arg(static_cast<double>(p.diff.measured_iteration_ns) / 1e6, 0, 'f', 2)
+                  .arg(static_cast<double>(p.diff.predicted_iteration_ns) / 1e6, 0, 'f', 2)
+                  .arg(p.plan_version);
+      if (p.mark) {
+        const Divergence& d = p.mark->divergence;
+        text += tr("First divergence (red): stage %1 %2%3 starts at %4 ms, predicted %5 ms.")
+                    .arg(d.stage)
+                    .arg(QLatin1String(to_string(d.kind)))
+                    .arg(d.microbatch >= 0 ? tr(" of microbatch %1").arg(d.microbatch) : QString())
+                    .arg(static_cast<double>(d.measured_offset_ns) / 1e6, 0, 'f', 2)
+                    .arg(static_cast<double>(d.predicted_offset_ns) / 1e6, 0, 'f', 2);
+      } else {
+        text += tr("No action starts more than %1 ms off the prediction.").arg(static_cast<double>(p.diff.threshold_ns) / 1e6, 0, 'f', 2);
+      }
+    }
+    summary_->setText(text);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
   if (selected_cause_ >= 0) selectCause(static_cast<IdleCause>(selected_cause_), selected_stage_);  // new intervals
@@ -187,6 +224,18 @@ void ExplainDock::refreshSuggestions() {
     connect(apply, &QPushButton::clicked, this, [this, i] { applySuggestion(i); });
     suggestions_->setItemWidget(it, 2, apply);
   }
+}
+
+void ExplainDock::refreshPredictedAction() {
+  const bool available = model_->predictionAvailable();
+  show_predicted_->setEnabled(available);
+  if (!available && show_predicted_->isChecked()) show_predicted_->setChecked(false);
+  show_predicted_->setToolTip(
+      !model_->predictionReady() ? tr("Reading the run's job, profile and plan...")
+      : available ? tr("Draw the simulator's timeline of the run's plan under each stage (faded), each iteration "
+                       "aligned at the measured one's start; the first action that starts more than the threshold "
+                       "off the prediction is outlined in red")
+                  : tr("No predicted timeline: %1").arg(model_->predictionNoneReason()));
 }
 
 void ExplainDock::applySuggestion(int i) {

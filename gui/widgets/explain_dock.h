@@ -6,6 +6,7 @@
 #include "core/analysis/idle_attribution.h"
 
 class QCustomPlot;
+class QAction;
 class QCPBars;
 class QLabel;
 class QTreeWidget;
@@ -39,6 +40,10 @@ class ExplainDock : public QWidget {
   void clearCause();
   // Applies suggestion i to the designer's job (its Apply button).
   void applySuggestion(int i);
+  // "Show predicted" (checkable): the simulator's timeline under the
+  // measured one; disabled, its tooltip saying why, for a run without a
+  // recorded job, profile and plan.
+  QAction* showPredictedAction() const { return show_predicted_; }
 
  signals:
   void causeSelected(pw::IdleCause cause, int stage, QColor color);
@@ -48,12 +53,14 @@ class ExplainDock : public QWidget {
  private:
   void refreshBars();
   void refreshSuggestions();
+  void refreshPredictedAction();
 
   ExplainModel* model_;
   JobModel* job_;
   QCustomPlot* plot_;
   QLabel* summary_;
   QTreeWidget* suggestions_;
+  QAction* show_predicted_;
   std::array<QCPBars*, kIdleCauseCount + 1> bars_{};
   int selected_cause_ = -1, selected_stage_ = -1;
 };

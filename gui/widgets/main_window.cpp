@@ -118,6 +118,14 @@ MainWindow::MainWindow(QWidget* parent)
     timeline_->highlightIdle(explain_model_->intervalsOf(c, stage), color);
   });
   connect(explain_, &ExplainDock::causeCleared, this, [this] { timeline_->highlightIdle({}, QColor()); });
+  // Show predicted: the simulator's timeline under the measured one, as
+  // the model computes it (with the attribution, off this thread).
+  connect(explain_model_, &ExplainModel::updated, this, [this] {
+    timeline_->setPredicted(explain_model_->showPredicted() ? explain_model_->result().predicted : nullptr);
+  });
+  connect(explain_->showPredictedAction(), &QAction::toggled, this, [this](bool on) {
+    if (!on) timeline_->setPredicted(nullptr);
+  });
   connect(explain_, &ExplainDock::suggestionApplied, this, [this](const QString& change) {
     log(tr("applied to the designer's job: %1").arg(change));
     statusBar()->showMessage(tr("Applied to the designer's job: %1").arg(change), 8000);

@@ -57,6 +57,7 @@ bool MainWindow::openFile(const QString& file) {
   setSource(new DbRunSource(file.toStdString()));
   explain_model_->setJobLoader([path = file.toStdString()] { return db::RunReader(path).job(); },
                                tr("the run recorded no job"));
+  explain_model_->setPredictionLoader([path = file.toStdString()] { return recorded_prediction(path); });
   addRecent(file);
   return true;
 #else

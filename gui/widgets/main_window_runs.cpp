@@ -11,6 +11,7 @@
 #include <QSettings>
 #include <QStatusBar>
 
+#include "core/job/job_plan.h"
 #include "gui/models/engine_process.h"
 #include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
@@ -42,6 +43,9 @@ void MainWindow::setSource(RunSource* source) {
   timeline_->highlightIdle({}, QColor());
   // Sources that know the run's job (simulated, recorded) set it after this.
   explain_model_->clearJob(source ? tr("this run's source does not give its job (live runs)") : tr("no run"));
+  explain_model_->clearPrediction(source ? tr("this run's source does not give its profile and plans (live runs)")
+                                         : tr("no run"));
+  timeline_->setPredicted(nullptr);
   if (!source) return;
   source->setParent(nullptr);
   connect(source, &RunSource::failed, this, [this](const QString& why) {
@@ -67,6 +71,16 @@ bool MainWindow::simulateJob(int iterations, double speed) {
   }
   setSource(new SimulatedRunSource(*job_->spec(), {.iterations = iterations, .speed = speed}));
   explain_model_->setJobLoader([doc = job_->spec()->raw] { return doc; }, tr("the job is empty"));
+  // The simulated run is its own prediction (nothing diverges): the same
+  // job, profile and plan, simulated again.
+  explain_model_->setPredictionLoader([spec = *job_->spec()] {
+    PreparedJob p = prepare_job(spec);
+    auto in = std::make_shared<PredictionInputs>();
+    in->job = spec;
+    in->profile = std::move(p.profile);
+    in->plans.push_back({0, 1, std::move(p.plan)});
+    return PredictionSource{std::move(in), {}};
+  });
   return true;
 }
 

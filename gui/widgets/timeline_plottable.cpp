@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <array>
 #include <cmath>
 
+#include "core/events/event_kinds.h"
 #include "gui/models/run_model.h"
 #include "gui/widgets/theme.h"
 
@@ -14,11 +16,12 @@ TimelinePlottable::TimelinePlottable(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCP
   setAntialiasedFill(false);
 }
 
-void TimelinePlottable::rowExtent(int stage, TrackRow row, double& top, double& bottom) {
+void TimelinePlottable::rowExtent(int stage, TrackRow row, double& top, double& bottom) const {
   switch (row) {
     case TrackRow::Compute:
+      // With the prediction shown, the compute row gives up its lower part to it.
       top = stage - 0.42;
-      bottom = stage + 0.12;
+      bottom = stage + (predicted_ ? -0.06 : 0.12);
       return;
     case TrackRow::Copy:
       top = stage + 0.15;
@@ -29,6 +32,33 @@ void TimelinePlottable::rowExtent(int stage, TrackRow row, double& top, double& 
       bottom = stage + 0.42;
       return;
   }
+}
+
+void TimelinePlottable::predictedRowExtent(int stage, double& top, double& bottom) const {
+  top = stage - 0.03;
+  bottom = stage + 0.12;
+}
+
+void TimelinePlottable::setPredicted(std::shared_ptr<const PredictedTimeline> predicted) {
+  predicted_ = std::move(predicted);
+  predicted_stage_begin_.clear();
+  predicted_longest_.clear();
+  divergence_rects_.clear();
+  if (!predicted_) return;
+  const auto& ev = predicted_->events;  // by stage, then start
+  const int stages = ev.empty() ? 0 : ev.back().stage + 1;
+  predicted_stage_begin_.assign(static_cast<std::size_t>(stages) + 1, ev.size());
+  predicted_longest_.assign(static_cast<std::size_t>(stages), 0);
+  for (std::size_t i = ev.size(); i-- > 0;) {
+    if (ev[i].stage < 0) continue;
+    predicted_stage_begin_[static_cast<std::size_t>(ev[i].stage)] = i;
+    auto& l = predicted_longest_[static_cast<std::size_t>(ev[i].stage)];
+    l = std::max(l, ev[i].end_ns - ev[i].start_ns);
+  }
+  // Stages without events begin where the next one does.
+  for (int s = stages - 1; s >= 0; --s)
+    predicted_stage_begin_[static_cast<std::size_t>(s)] =
+        std::min(predicted_stage_begin_[static_cast<std::size_t>(s)], predicted_stage_begin_[static_cast<std::size_t>(s) + 1]);
 }
 
 QCPRange TimelinePlottable::getKeyRange(bool& found, QCP::SignDomain) const {
@@ -95,7 +125,9 @@ void TimelinePlottable::draw(QCPPainter* painter) {
   }
   lod_lock.unlock();
   flushFills(painter);
+  drawPredicted(painter, lo, hi);
   drawIdle(painter, lo, hi);
+  drawDivergence(painter);
   // Migrations: a marker across every lane where layers started moving.
   if (!run_->migrations().empty()) {
     QPen pen(kind_color(EventKind::Migrate), 1.5, Qt::DashLine);
@@ -318,6 +350,90 @@ void TimelinePlottable::drawIdle(QCPPainter* p, std::int64_t lo, std::int64_t hi
   p->setPen(QPen(QApplication::palette().color(QPalette::WindowText), 1.5));
   p->setBrush(QBrush(QApplication::palette().color(QPalette::WindowText), Qt::BDiagPattern));
   p->drawRects(rects.data(), static_cast<int>(rects.size()));
+}
+
+void TimelinePlottable::drawPredicted(QCPPainter* p, std::int64_t lo, std::int64_t hi) {
+  drawn_predicted_ = 0;
+  if (!predicted_ || hi <= lo) return;
+  const auto& ev = predicted_->events;
+  const QColor bg = QApplication::palette().color(QPalette::Base);
+  auto faded = [&](EventKind k) {  // pre-blended with the background: opaque fills are cheap
+    const QColor c = kind_color(k);
+    constexpr double a = 0.5;
+    return QColor::fromRgbF(static_cast<float>(c.redF() * a + bg.redF() * (1 - a)),
+                            static_cast<float>(c.greenF() * a + bg.greenF() * (1 - a)),
+                            static_cast<float>(c.blueF() * a + bg.blueF() * (1 - a)));
+  };
+  std::vector<QRectF> rects[kEventKindCount];
+  const QCPRange vr = mValueAxis->range();
+  for (std::size_t s = 0; s + 1 < predicted_stage_begin_.size(); ++s) {
+    if (s + 0.5 < std::min(vr.lower, vr.upper) || s - 0.5 > std::max(vr.lower, vr.upper)) continue;
+    double top, bottom;
+    predictedRowExtent(static_cast<int>(s), top, bottom);
+    double y0 = mValueAxis->coordToPixel(top), y1 = mValueAxis->coordToPixel(bottom);
+    if (y0 > y1) std::swap(y0, y1);
+    const auto begin = ev.begin() + static_cast<std::ptrdiff_t>(predicted_stage_begin_[s]);
+    const auto end = ev.begin() + static_cast<std::ptrdiff_t>(predicted_stage_begin_[s + 1]);
+    // Sorted by start; nothing ends after it starts + the stage's longest event.
+    auto it = std::partition_point(begin, end, [&](const Event& e) { return e.start_ns < lo - predicted_longest_[s]; });
+    // Bars under a pixel wide share their pixel column: one rect per column and kind.
+    std::array<double, kEventKindCount> last_col;
+    last_col.fill(-1e300);
+    for (; it != end && it->start_ns < hi; ++it) {
+      if (it->end_ns <= lo || !is_busy(it->kind)) continue;
+      const double x0 = mKeyAxis->coordToPixel(keyOf(std::max(it->start_ns, lo)));
+      const double x1 = mKeyAxis->coordToPixel(keyOf(std::min(it->end_ns, hi)));
+      const int k = static_cast<int>(it->kind);
+      if (x1 - x0 < 1) {
+        const double col = std::floor(x0);
+        if (col == last_col[static_cast<std::size_t>(k)]) continue;
+        last_col[static_cast<std::size_t>(k)] = col;
+        rects[k].push_back(QRectF(col, y0, 1, y1 - y0));
+      } else {
+        rects[k].push_back(x1 - x0 > 4 ? QRectF(x0, y0, x1 - x0 - 1, y1 - y0) : QRectF(x0, y0, x1 - x0, y1 - y0));
+      }
+      ++drawn_predicted_;
+    }
+  }
+  p->setPen(Qt::NoPen);
+  for (int k = 0; k < kEventKindCount; ++k) {
+    if (rects[k].empty()) continue;
+    p->setBrush(faded(static_cast<EventKind>(k)));
+    p->drawRects(rects[k].data(), static_cast<int>(rects[k].size()));
+  }
+}
+
+void TimelinePlottable::drawDivergence(QCPPainter* p) {
+  divergence_rects_.clear();
+  if (!predicted_ || !predicted_->mark) return;
+  const DivergenceMark& m = *predicted_->mark;
+  const int s = m.divergence.stage;
+  double mt, mb, pt, pb;
+  rowExtent(s, TrackRow::Compute, mt, mb);
+  predictedRowExtent(s, pt, pb);
+  auto rect = [&](std::int64_t t0, std::int64_t t1, double top, double bottom) {
+    const double x0 = mKeyAxis->coordToPixel(keyOf(t0)), x1 = mKeyAxis->coordToPixel(keyOf(t1));
+    const double y0 = mValueAxis->coordToPixel(top), y1 = mValueAxis->coordToPixel(bottom);
+    return QRectF(QPointF(std::min(x0, x1), std::min(y0, y1)), QPointF(std::max({x0, x1, x0 + 3}), std::max(y0, y1)));
+  };
+  const QRectF measured = rect(m.measured_start_ns, std::min(m.measured_end_ns, cursor_), mt, mb);
+  const QRectF predicted = rect(m.predicted_start_ns, m.predicted_end_ns, pt, pb);
+  if (m.measured_start_ns > cursor_) return;  // not reached yet in replay
+  divergence_rects_ = {measured, predicted};
+  const QColor red(220, 30, 30);
+  p->setPen(QPen(red, 2));
+  p->setBrush(Qt::NoBrush);
+  p->drawRect(measured);
+  p->drawRect(predicted);
+  // Measured start to predicted start: how far the run is off the prediction.
+  p->drawLine(QPointF(measured.left(), measured.bottom()), QPointF(predicted.left(), predicted.top()));
+  const double shift_ms = static_cast<double>(m.divergence.measured_offset_ns - m.divergence.predicted_offset_ns) / 1e6;
+  p->setPen(red);
+  QFont f = p->font();
+  f.setBold(true);
+  p->setFont(f);
+  p->drawText(QPointF(std::max(measured.right(), predicted.right()) + 4, measured.top() + QFontMetricsF(f).ascent()),
+              QStringLiteral("first divergence: %1 %2 ms").arg(shift_ms >= 0 ? "+" : "").arg(shift_ms, 0, 'f', 2));
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {

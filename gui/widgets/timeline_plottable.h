@@ -1,8 +1,10 @@
 #pragma once
+#include <memory>
 #include <optional>
 #include <qcustomplot.h>
 
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/predicted_timeline.h"
 #include "gui/models/event_track.h"
 #include "gui/models/track_lod.h"
 
@@ -53,6 +55,18 @@ class TimelinePlottable : public QCPAbstractPlottable {
   void setIdleHighlight(std::vector<IdleInterval> intervals, QColor color);
   const std::vector<IdleInterval>& idleHighlight() const { return idle_; }
   std::size_t lastDrawnIdle() const { return drawn_idle_; }
+  // The simulator's timeline (the Explain dock's "Show predicted"): a
+  // faded row under each stage's compute row with the predicted busy
+  // actions, and the first divergence outlined on both rows and joined by a
+  // line. Null: none (the lanes' rows are as without it).
+  void setPredicted(std::shared_ptr<const PredictedTimeline> predicted);
+  const PredictedTimeline* predicted() const { return predicted_.get(); }
+  std::size_t lastDrawnPredicted() const { return drawn_predicted_; }
+  // The divergence's outlines in the last draw (measured, predicted), pixels; empty when not drawn.
+  const std::vector<QRectF>& lastDivergenceRects() const { return divergence_rects_; }
+  // Value-axis extent of a row within stage s's lane (tests, hit testing).
+  void rowExtent(int stage, TrackRow row, double& top, double& bottom) const;
+  void predictedRowExtent(int stage, double& top, double& bottom) const;
   void setFoldPixels(double px) { fold_px_ = px; }
   // Benchmark baseline: scan every bar from the first and never fold.
   void setNaive(bool on) { naive_ = on; }
@@ -80,14 +94,14 @@ class TimelinePlottable : public QCPAbstractPlottable {
   void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
 
  private:
-  // Value-axis extent of a row within stage s's lane.
-  static void rowExtent(int stage, TrackRow row, double& top, double& bottom);
   void drawRow(QCPPainter* p, const EventTrack& t, const TrackLod* lod, double y0, double y1, std::int64_t lo,
                std::int64_t hi);
   // True when it drew the row from the track's buckets.
   bool drawRowLod(const TrackLod* lod, double y0, double h, std::int64_t lo, std::int64_t hi);
   void flushFills(QCPPainter* p);
   void drawIdle(QCPPainter* p, std::int64_t lo, std::int64_t hi);
+  void drawPredicted(QCPPainter* p, std::int64_t lo, std::int64_t hi);
+  void drawDivergence(QCPPainter* p);
 
   // Fills are collected per (kind, opacity level) and drawn with one
   // drawRects call each: far fewer state changes than a fillRect per bar.
@@ -106,6 +120,11 @@ class TimelinePlottable : public QCPAbstractPlottable {
   std::size_t drawn_rects_ = 0, folded_blocks_ = 0, lod_rows_ = 0, drawn_idle_ = 0;
   std::vector<IdleInterval> idle_;
   QColor idle_color_;
+  std::shared_ptr<const PredictedTimeline> predicted_;
+  std::vector<std::size_t> predicted_stage_begin_;  // per stage + 1: its events in predicted_->events
+  std::vector<std::int64_t> predicted_longest_;     // per stage: the longest event (visible-range search)
+  std::size_t drawn_predicted_ = 0;
+  std::vector<QRectF> divergence_rects_;
 };
 
 }  // namespace pw::gui

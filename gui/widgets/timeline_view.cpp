@@ -203,6 +203,11 @@ void TimelineView::highlightIdle(std::vector<IdleInterval> intervals, const QCol
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void TimelineView::setPredicted(std::shared_ptr<const PredictedTimeline> predicted) {
+  bars_->setPredicted(std::move(predicted));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void TimelineView::onMousePress(QMouseEvent* e) {
   if (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier)) {
     selecting_ = true;

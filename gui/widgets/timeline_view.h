@@ -1,8 +1,10 @@
 #pragma once
 #include <QWidget>
+#include <memory>
 #include <optional>
 
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/predicted_timeline.h"
 #include "core/events/event.h"
 
 class QCustomPlot;
@@ -47,6 +49,8 @@ class TimelineView : public QWidget {
   // Shades idle intervals (the Explain dock's selected cause) in `color`;
   // an empty list clears them.
   void highlightIdle(std::vector<IdleInterval> intervals, const QColor& color);
+  // Draws the simulator's timeline under each stage (TimelinePlottable::setPredicted); null hides it.
+  void setPredicted(std::shared_ptr<const PredictedTimeline> predicted);
 
   // Text of the tooltip for a bar (hover).
   QString describe(const TimelineHit& hit) const;

@@ -2,17 +2,7 @@
 # End-to-end checks of the pipewright command as a user runs it.
 set -u
 PW="$1"; SRC="$2"
-fail=0; passed=0
-check() {  # name, expected exit, command...
-  local name="$1" want="$2"; shift 2
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
-expect_text() {  # name, text, command...
-  local name="$1" text="$2"; shift 2
-  out=$("$@" 2>&1)
-  if ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
+. "$SRC/tests/cli_checks.sh"
 refused() {  # name, text naming the JSON path, command...: exit 2 with that text
   local name="$1" text="$2"; shift 2
   out=$("$@" 2>&1); rc=$?
@@ -87,5 +77,4 @@ json.dump(j, open('$tmp/huge.json', 'w'))"
 out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -Eq 'clipped: 100[0-9]{5} bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
 
-echo "$passed passed, $fail failed"
-[ "$fail" = 0 ]
+checks_done

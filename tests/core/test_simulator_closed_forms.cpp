@@ -8,41 +8,23 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
+#include "uniform_pipeline.h"
 
 using namespace pw;
+using pw::test::Pipeline;
+using pw::test::uniform_pipeline;
 
 namespace {
 constexpr std::uint64_t MiB = 1 << 20;
 
-struct Pipeline {
-  ModelProfile profile;
-  Plan plan;
-  std::unique_ptr<Schedule> schedule;
-  DeviceSpec device;
-  SimResult run(EventSink* sink = nullptr) {
-    SimInput in{&profile, &plan, schedule.get(), device, 1};
-    return simulate(in, sink);
-  }
-};
-
 // `layers_per_stage` identical layers per virtual stage, no communication.
 Pipeline make(ScheduleKind kind, int p, int m, int layers_per_stage, double f, double b, int chunks = 1) {
-  Pipeline s;
-  int v = p * chunks;
-  for (int l = 0; l < v * layers_per_stage; ++l) {
-    LayerProfile L;
-    L.fwd_ms = f;
-    L.bwd_ms = b;
-    L.activation_bytes = MiB;
-    L.input_bytes = MiB / 4;
-    s.profile.layers.push_back(L);
-  }
-  s.plan = uniform_partition(v * layers_per_stage, v);
-  s.schedule = make_schedule(kind, p, m, chunks);
-  s.device.memory_bytes = 1ull << 40;
-  s.device.link_gbps = 100;
-  s.device.host_link_gbps = 100;
-  return s;
+  LayerProfile L;
+  L.fwd_ms = f;
+  L.bwd_ms = b;
+  L.activation_bytes = MiB;
+  L.input_bytes = MiB / 4;
+  return uniform_pipeline(kind, p, m, chunks, layers_per_stage, L);
 }
 
 struct CountingSink : EventSink {

@@ -16,42 +16,26 @@
 #include "core/sim/simulator.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
+#include "uniform_pipeline.h"
 
 using namespace pw;
+using pw::test::Pipeline;
+using pw::test::uniform_pipeline;
 
 namespace {
-
-struct Pipeline {
-  ModelProfile profile;
-  Plan plan;
-  std::unique_ptr<Schedule> schedule;
-  DeviceSpec device;
-  SimResult run(EventSink* sink = nullptr) {
-    SimInput in{&profile, &plan, schedule.get(), device, 1};
-    return simulate(in, sink);
-  }
-};
 
 // One layer per virtual stage with forward F, input gradient B and weight
 // gradient W per device and microbatch (halved per chunk on the V-shaped
 // schedules, so a device's work per microbatch is F+B+W whatever the
 // schedule). Free transfers, unlimited memory.
 Pipeline make(ScheduleKind kind, int p, int m, double F, double B, double W) {
-  Pipeline s;
-  int chunks = is_v_shape(kind) ? 2 : 1, v = p * chunks;
-  for (int l = 0; l < v; ++l) {
-    LayerProfile L;
-    L.fwd_ms = F / chunks;
-    L.bwd_ms = (B + W) / chunks;
-    L.bwd_weight_ms = W / chunks;
-    L.activation_bytes = 1 << 20;
-    s.profile.layers.push_back(L);
-  }
-  s.plan = uniform_partition(v, v);
-  s.schedule = make_schedule(kind, p, m, chunks);
-  s.device.memory_bytes = 1ull << 40;
-  s.device.link_gbps = 100;
-  return s;
+  const int chunks = is_v_shape(kind) ? 2 : 1;
+  LayerProfile L;
+  L.fwd_ms = F / chunks;
+  L.bwd_ms = (B + W) / chunks;
+  L.bwd_weight_ms = W / chunks;
+  L.activation_bytes = 1 << 20;
+  return uniform_pipeline(kind, p, m, chunks, 1, L);
 }
 
 double work(int m, double F, double B, double W) { return m * (F + B + W); }

@@ -4,22 +4,7 @@
 # the CSV export recomputed here in Python, and against simulate's own output.
 set -u
 PW="$1"; SRC="$2"
-PY=/usr/bin/python3
-fail=0; passed=0
-check() {  # name, expected exit, command...
-  local name="$1" want="$2"; shift 2
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
-expect_text() {  # name, text, command...
-  local name="$1" text="$2"; shift 2
-  out=$("$@" 2>&1)
-  if ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
-py_check() {  # name, python code (exit 0 = pass)
-  local name="$1"; shift
-  if out=$("$PY" -c "$1" 2>&1); then passed=$((passed+1)); else echo "FAIL $name"; echo "$out" | tail -20; fail=$((fail+1)); fi
-}
+. "$SRC/tests/cli_checks.sh"
 J="$SRC/resources/jobs"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -151,5 +136,4 @@ hostile trigger "CREATE TRIGGER t AFTER UPDATE ON run BEGIN SELECT 1; END;" 'tri
 hostile notable "DROP TABLE logs" 'table "logs" is missing'
 check "a valid run still opens" 0 "$PW" replay "$tmp/a.sqlite"
 
-echo "$passed passed, $fail failed"
-[ "$fail" = 0 ]
+checks_done

@@ -6,22 +6,7 @@
 # the Chrome export carries the attribution.
 set -u
 PW="$1"; SRC="$2"
-PY=/usr/bin/python3
-fail=0; passed=0
-check() {  # name, expected exit, command...
-  local name="$1" want="$2"; shift 2
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
-expect_text() {  # name, text, command...
-  local name="$1" text="$2"; shift 2
-  out=$("$@" 2>&1)
-  if ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
-}
-py_check() {  # name, python code (exit 0 = pass)
-  local name="$1"; shift
-  if out=$("$PY" -c "$1" 2>&1); then passed=$((passed+1)); else echo "FAIL $name"; echo "$out" | tail -20; fail=$((fail+1)); fi
-}
+. "$SRC/tests/cli_checks.sh"
 J="$SRC/resources/jobs"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -141,5 +126,4 @@ check "iteration not a number" 2 "$PW" explain "$tmp/a.sqlite" --iteration x
 check "explain needs a file" 2 "$PW" explain
 check "explain missing file" 2 "$PW" explain "$tmp/none.sqlite"
 
-echo "$passed passed, $fail failed"
-[ "$fail" = 0 ]
+checks_done

@@ -7,8 +7,10 @@
 #include <fstream>
 
 #include "core/job/job_plan.h"
+#include "core/model/profile_io.h"
 #include "core/spec/job_spec.h"
 #include "db/run_writer.h"
+#include "gui/models/explain_model.h"
 #include "gui/models/run_feeder.h"
 #include "gui/models/run_model.h"
 #include "gui/models/simulated_iteration.h"
@@ -72,6 +74,42 @@ TEST(DbRunSource, OpensARecordedRunWithEverything) {
       ASSERT_EQ(a.size(), b.size());
       for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.start(i), b.start(i));
     }
+}
+
+// "Show predicted" reads what the run recorded: job, profile and plans in
+// time order, or which of them is missing.
+TEST(DbRunSource, RecordedPredictionInputsOrWhyNot) {
+  QTemporaryDir dir;
+  JobSpec j = job();
+  PreparedJob p = prepare_job(j);
+  Plan moved = p.plan;
+  moved.stages = {{0, 2}, {3, 4}, {5, 6}, {7, 7}};
+  const std::string full = dir.filePath("full.sqlite").toStdString(), bare = dir.filePath("bare.sqlite").toStdString();
+  {
+    db::RunWriter w(full, {.name = "rec", .stages = 4});
+    w.job(j.raw);
+    w.profile(profile_to_json(p.profile));
+    w.plan(1, 0, "initial", to_json(p.plan));
+    w.plan(2, 5'000'000, "replanned", to_json(moved));
+    w.finish(RunStatus::Finished);
+  }
+  {
+    db::RunWriter w(bare, {.name = "bare", .stages = 4});
+    w.job(j.raw);
+    w.plan(1, 0, "initial", to_json(p.plan));
+    w.finish(RunStatus::Finished);
+  }
+  PredictionSource got = recorded_prediction(full);
+  ASSERT_TRUE(got.inputs) << got.none_reason.toStdString();
+  EXPECT_EQ(got.inputs->job.name, "rec");
+  EXPECT_EQ(got.inputs->profile.layers.size(), p.profile.layers.size());
+  ASSERT_EQ(got.inputs->plans.size(), 2u);
+  EXPECT_EQ(got.inputs->plans[1].version, 2);
+  EXPECT_EQ(got.inputs->plans[1].t_ns, 5'000'000);
+  EXPECT_EQ(got.inputs->plans[1].plan.stages[0].last_layer, 2);
+  PredictionSource none = recorded_prediction(bare);
+  EXPECT_FALSE(none.inputs);
+  EXPECT_EQ(none.none_reason, QStringLiteral("the run recorded no profile"));
 }
 
 TEST(DbRunSource, BadFilesFailWithAReason) {

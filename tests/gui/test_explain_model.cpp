@@ -2,10 +2,16 @@
 
 #include <QSignalSpy>
 
+#include <algorithm>
+#include <tuple>
+
+#include "core/events/event_kinds.h"
+#include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
 #include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/models/run_model.h"
+#include "gui/models/simulated_iteration.h"
 #include "gui/models/simulated_run_source.h"
 
 namespace pw::gui {
@@ -225,6 +231,98 @@ TEST(ExplainModel, SuggestionsAreCoresForTheJobAndApplyInOneChange) {
   m.setJobLoader([]() -> nlohmann::json { throw std::runtime_error("no such file"); }, QString());
   m.waitIdle();
   EXPECT_TRUE(m.suggestions().none_reason.contains(QStringLiteral("no such file")));
+}
+
+// "Show predicted" (issue 21): three iterations of the simulator's own
+// timeline laid at 0, G and 2G, the last with stage 2's actions after its
+// first started D late. The model's predicted events are the simulated
+// iteration shifted to each of those starts (worked out here, not by core),
+// and the first divergence is stage 2's second action.
+TEST(ExplainModel, ShowPredictedLaysThePredictionUnderEachIterationAndMarksTheDivergence) {
+  const JobSpec job = parse_job(four_stage_doc());
+  PreparedJob prepared = prepare_job(job);
+  const SimulatedIteration it = simulate_iteration(prepared);
+  // D: more than the default threshold, 5% of the predicted iteration.
+  const std::int64_t G = it.period + 1'000'000, D = it.period / 8;
+  std::vector<Event> measured;
+  std::vector<std::tuple<int, std::int64_t, std::int64_t, int>> want;  // stage, start, end, kind
+  Event second{};
+  std::vector<std::size_t> stage2;
+  for (int k = 0; k < 3; ++k) {
+    const std::size_t first = measured.size();
+    for (Event e : it.events) {
+      e.start_ns += k * G, e.end_ns += k * G;
+      measured.push_back(e);
+      if (is_busy(e.kind) || e.kind == EventKind::Send) want.emplace_back(e.stage, e.start_ns, e.end_ns, static_cast<int>(e.kind));
+    }
+    if (k == 2)
+      for (std::size_t i = first; i < measured.size(); ++i)
+        if (measured[i].stage == 2 && (is_compute(measured[i].kind) || measured[i].kind == EventKind::OptimizerStep)) stage2.push_back(i);
+  }
+  std::sort(stage2.begin(), stage2.end(), [&](std::size_t a, std::size_t b) { return measured[a].start_ns < measured[b].start_ns; });
+  ASSERT_GE(stage2.size(), 3u);
+  second = measured[stage2[1]];
+  for (std::size_t n = 1; n < stage2.size(); ++n) measured[stage2[n]].start_ns += D, measured[stage2[n]].end_ns += D;
+  RunModel run;
+  load(run, measured);
+
+  ExplainModel m;
+  m.setRun(&run);
+  auto in = std::make_shared<PredictionInputs>();
+  in->job = job;
+  in->profile = prepared.profile;
+  in->plans = {{0, 1, prepared.plan}};
+  m.setPredictionLoader([in] { return PredictionSource{in, {}}; });
+  m.waitIdle();
+  EXPECT_TRUE(m.predictionReady());
+  EXPECT_TRUE(m.predictionAvailable());
+  EXPECT_FALSE(m.result().predicted) << "computed only while shown";
+  QSignalSpy updated(&m, &ExplainModel::updated);
+  m.setShowPredicted(true);
+  m.waitIdle();
+  EXPECT_GE(updated.count(), 1);
+  ASSERT_TRUE(m.result().predicted) << m.result().predicted_error.toStdString();
+  const PredictedTimeline& p = *m.result().predicted;
+  std::vector<std::tuple<int, std::int64_t, std::int64_t, int>> got;
+  for (const auto& e : p.events)
+    if (is_busy(e.kind) || e.kind == EventKind::Send) got.emplace_back(e.stage, e.start_ns, e.end_ns, static_cast<int>(e.kind));
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the prediction is the undelayed iteration at each start";
+  EXPECT_EQ(p.iteration, 2);  // the last complete one
+  ASSERT_TRUE(p.mark);
+  EXPECT_EQ(p.mark->divergence.stage, 2);
+  EXPECT_EQ(p.mark->divergence.index, 1);
+  EXPECT_EQ(p.mark->divergence.microbatch, second.microbatch);
+  EXPECT_EQ(p.mark->measured_start_ns, second.start_ns + D);
+  EXPECT_EQ(p.mark->predicted_start_ns, second.start_ns);
+  EXPECT_EQ(p.mark->predicted_end_ns, second.end_ns);
+
+  // Hidden again: the next result carries none.
+  m.setShowPredicted(false);
+  m.waitIdle();
+  EXPECT_FALSE(m.result().predicted);
+}
+
+TEST(ExplainModel, NoPredictionWithoutInputsSaysWhy) {
+  RunModel run;
+  load(run, two_stage_by_hand());
+  ExplainModel m;
+  m.setRun(&run);
+  m.clearPrediction(QStringLiteral("the run recorded no profile"));
+  m.setShowPredicted(true);
+  m.waitIdle();
+  EXPECT_TRUE(m.predictionReady());
+  EXPECT_FALSE(m.predictionAvailable());
+  EXPECT_EQ(m.predictionNoneReason(), QStringLiteral("the run recorded no profile"));
+  EXPECT_FALSE(m.result().predicted);
+  EXPECT_EQ(m.result().stages.size(), 2u) << "the attribution goes on";
+  // A loader that throws says why too.
+  m.setPredictionLoader([]() -> PredictionSource { throw std::runtime_error("database is locked"); });
+  m.waitIdle();
+  EXPECT_FALSE(m.predictionAvailable());
+  EXPECT_TRUE(m.predictionNoneReason().contains(QStringLiteral("database is locked")));
 }
 
 }  // namespace

@@ -52,6 +52,7 @@
 #endif
 #ifdef PW_STUDIO_HAVE_DB
 #include "core/job/job_plan.h"
+#include "core/model/profile_io.h"
 #include "db/run_writer.h"
 #include "gui/models/simulated_iteration.h"
 #endif
@@ -358,6 +359,11 @@ class StudioViewsTest : public QObject {
     QCOMPARE(win_->run()->eventCount(), all.events.size());
     QCOMPARE(QString::fromStdString(win_->run()->info().name), QStringLiteral("recorded"));
     QVERIFY(win_->statusText().contains("recorded"));
+    // It recorded no profile: nothing to predict with, and the toggle says so.
+    win_->explainModel()->waitIdle();
+    QAction* predicted = win_->explainDock()->showPredictedAction();
+    QVERIFY(!predicted->isEnabled());
+    QVERIFY2(predicted->toolTip().contains(QStringLiteral("the run recorded no profile")), qPrintable(predicted->toolTip()));
     // The rest of the tests work on this recorded run.
   }
 #endif
@@ -554,6 +560,94 @@ class StudioViewsTest : public QObject {
     win_->findChild<QDockWidget*>(QStringLiteral("dock.stats"))->raise();
     win_->job()->setDocument(saved);
   }
+
+#ifdef PW_STUDIO_HAVE_DB
+  // Show predicted (issue 21): a recorded run whose last iteration ran
+  // stage 2 late from its second action on. The simulator's timeline is
+  // drawn in a faded row under each stage, each iteration at the measured
+  // one's start, and the first divergence is outlined on both rows.
+  void showPredictedDrawsThePredictionUnderTheMeasuredRun() {
+    const auto saved = win_->job()->document();
+    QTemporaryDir dir;
+    const QString path = dir.filePath("late.pwrun.sqlite");
+    PreparedJob prepared = prepare_job(test_job());
+    SimulatedIteration it = simulate_iteration(prepared);
+    const std::int64_t gap = it.period / 10, D = it.period / 8;
+    std::vector<Event> events;
+    std::vector<std::size_t> stage2;
+    for (int k = 0; k < 3; ++k)
+      for (Event e : it.events) {
+        e.start_ns += k * (it.period + gap), e.end_ns += k * (it.period + gap);
+        if (k == 2 && e.stage == 2 && (e.kind == EventKind::Forward || e.kind == EventKind::Backward ||
+                                       e.kind == EventKind::OptimizerStep))
+          stage2.push_back(events.size());
+        events.push_back(e);
+      }
+    std::sort(stage2.begin(), stage2.end(), [&](std::size_t a, std::size_t b) { return events[a].start_ns < events[b].start_ns; });
+    QVERIFY(stage2.size() > 3);
+    const Event second = events[stage2[1]];
+    for (std::size_t n = 1; n < stage2.size(); ++n) events[stage2[n]].start_ns += D, events[stage2[n]].end_ns += D;
+    {
+      db::RunWriter w(path.toStdString(), {.name = "late", .stages = 4});
+      w.job(test_job().raw);
+      w.profile(profile_to_json(prepared.profile));
+      w.plan(1, 0, "initial", to_json(prepared.plan));
+      for (const auto& e : events) w.on_event(e);
+      w.finish(RunStatus::Finished);
+    }
+    QVERIFY(win_->openFile(path));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    ExplainModel* m = win_->explainModel();
+    m->waitIdle();
+    QApplication::processEvents();
+    QAction* toggle = win_->explainDock()->showPredictedAction();
+    QVERIFY(toggle->isEnabled());
+    QVERIFY(!toggle->isChecked());
+    auto* bars = win_->timeline()->bars();
+    QVERIFY(!bars->predicted());
+    toggle->trigger();
+    m->waitIdle();
+    QApplication::processEvents();
+    QVERIFY2(m->result().predicted, qPrintable(m->result().predicted_error));
+    QCOMPARE(bars->predicted(), m->result().predicted.get());
+    const DivergenceMark mark = *bars->predicted()->mark;
+    QCOMPARE(mark.divergence.stage, 2);
+    QCOMPARE(mark.measured_start_ns, second.start_ns + D);
+    QCOMPARE(mark.predicted_start_ns, second.start_ns);
+    // The faded row sits under the compute row, inside the stage's lane.
+    double ct, cb, pt, pb;
+    bars->rowExtent(2, TrackRow::Compute, ct, cb);
+    bars->predictedRowExtent(2, pt, pb);
+    QVERIFY(cb < pt && pt < pb && ct > 1.5 && pb < 2.5);
+    // The last iteration in view: its predicted bars are drawn, and the
+    // divergence outlines the measured bar over the predicted one, D apart.
+    const std::int64_t t0 = 2 * (it.period + gap);
+    win_->timeline()->setVisibleRange(t0 - gap / 2, t0 + it.period + D + gap / 2);
+    win_->timeline()->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(bars->lastDrawnPredicted() > 0);
+    QCOMPARE(bars->lastDivergenceRects().size(), std::size_t(2));
+    const QRectF mr = bars->lastDivergenceRects()[0], pr = bars->lastDivergenceRects()[1];
+    QVERIFY(mr.bottom() <= pr.top() + 1);
+    auto* xa = win_->timeline()->plot()->xAxis;
+    QVERIFY(std::abs((mr.left() - pr.left()) - (xa->coordToPixel(bars->keyOf(second.start_ns + D)) - xa->coordToPixel(bars->keyOf(second.start_ns)))) < 1.5);
+    QVERIFY(win_->explainDock()->findChild<QLabel*>(QStringLiteral("explainSummary"))->text().contains(QStringLiteral("First divergence")));
+    win_->findChild<QDockWidget*>(QStringLiteral("dock.explain"))->raise();
+    QApplication::processEvents();
+    screenshot(win_, "monitor-predicted");
+    win_->findChild<QDockWidget*>(QStringLiteral("dock.stats"))->raise();
+
+    // Off: the rows are as before.
+    toggle->trigger();
+    QApplication::processEvents();
+    QVERIFY(!bars->predicted());
+    // Back to the simulated run the following tests expect.
+    win_->job()->setDocument(test_job().raw);
+    QVERIFY(win_->simulateJob(6));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    m->waitIdle();
+    win_->job()->setDocument(saved);
+  }
+#endif
 
   void planViewSaysWhyAPlannerHasNoPlan() {
     // A planner that failed (the designer compares them all) used to leave

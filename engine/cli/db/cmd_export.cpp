@@ -5,6 +5,7 @@
 #include "cli/cli_args.h"
 #include "cli/db/explain_report.h"
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/steps_per_iteration.h"
 #include "core/trace/chrome_trace.h"
 #include "db/run_reader.h"
 

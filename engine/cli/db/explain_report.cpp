@@ -6,22 +6,15 @@
 #include "cli/cli_args.h"
 #include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
-#include "core/analysis/prediction_diff.h"
+#include "core/analysis/predicted_timeline.h"
+#include "core/analysis/steps_per_iteration.h"
 #include "core/analysis/suggestions.h"
-#include "core/model/profile_io.h"
 #include "core/plan/plan.h"
-#include "core/schedule/schedule.h"
-#include "core/sim/simulator.h"
 #include "core/spec/job_spec.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
 namespace {
-
-struct Collect : EventSink {
-  std::vector<Event> events;
-  void on_event(const Event& e) override { events.push_back(e); }
-};
 
 nlohmann::json causes_json(const StageIteration& s) {
   nlohmann::json c = nlohmann::json::object();
@@ -67,40 +60,19 @@ nlohmann::json path_json(const CriticalPath& cp) {
 std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, const std::vector<Event>& events,
                                                     const Attribution& attribution, int iteration,
                                                     const ExplainOptions& opt, nlohmann::json& notes) {
-  auto job_doc = r.job();
-  auto profile_doc = r.profile();
-  auto plans = r.plans();
-  if (!job_doc.is_object() || !profile_doc.is_object() || plans.empty()) {
-    notes.push_back("predicted vs measured: the run recorded no job, profile or plan");
+  std::vector<PlanAt> plans;
+  for (const auto& p : r.plans()) plans.push_back({p.t_ns, p.version, plan_from_json(p.plan)});
+  std::string why;
+  auto inputs = prediction_inputs(r.job(), r.profile(), std::move(plans), &why);
+  if (!inputs) {
+    notes.push_back("predicted vs measured: " + why);
     return std::nullopt;
   }
-  JobSpec job = parse_job(job_doc);
-  ModelProfile profile = profile_from_json(profile_doc);
-  // The plan in force at the iteration's start.
-  std::int64_t t0 = 0;
-  for (const auto& s : attribution.stage_iterations)
-    if (s.iteration == iteration) t0 = s.start_ns;
-  const db::PlanRecord* rec = &plans.front();
-  for (const auto& p : plans)
-    if (p.t_ns <= t0) rec = &p;
-  Plan plan = plan_from_json(rec->plan);
-  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
-  SimInput in;
-  in.profile = &profile;
-  in.plan = &plan;
-  in.schedule = sched.get();
-  in.device = job.cluster.device;
-  in.microbatch_size = job.training.microbatch_size;
-  Collect c;
-  simulate(in, &c);
-  AttributionOptions ao;
-  ao.optimizer_steps_per_iteration = sched->flushes() ? 1 : job.pipeline.microbatches;
-  Attribution pa = attribute_idle(c.events, ao);
-  const int pi = std::min(sched->flushes() ? 0 : 1, std::max(pa.iterations - 1, 0));
   std::int64_t threshold = opt.threshold_ms ? static_cast<std::int64_t>(*opt.threshold_ms * 1e6) : -1;
-  PredictionDiff d = compare_prediction(events, attribution, iteration, c.events, pa, pi, threshold);
+  const PredictedTimeline t = predict_timeline(events, attribution, *inputs, iteration, threshold, /*align=*/false);
+  const PredictionDiff& d = t.diff;
   nlohmann::json j;
-  j["plan_version"] = rec->version;
+  j["plan_version"] = t.plan_version;
   j["measured_iteration_ms"] = d.measured_iteration_ns / 1e6;
   j["predicted_iteration_ms"] = d.predicted_iteration_ns / 1e6;
   j["ratio"] = d.predicted_iteration_ns > 0 ? static_cast<double>(d.measured_iteration_ns) / d.predicted_iteration_ns : 0.0;
@@ -160,16 +132,6 @@ nlohmann::json suggestions_json(const db::RunReader& r, nlohmann::json& notes) {
 }
 
 }  // namespace
-
-int optimizer_steps_per_iteration(const nlohmann::json& job_doc) {
-  if (!job_doc.is_object()) return 1;
-  try {
-    JobSpec job = parse_job(job_doc);
-    return job.pipeline.schedule == ScheduleKind::AsyncOneFOneB ? job.pipeline.microbatches : 1;
-  } catch (const std::exception&) {
-    return 1;  // a job this build no longer accepts
-  }
-}
 
 nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   std::vector<Event> events;

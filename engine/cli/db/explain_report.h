@@ -14,10 +14,6 @@ struct ExplainOptions {
   bool suggestions = true;
 };
 
-// Optimizer steps that make one iteration of a recorded job: the
-// microbatch count for PipeDream's per-microbatch updates, else 1.
-int optimizer_steps_per_iteration(const nlohmann::json& job);
-
 // `pipewright explain`'s report on a recorded run (docs/explain.md): per
 // stage and cause, the critical path, predicted vs measured (when the run
 // recorded its job, plan and profile) and simulated suggestions.

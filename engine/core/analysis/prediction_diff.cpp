@@ -5,38 +5,88 @@
 #include <limits>
 #include <map>
 
+#include "core/events/event_kinds.h"
+
 namespace pw {
 namespace {
 
-bool is_action(EventKind k) { return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::OptimizerStep; }
+bool is_action(EventKind k) { return is_compute(k) || k == EventKind::OptimizerStep; }
+
+// Each stage's iteration windows, by start: which iteration an event of
+// the stage belongs to.
+class Windows {
+ public:
+  explicit Windows(const Attribution& a) {
+    for (const auto& s : a.stage_iterations) {
+      if (s.stage < 0) continue;
+      if (static_cast<std::size_t>(s.stage) >= by_stage_.size()) by_stage_.resize(static_cast<std::size_t>(s.stage) + 1);
+      by_stage_[static_cast<std::size_t>(s.stage)].push_back(&s);
+    }
+    for (auto& v : by_stage_)
+      std::sort(v.begin(), v.end(), [](const StageIteration* x, const StageIteration* y) { return x->start_ns < y->start_ns; });
+  }
+  // The iteration whose window on the event's stage holds its start; -1: none.
+  int iteration_of(const Event& e) const {
+    if (e.stage < 0 || static_cast<std::size_t>(e.stage) >= by_stage_.size()) return -1;
+    const auto& v = by_stage_[static_cast<std::size_t>(e.stage)];
+    auto it = std::upper_bound(v.begin(), v.end(), e.start_ns,
+                               [](std::int64_t t, const StageIteration* w) { return t < w->start_ns; });
+    if (it == v.begin()) return -1;
+    --it;
+    return e.start_ns < (*it)->end_ns ? (*it)->iteration : -1;
+  }
+
+ private:
+  std::vector<std::vector<const StageIteration*>> by_stage_;
+};
 
 struct Timeline {
-  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  std::int64_t origin = 0;
   std::int64_t length = 0;
   std::map<int, std::vector<const Event*>> actions;  // per stage, by start
 };
 
 Timeline timeline(const std::vector<Event>& events, const Attribution& a, int iteration) {
   Timeline t;
-  std::map<int, std::pair<std::int64_t, std::int64_t>> window;
   std::int64_t end = std::numeric_limits<std::int64_t>::min();
   for (const auto& s : a.stage_iterations)
-    if (s.iteration == iteration) window[s.stage] = {s.start_ns, s.end_ns}, end = std::max(end, s.end_ns);
-  for (const auto& e : events) {
-    if (!is_action(e.kind)) continue;
-    auto w = window.find(e.stage);
-    if (w == window.end() || e.start_ns < w->second.first || e.start_ns >= w->second.second) continue;
-    t.actions[e.stage].push_back(&e);
-    if (e.kind != EventKind::OptimizerStep) t.origin = std::min(t.origin, e.start_ns);
-  }
+    if (s.iteration == iteration) end = std::max(end, s.end_ns);
+  const std::vector<int> of = iteration_of_events(events, a);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    if (is_action(events[i].kind) && of[i] == iteration) t.actions[events[i].stage].push_back(&events[i]);
   for (auto& [s, v] : t.actions)
     std::sort(v.begin(), v.end(), [](const Event* x, const Event* y) { return x->start_ns < y->start_ns; });
-  if (t.origin == std::numeric_limits<std::int64_t>::max()) t.origin = 0;
+  const auto starts = iteration_starts(events, a);
+  if (iteration >= 0 && iteration < static_cast<int>(starts.size())) t.origin = starts[static_cast<std::size_t>(iteration)];
   t.length = end > t.origin ? end - t.origin : 0;
   return t;
 }
 
 }  // namespace
+
+std::vector<int> iteration_of_events(const std::vector<Event>& events, const Attribution& a) {
+  const Windows w(a);
+  std::vector<int> out(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) out[i] = w.iteration_of(events[i]);
+  return out;
+}
+
+std::vector<std::int64_t> iteration_starts(const std::vector<Event>& events, const Attribution& a) {
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> compute(static_cast<std::size_t>(std::max(a.iterations, 0)), kNone), window = compute;
+  for (const auto& s : a.stage_iterations)
+    if (s.iteration >= 0 && s.iteration < a.iterations)
+      window[static_cast<std::size_t>(s.iteration)] = std::min(window[static_cast<std::size_t>(s.iteration)], s.start_ns);
+  const Windows w(a);
+  for (const auto& e : events) {
+    if (!is_compute(e.kind)) continue;
+    const int i = w.iteration_of(e);
+    if (i >= 0 && i < a.iterations) compute[static_cast<std::size_t>(i)] = std::min(compute[static_cast<std::size_t>(i)], e.start_ns);
+  }
+  for (std::size_t i = 0; i < compute.size(); ++i)
+    if (compute[i] == kNone) compute[i] = window[i] == kNone ? 0 : window[i];
+  return compute;
+}
 
 PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attribution& ma, int mi,
                                   const std::vector<Event>& predicted, const Attribution& pa, int pi,
@@ -69,10 +119,12 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
     auto pit = p.actions.find(s);
     if (pit == p.actions.end()) continue;
     for (std::size_t i = 0; i < v.size() && i < pit->second.size(); ++i) {
-      const std::int64_t mo = v[i]->start_ns - m.origin, po = pit->second[i]->start_ns - p.origin;
+      const Event *me = v[i], *pe = pit->second[i];
+      const std::int64_t mo = me->start_ns - m.origin, po = pe->start_ns - p.origin;
       if (std::llabs(mo - po) <= d.threshold_ns) continue;
-      if (!d.divergence || v[i]->start_ns - m.origin < d.divergence->measured_offset_ns)
-        d.divergence = Divergence{s, v[i]->kind, v[i]->microbatch, static_cast<int>(i), mo, po};
+      if (!d.divergence || mo < d.divergence->measured_offset_ns)
+        d.divergence = Divergence{s, me->kind, me->microbatch, static_cast<int>(i), mo, po,
+                                  me->end_ns - me->start_ns, pe->end_ns - pe->start_ns};
       break;  // later actions of this stage start later
     }
   }

@@ -25,6 +25,7 @@ struct Divergence {
   std::int32_t microbatch = -1;
   int index = 0;  // the stage's n-th action of the iteration
   std::int64_t measured_offset_ns = 0, predicted_offset_ns = 0;
+  std::int64_t measured_duration_ns = 0, predicted_duration_ns = 0;
 };
 
 struct PredictionDiff {
@@ -34,11 +35,21 @@ struct PredictionDiff {
   std::int64_t threshold_ns = 0;
 };
 
+// The iteration of each event: the one whose window (the attribution's) on
+// the event's stage holds its start; -1 outside every window.
+std::vector<int> iteration_of_events(const std::vector<Event>& events, const Attribution& a);
+
+// Where each complete iteration of `a` starts: the first compute action
+// (forward or backward, core/events/event_kinds) of the iteration on any
+// stage, an event belonging to the iteration whose window on its stage
+// holds its start; an iteration without compute starts at its earliest
+// window. Index: iteration. The origin every comparison aligns at.
+std::vector<std::int64_t> iteration_starts(const std::vector<Event>& events, const Attribution& a);
+
 // Compares iteration `measured_iteration` of a run with iteration
 // `predicted_iteration` of the simulator's timeline of the same plan. Both
-// are aligned at their iteration's start (the first compute action of the
-// iteration on any stage); a stage's actions (forward, backward, optimizer
-// step) are matched in order. `threshold_ns` < 0: 5% of the predicted
+// are aligned at their iteration's start (iteration_starts); a stage's
+// actions (compute and optimizer step) are matched in order. `threshold_ns` < 0: 5% of the predicted
 // iteration. The attributions give the iteration windows.
 PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attribution& measured_attribution,
                                   int measured_iteration, const std::vector<Event>& predicted,

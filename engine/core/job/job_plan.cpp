@@ -78,18 +78,20 @@ SimInput PreparedJob::sim_input() const {
   return in;
 }
 
+void resolve_auto_schedule(JobSpec& job, const Plan& plan) {
+  if (!job.pipeline.schedule_auto) return;
+  job.pipeline.schedule = schedule_kind_from_string(plan.schedule).value_or(ScheduleKind::OneFOneB);
+  job.pipeline.chunks = static_cast<int>(plan.stages.size()) / job.pipeline.stages;
+  job.pipeline.schedule_auto = false;
+}
+
 PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   PreparedJob p;
   p.job = job;
   p.profile = job_profile(job);
   PlanRequest req = plan_request(p.job, p.profile);
   p.plan = run_planner(planner.empty() ? job.pipeline.planner : planner, req);
-  if (job.pipeline.schedule_auto) {
-    // Run what won: its schedule and chunk count (2 for the V-shaped ones).
-    p.job.pipeline.schedule = schedule_kind_from_string(p.plan.schedule).value_or(ScheduleKind::OneFOneB);
-    p.job.pipeline.chunks = static_cast<int>(p.plan.stages.size()) / job.pipeline.stages;
-    p.job.pipeline.schedule_auto = false;
-  }
+  resolve_auto_schedule(p.job, p.plan);
   p.schedule = make_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
                              p.job.pipeline.chunks);
   return p;

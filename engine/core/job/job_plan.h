@@ -26,6 +26,10 @@ struct PreparedJob {
   SimInput sim_input() const;
 };
 
+// Under pipeline.schedule "auto", the job as the plan runs it: the
+// schedule that won and its chunk count (2 for the V-shaped ones).
+void resolve_auto_schedule(JobSpec& job, const Plan& plan);
+
 // Profiles, plans (with `planner`, or the job's pipeline.planner when
 // empty) and builds the schedule.
 PreparedJob prepare_job(const JobSpec& job, const std::string& planner = "");
