@@ -28,9 +28,11 @@ std::vector<double> supernet_slice_bytes(const NasJob& nj) {
 
 CachePrediction predict_device_cache(const NasJob& nj) {
   auto in = supernet_sim_input(nj, supernet_mode(nj.job));
+  in.cache_model = CacheModel::Planned;  // the trainer's cache
   auto r = simulate_supernet(in);
   CachePrediction p;
   p.eviction = r.eviction;
+  p.cache_model = r.cache_model;
   p.budget_bytes = in.budget_bytes;
   p.slice_bytes = supernet_slice_bytes(nj);
   p.stages = r.stage_cache;

@@ -11,6 +11,7 @@ namespace pw::nas {
 // stalls), to be recorded next to them.
 struct CachePrediction {
   std::string eviction;             // rule the prediction assumed
+  std::string cache_model;          // "planned": the trainer's (core/nas/device_cache_plan.h)
   double budget_bytes = 0;          // per stage, for candidates (the job's device_budget_gb)
   std::vector<double> slice_bytes;  // per stage: all its candidates resident
   std::vector<StageCacheFigures> stages;
@@ -23,8 +24,11 @@ struct CachePrediction {
 std::vector<double> supernet_slice_bytes(const NasJob& nj);
 
 // Simulates the job as it will be trained (its schedule, window,
-// microbatches, partition, subnet sequence and device budget) and returns
-// its cache figures. Pure: same job, same prediction.
+// microbatches, partition, subnet sequence and device budget, with the
+// trainer's planned cache) and returns its cache figures. Uses, hits,
+// loads, evictions and bytes are the plan's, which a real run reproduces
+// exactly; stalls are the simulation's. Pure: same job, same prediction.
+// Only csp and sequential jobs (what the trainer runs).
 CachePrediction predict_device_cache(const NasJob& nj);
 
 }  // namespace pw::nas
