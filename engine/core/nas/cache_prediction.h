@@ -1,4 +1,6 @@
 #pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,17 @@ struct CachePrediction {
 // fraction of.
 std::vector<double> supernet_slice_bytes(const NasJob& nj);
 
+// Per stage, the bytes left for candidates under the job's budget
+// (cache_capacity), and whether the stage needs the cache at all (its slice
+// does not fit).
+std::vector<std::int64_t> stage_capacities(const NasJob& nj);
+std::vector<bool> stage_cache_active(const NasJob& nj);
+
+// Throws SpecError naming search_space.device_budget_gb when some subnet's
+// candidates on one stage do not fit that stage's capacity (nothing could
+// run it), naming the stage, the subnet and the bytes.
+void check_device_budget(const NasJob& nj);
+
 // Simulates the job as it will be trained (its schedule, window,
 // microbatches, partition, subnet sequence and device budget, with the
 // trainer's planned cache) and returns its cache figures. Uses, hits,
@@ -30,5 +43,16 @@ std::vector<double> supernet_slice_bytes(const NasJob& nj);
 // exactly; stalls are the simulation's. Pure: same job, same prediction.
 // Only csp and sequential jobs (what the trainer runs).
 CachePrediction predict_device_cache(const NasJob& nj);
+
+// One stage's cache figures as recorded (run summaries, the simulator's and
+// the trainer's alike): uses, hits, hit_rate, loads, evictions,
+// load_bytes, stall_ms.
+nlohmann::json to_json(const StageCacheFigures& f);
+
+// A real run's "device_cache" record: the rule, budget and per stage the
+// capacity, the slice, what the run measured (null where the stage held its
+// whole slice and ran without the cache) and what the simulator predicted.
+nlohmann::json device_cache_record(const CachePrediction& predicted, const std::vector<std::int64_t>& capacities,
+                                   const std::vector<std::optional<StageCacheFigures>>& measured);
 
 }  // namespace pw::nas

@@ -1,9 +1,19 @@
 #include "core/nas/device_cache_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace pw::nas {
+
+std::int64_t cache_capacity(double budget_bytes, const SearchSpace& space, int stage, int stages) {
+  if (budget_bytes <= 0) return INT64_MAX / 4;
+  std::int64_t frozen = 0;
+  if (stage == 0 && space.has_stem) frozen += static_cast<std::int64_t>(space.stem.param_bytes);
+  if (stage == stages - 1 && space.has_head) frozen += static_cast<std::int64_t>(space.head.param_bytes);
+  return std::max<std::int64_t>(0, std::llround(budget_bytes) - frozen);
+}
 
 std::vector<std::vector<CacheItem>> stage_cache_steps(const SearchSpace& space, const std::vector<Subnet>& sequence,
                                                       const StageSlots& slots) {

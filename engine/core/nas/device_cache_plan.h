@@ -24,6 +24,11 @@ inline std::int64_t candidate_key(int layer, int choice) { return layer * kCandi
 inline int key_layer(std::int64_t key) { return static_cast<int>(key / kCandidateKeyStride); }
 inline int key_choice(std::int64_t key) { return static_cast<int>(key % kCandidateKeyStride); }
 
+// Bytes stage `stage` of `stages` has for candidates under a per-stage
+// device budget: the budget less the frozen stem (stage 0) and head (last
+// stage), which stay resident. <= 0 budget: unbounded.
+std::int64_t cache_capacity(double budget_bytes, const SearchSpace& space, int stage, int stages);
+
 // Per subnet of the sequence, the candidates it uses in the stage's choice
 // layers, in layer order.
 std::vector<std::vector<CacheItem>> stage_cache_steps(const SearchSpace& space, const std::vector<Subnet>& sequence,

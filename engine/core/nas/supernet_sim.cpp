@@ -47,11 +47,7 @@ class SupernetSimulation {
     dirty_.assign(p_, false);
     rule_ = in.mode == SupernetMode::GPipe || in.mode == SupernetMode::PipeDream ? Eviction::Lru : in.eviction;
     for (int s = 0; s < p_; ++s) {
-      std::int64_t frozen = 0;
-      if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
-      if (s == p_ - 1 && sp_.has_head) frozen += sp_.head.param_bytes;
-      std::int64_t cap = in.budget_bytes > 0 ? std::max<std::int64_t>(0, std::llround(in.budget_bytes) - frozen)
-                                             : (INT64_MAX / 4);
+      std::int64_t cap = cache_capacity(in.budget_bytes, sp_, s, p_);
       stage_[s].cache = std::make_unique<LayerCache>(
           cap, in.device.host_link_gbps > 0 ? in.device.host_link_gbps : 128.0,
           [this, s](bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
