@@ -153,7 +153,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   if (any_cache) {
     std::cout << "\n  device cache (" << cache_record["eviction"].get<std::string>() << ", budget "
               << fixed(nj.budget_bytes / (1024.0 * 1024), 2) << " MiB per stage): measured / predicted\n"
-              << "  stage  capacity    uses  hits          loads         MiB loaded      load stall ms\n";
+              << "  stage    capacity   uses              hits             loads        MiB loaded     load stall ms\n";
     for (const auto& st : cache_record["stages"]) {
       const auto& m = st["measured"];
       const auto& pr = st["predicted"];
@@ -162,7 +162,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
                                                        : fixed(m[k].get<double>() / (digits ? 1.0 : 1024.0 * 1024), 2);
         std::string b = digits < 0 ? std::to_string(pr[k].get<std::uint64_t>())
                                    : fixed(pr[k].get<double>() / (digits ? 1.0 : 1024.0 * 1024), 2);
-        return pad(a + " / " + b, 14);
+        return pad(a + " / " + b, 18);
       };
       std::cout << pad(std::to_string(st["stage"].get<int>()), 7) << "  "
                 << pad(fixed(st["capacity_bytes"].get<double>() / (1024.0 * 1024), 2) + " MiB", 10)
