@@ -5,6 +5,7 @@
 #include "cli/format.h"
 #include "cli/nas_simulate.h"
 #include "core/events/run_records.h"
+#include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
 #include "core/trace/chrome_trace.h"
@@ -14,7 +15,12 @@
 namespace pw::cli {
 namespace {
 nlohmann::json to_json(const nas::SupernetSimResult& r) {
+  nlohmann::json stage_cache = nlohmann::json::array();
+  for (const auto& f : r.stage_cache) stage_cache.push_back(nas::to_json(f));
   return {{"mode", r.mode},
+          {"eviction", r.eviction},
+          {"cache_model", r.cache_model},
+          {"stage_cache", stage_cache},
           {"reproducible", r.reproducible},
           {"subnets", r.subnets},
           {"makespan_ms", r.makespan_ms},
@@ -42,6 +48,11 @@ struct Tee final : EventSink {
     for (auto* x : sinks) x->on_memory(stage, t, b);
   }
 };
+// Candidate budgets and traffic run from KiB (a CPU supernet) to tens of GiB.
+std::string size(double bytes) {
+  return bytes >= 1024.0 * 1024 * 1024 ? gib(static_cast<std::uint64_t>(bytes))
+                                       : fixed(bytes / (1024.0 * 1024), 2) + " MiB";
+}
 }  // namespace
 
 int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
@@ -114,12 +125,18 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
             << "  resident        " << pct(r.hit_rate()) << " of candidate uses already on the device\n"
             << "  load stalls     " << fixed(r.load_stall_ms, 1) << " ms, " << r.loads << " loads ("
             << fixed(r.load_gib, 2) << " GiB)\n"
-            << "  in flight       " << r.max_in_flight << " subnets at most, " << r.waits << " CSP waits\n\n"
-            << "  stage  layers    busy   peak resident\n";
+            << "  in flight       " << r.max_in_flight << " subnets at most, " << r.waits << " CSP waits\n"
+            << "  device cache    " << r.eviction << " eviction, " << r.cache_model << " loads, budget "
+            << size(nj.budget_bytes) << " per stage\n\n"
+            << "  stage  layers    busy   peak resident    uses    hits   loads   evicted       loaded  stall ms\n";
   for (size_t s = 0; s < nj.stages.size(); ++s) {
     std::string layers = std::to_string(nj.stages[s].first) + "-" + std::to_string(nj.stages[s].last);
+    const auto& c = r.stage_cache[s];
     std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 8 ? 8 - layers.size() : 1, ' ')
-              << pad(pct(r.stage_busy_fraction[s]), 6) << pad(gib(r.peak_resident_bytes[s]), 16) << "\n";
+              << pad(pct(r.stage_busy_fraction[s]), 6) << pad(gib(r.peak_resident_bytes[s]), 16)
+              << pad(std::to_string(c.uses), 8) << pad(std::to_string(c.hits), 8) << pad(std::to_string(c.loads), 8)
+              << pad(std::to_string(c.evictions), 10) << pad(size(c.load_bytes), 13)
+              << pad(fixed(c.stall_ms, 1), 10) << "\n";
   }
   if (trace) std::cout << "\nChrome trace: " << *trace << "\n";
   if (recording)

@@ -19,6 +19,7 @@
 #include "cli/nas/nas_run.h"
 #include "cli/run_outputs.h"
 #include "core/events/run_records.h"
+#include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
 #include "core/nas/supernet_run_info.h"
@@ -81,6 +82,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
       throw UsageError(std::string("--") + o + " is not supported for a supernet job (it has a search_space); "
                        "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet");
   nas::NasJob nj = nas::prepare_nas_job(job);  // bad search spaces fail here, before any process starts
+  nas::check_device_budget(nj);                 // and a budget no subnet fits
   if (nas::supernet_mode(job) != nas::SupernetMode::Csp && nas::supernet_mode(job) != nas::SupernetMode::Sequential)
     throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
                      "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
@@ -124,12 +126,19 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
+  // The device cache: what each stage measured beside what the simulator
+  // predicts for the same sequence and budget (counts equal, stalls not).
+  const auto active = nas::stage_cache_active(nj);
+  const bool any_cache = std::find(active.begin(), active.end(), true) != active.end();
+  nlohmann::json cache_record = nullptr;
+  if (any_cache) cache_record = nas::device_cache_record(nas::predict_device_cache(nj), nas::stage_capacities(nj), r.device_cache);
   nlohmann::json hashes = nlohmann::json::array();
   for (auto h : r.stage_hashes) hashes.push_back(std::to_string(h));
   nlohmann::json summary{{"subnets", r.subnets}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
                          {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
                          {"stage_hashes", hashes}, {"run_dir", l.out_dir},
-                         {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()}};
+                         {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()},
+                         {"device_cache", cache_record}};
   rec.throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
                                   r.subnets_per_s() * job.training.batch_size,
                                   r.subnets_per_s() > 0 ? 1000.0 / r.subnets_per_s() : 0});
@@ -141,6 +150,27 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   std::cout << "done: " << r.subnets << " subnets in " << fixed(r.seconds, 2) << " s, " << fixed(r.subnets_per_s(), 2)
             << " subnets/s";
   if (!r.losses.empty()) std::cout << ", loss " << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4);
+  if (any_cache) {
+    std::cout << "\n  device cache (" << cache_record["eviction"].get<std::string>() << ", budget "
+              << fixed(nj.budget_bytes / (1024.0 * 1024), 2) << " MiB per stage): measured / predicted\n"
+              << "  stage    capacity   uses              hits             loads        MiB loaded     load stall ms\n";
+    for (const auto& st : cache_record["stages"]) {
+      const auto& m = st["measured"];
+      const auto& pr = st["predicted"];
+      auto pair = [&](const char* k, int digits) {
+        std::string a = m.is_null() ? "-" : digits < 0 ? std::to_string(m[k].get<std::uint64_t>())
+                                                       : fixed(m[k].get<double>() / (digits ? 1.0 : 1024.0 * 1024), 2);
+        std::string b = digits < 0 ? std::to_string(pr[k].get<std::uint64_t>())
+                                   : fixed(pr[k].get<double>() / (digits ? 1.0 : 1024.0 * 1024), 2);
+        return pad(a + " / " + b, 18);
+      };
+      std::cout << pad(std::to_string(st["stage"].get<int>()), 7) << "  "
+                << pad(fixed(st["capacity_bytes"].get<double>() / (1024.0 * 1024), 2) + " MiB", 10)
+                << pad(std::to_string(pr["uses"].get<std::uint64_t>()), 6) << "  " << pair("hits", -1)
+                << pair("loads", -1) << pair("load_bytes", 0) << pair("stall_ms", 1)
+                << (m.is_null() ? "  (whole slice resident: no cache)" : "") << "\n";
+    }
+  }
   std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
   if (outputs.recording())
     std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"

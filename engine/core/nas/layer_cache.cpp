@@ -42,19 +42,30 @@ bool LayerCache::make_room(std::int64_t need, std::int64_t now, const std::vecto
     if (used_ - freeable + need > capacity_) return false;
   }
   for (const auto& v : victims) {
-    const std::int64_t k = v.key;
     if (used_ + need <= capacity_) break;
-    Entry e = map_[k];
-    map_.erase(k);
-    used_ -= e.resident;
-    ++evictions_;
-    if (e.dirty && e.transfer > 0) {  // write the updated weights and state back to host
-      std::int64_t start = std::max({now, out_free_, e.ready_at});
-      out_free_ = start + transfer_ns(e.transfer);
-      if (on_transfer_) on_transfer_(false, k, start, out_free_, e.transfer);
-    }
+    evict(v.key, now);
   }
   return true;
+}
+
+void LayerCache::evict(std::int64_t k, std::int64_t now) {
+  auto f = map_.find(k);
+  if (f == map_.end()) return;
+  Entry e = f->second;
+  map_.erase(f);
+  used_ -= e.resident;
+  ++evictions_;
+  if (e.dirty && e.transfer > 0) {  // write the updated weights and state back to host
+    std::int64_t start = std::max({now, out_free_, e.ready_at});
+    out_free_ = start + transfer_ns(e.transfer);
+    if (on_transfer_) on_transfer_(false, k, start, out_free_, e.transfer);
+  }
+}
+
+void LayerCache::apply(const CacheStep& step, std::int64_t now) {
+  for (std::int64_t k : step.evict) evict(k, now);
+  for (const auto& it : step.load)
+    if (!map_.count(it.key)) load(it, now);
 }
 
 void LayerCache::load(const Item& it, std::int64_t now) {

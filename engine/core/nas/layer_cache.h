@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/nas/device_cache_plan.h"
 #include "core/nas/eviction.h"
 
 namespace pw::nas {
@@ -22,11 +23,7 @@ namespace pw::nas {
 // caller's protected list (the policy's own prediction) decides that.
 class LayerCache {
  public:
-  struct Item {
-    std::int64_t key = 0;
-    std::int64_t resident_bytes = 0;  // weights + gradients + optimizer state
-    std::int64_t transfer_bytes = 0;  // weights + optimizer state
-  };
+  using Item = CacheItem;
   // Called for every transfer: (is_load, key, start_ns, end_ns, bytes).
   using TransferFn = std::function<void(bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t)>;
 
@@ -50,6 +47,9 @@ class LayerCache {
   // candidate (always true when nothing is pinned: then ensure() may
   // exceed the budget for a single subnet larger than it).
   bool can_fit(const std::vector<Item>& items) const;
+  // Carries out one step of a CachePlan: writes `evict` back (each must be
+  // unpinned), then loads `load`.
+  void apply(const CacheStep& step, std::int64_t now);
   void pin(const std::vector<Item>& items, std::int64_t now);
   void unpin(const std::vector<Item>& items, bool dirty);
 
@@ -69,6 +69,7 @@ class LayerCache {
   // Evicts until `need` more bytes fit. Unless forced, fails (evicting
   // nothing) when that is impossible.
   bool make_room(std::int64_t need, std::int64_t now, const std::vector<std::int64_t>& keep, bool force);
+  void evict(std::int64_t key, std::int64_t now);
   std::int64_t next_use(std::int64_t key) const;
   void load(const Item& it, std::int64_t now);
   std::int64_t transfer_ns(std::int64_t bytes) const;

@@ -106,8 +106,8 @@ void build_et(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
 }
 
 // Fashion-MNIST: a frozen stem (3x3 conv to C channels, ReLU, 2x2 pool),
-// choice layers at C channels and half resolution, a frozen head (global
-// average pool, linear). Candidates: conv k x k C->w, ReLU, 1x1 w->C, ReLU
+// choice layers at C channels and half resolution, a frozen head (linear
+// over the whole feature map). Candidates: conv k x k C->w, ReLU, 1x1 w->C, ReLU
 // for each kernel and width, and identity.
 void build_cnn(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
   require_model(job, "cnn", "search_space.builtin \"fmnist-cnn\"");
@@ -149,8 +149,10 @@ void build_cnn(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
   sp.has_stem = sp.has_head = true;
   sp.stem = analytic_layer(job, "stem", "conv3x3+relu+pool", 2 * b * 9 * in * C * full, 0, b * C * full * 8,
                            b * in * full * 4, tensor, 9 * in * C + C);
-  sp.head = analytic_layer(job, "head", "avgpool+linear", 2 * b * C * m.classes + b * C * area,
-                           2 * b * C * m.classes, tensor, tensor, b * m.classes * 4, C * m.classes + m.classes);
+  // The trainer's head (runtime/nas/supernet_modules.h): linear over the
+  // whole C x hw x hw map, whose weights stay on the device beside the cache.
+  sp.head = analytic_layer(job, "head", "linear", 2 * b * C * area * m.classes, 2 * b * C * area * m.classes, tensor,
+                           tensor, b * m.classes * 4, C * area * m.classes + m.classes);
 }
 
 LayerProfile uniform_cost(JsonFields& f, const std::string& name) {

@@ -8,13 +8,14 @@
 #include <stdexcept>
 
 #include "core/cost/stage_cost.h"
+#include "core/nas/device_cache_plan.h"
 #include "core/nas/layer_cache.h"
 
 namespace pw::nas {
 namespace {
 
 std::int64_t ns(double ms) { return std::llround(ms * 1e6); }
-constexpr std::int64_t kKeyStride = 1 << 16;
+constexpr std::int64_t kKeyStride = kCandidateKeyStride;
 
 enum class EvType { FwdArrive, BwdArrive, ComputeDone, UpdateDone };
 struct Ev {
@@ -46,16 +47,19 @@ class SupernetSimulation {
     dirty_.assign(p_, false);
     rule_ = in.mode == SupernetMode::GPipe || in.mode == SupernetMode::PipeDream ? Eviction::Lru : in.eviction;
     for (int s = 0; s < p_; ++s) {
-      std::int64_t frozen = 0;
-      if (s == 0 && sp_.has_stem) frozen += sp_.stem.param_bytes;
-      if (s == p_ - 1 && sp_.has_head) frozen += sp_.head.param_bytes;
-      std::int64_t cap = in.budget_bytes > 0 ? std::max<std::int64_t>(0, std::llround(in.budget_bytes) - frozen)
-                                             : (INT64_MAX / 4);
+      std::int64_t cap = cache_capacity(in.budget_bytes, sp_, s, p_);
       stage_[s].cache = std::make_unique<LayerCache>(
           cap, in.device.host_link_gbps > 0 ? in.device.host_link_gbps : 128.0,
           [this, s](bool load, std::int64_t key, std::int64_t a, std::int64_t b, std::int64_t bytes) {
             transfer_event(s, load, key, a, b, bytes);
           });
+      if (in.cache_model == CacheModel::Planned) {
+        if (in.mode != SupernetMode::Csp && in.mode != SupernetMode::Sequential)
+          throw std::invalid_argument("the planned device cache follows CSP's sequence order (csp, sequential)");
+        stage_[s].plan = std::make_unique<CachePlan>(
+            plan_device_cache(stage_cache_steps(sp_, seq_, in.stages[s]), cap, rule_));
+        stage_[s].schedule = std::make_unique<CacheSchedule>(stage_[s].plan.get(), std::max(1, in.window));
+      }
       if (rule_ == Eviction::Belady) {
         std::vector<std::vector<std::int64_t>> uses;
         for (int b = 0; b < static_cast<int>(seq_.size()); ++b) {
@@ -95,6 +99,11 @@ class SupernetSimulation {
     std::uint64_t uses = 0, hits = 0;
     std::int64_t stall_ns = 0;
     WaitReporter waits;
+    // Planned cache model: the plan, its progress, and since when the
+    // stage is idle because the forward it would run waits for its step.
+    std::unique_ptr<CachePlan> plan;
+    std::unique_ptr<CacheSchedule> schedule;
+    std::int64_t stalled_since = -1;
   };
 
   const Candidate& cand(int l, int b) const { return sp_.layers[l].candidates[seq_[b][l]]; }
@@ -169,9 +178,22 @@ class SupernetSimulation {
     if (obs_) report_waits(s, waits, now);
     // A new subnet's forward also needs room for its candidates beside
     // those of the subnets in flight here (pinned until their update).
-    if (w && !st.busy && (w->backward || w->unit.micro > 0 || st.cache->can_fit(items(s, w->unit.subnet))))
-      start(s, *w, now);
+    if (st.schedule) {
+      advance_plan(s, now);
+      if (w && !st.busy && !w->backward && w->unit.micro == 0 && !fits(s, w->unit.subnet) && st.stalled_since < 0)
+        st.stalled_since = now;
+    }
+    if (w && !st.busy && (w->backward || w->unit.micro > 0 || fits(s, w->unit.subnet))) start(s, *w, now);
     prefetch(s, now);
+  }
+
+  bool fits(int s, int b) const {
+    const auto& st = stage_[s];
+    return st.schedule ? st.schedule->ready(b) : st.cache->can_fit(items(s, b));
+  }
+  void advance_plan(int s, std::int64_t now) {
+    auto& st = stage_[s];
+    while (const CacheStep* step = st.schedule->advance()) st.cache->apply(*step, now);
   }
 
   // Dispatches every stage whose situation changed at time t.
@@ -190,6 +212,10 @@ class SupernetSimulation {
   void start(int s, const Work& w, std::int64_t now) {
     auto& st = stage_[s];
     driver_->started(s, w);
+    if (st.stalled_since >= 0) {  // the stage sat idle: its next forward waited for its cache step
+      st.stall_ns += now - st.stalled_since;
+      st.stalled_since = -1;
+    }
     int b = w.unit.subnet;
     const auto& r = in_.stages[s];
     st.busy = true;
@@ -207,7 +233,12 @@ class SupernetSimulation {
       if (obs_) obs_->on_subnet(b, seq_[b], now);
     }
     auto its = items(s, b);
-    if (w.unit.micro == 0) {  // the subnet's first use of its layers at this stage
+    if (w.unit.micro == 0 && st.schedule) {  // the plan's counts: resident from an earlier use, or loaded
+      const auto& step = st.plan->steps[b];
+      st.uses += step.keys.size();
+      st.hits += step.hits;
+      st.schedule->started(b);
+    } else if (w.unit.micro == 0) {  // the subnet's first use of its layers at this stage
       for (const auto& it : its) {
         ++st.uses;
         if (st.cache->resident_by(it.key, now)) ++st.hits;
@@ -274,6 +305,7 @@ class SupernetSimulation {
       case EvType::UpdateDone:
         st.busy = false;
         st.cache->unpin(items(s, b), true);
+        if (st.schedule) st.schedule->released(b);
         driver_->update_finished(s, b);
         st.waits.forget(b);
         makespan_ = std::max(makespan_, e.t);
@@ -289,6 +321,7 @@ class SupernetSimulation {
   // Load the layers of the subnets the stage's schedule predicts next, in
   // that order, while they fit beside the pinned ones.
   void prefetch(int s, std::int64_t now) {
+    if (stage_[s].schedule) return advance_plan(s, now);
     auto preds = driver_->predict(s, in_.prefetch_depth);
     std::vector<std::int64_t> protect;
     for (int b : preds) {
@@ -303,6 +336,7 @@ class SupernetSimulation {
     r.mode = to_string(in_.mode);
     r.reproducible = driver_->reproducible();
     r.eviction = to_string(rule_);
+    r.cache_model = to_string(in_.cache_model);
     r.subnets = static_cast<int>(seq_.size());
     r.makespan_ms = makespan_ / 1e6;
     r.subnets_per_s = makespan_ > 0 ? r.subnets / (makespan_ / 1e9) : 0;
@@ -349,6 +383,8 @@ class SupernetSimulation {
   int in_flight_ = 0, max_in_flight_ = 0;
 };
 }  // namespace
+
+const char* to_string(CacheModel m) { return m == CacheModel::Planned ? "planned" : "predictive"; }
 
 SupernetSimResult simulate_supernet(const SupernetSimInput& in, EventSink* sink, SubnetObserver* observer) {
   if (!in.space || !in.sequence) throw std::invalid_argument("supernet simulation needs a space and a sequence");

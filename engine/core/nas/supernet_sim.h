@@ -13,6 +13,9 @@
 
 namespace pw::nas {
 
+enum class CacheModel { Predictive, Planned };
+const char* to_string(CacheModel m);
+
 struct SupernetSimInput {
   const SearchSpace* space = nullptr;
   const std::vector<Subnet>* sequence = nullptr;
@@ -26,6 +29,12 @@ struct SupernetSimInput {
   // Candidate eviction of the modes that know the subnet sequence (CSP,
   // sequential, VPipe); GPipe and PipeDream load on demand and evict LRU.
   Eviction eviction = Eviction::Belady;
+  // How loads are decided. Predictive: prefetch for the subnets the stage's
+  // policy predicts next, evict only when room is needed (the simulator's
+  // default). Planned: the trainer's device cache, a CachePlan over the
+  // sequence order (core/nas/device_cache_plan.h) whose loads do not depend
+  // on timing (CSP and sequential only).
+  CacheModel cache_model = CacheModel::Predictive;
   bool communication = true;  // activation / gradient transfers between stages
 };
 
@@ -34,7 +43,7 @@ struct StageCacheFigures {
   std::uint64_t uses = 0, hits = 0;  // candidate uses by subnets; already resident when the forward could start
   std::uint64_t loads = 0, evictions = 0;
   double load_bytes = 0;
-  double stall_ms = 0;  // compute waiting for loads
+  double stall_ms = 0;  // compute waiting for loads (Planned: from wanting a forward to starting it)
   double hit_rate() const { return uses ? static_cast<double>(hits) / uses : 1.0; }
 };
 
@@ -50,6 +59,7 @@ struct SupernetSimResult {
   // already resident when the subnet's forward could otherwise start?
   std::uint64_t layer_uses = 0, resident_hits = 0;
   std::string eviction;  // the rule the caches used
+  std::string cache_model;
   std::uint64_t loads = 0, evictions = 0;
   double load_gib = 0;
   double load_stall_ms = 0;  // compute waiting for candidates to arrive

@@ -76,6 +76,19 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
       res.seconds = j.at("seconds").get<double>();
       res.subnets = j.at("subnets").get<int>();
     }
+    std::optional<pw::nas::StageCacheFigures> cache;
+    if (j.contains("device_cache") && !j["device_cache"].is_null()) {
+      const auto& c = j["device_cache"];
+      pw::nas::StageCacheFigures f;
+      f.uses = c.at("uses").get<std::uint64_t>();
+      f.hits = c.at("hits").get<std::uint64_t>();
+      f.loads = c.at("loads").get<std::uint64_t>();
+      f.evictions = c.at("evictions").get<std::uint64_t>();
+      f.load_bytes = c.at("load_bytes").get<double>();
+      f.stall_ms = c.at("stall_ms").get<double>();
+      cache = f;
+    }
+    res.device_cache.push_back(cache);
     if (j.contains("losses"))
       for (const auto& v : j["losses"]) res.losses.push_back(v.get<float>());
   }

@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "core/events/event.h"
+#include "core/nas/supernet_sim.h"
 #include "core/nas/subnet_observer.h"
 
 namespace pw::rt::nas {
@@ -28,6 +31,9 @@ struct CspRunResult {
   std::vector<float> losses;                // per subnet, in sequence order
   double seconds = 0;                       // stage 0's training time
   int subnets = 0;
+  // Per stage, its device cache's measured figures; nullopt where the stage
+  // held its whole slice (budget at or above it) and ran without one.
+  std::vector<std::optional<pw::nas::StageCacheFigures>> device_cache;
   double subnets_per_s() const { return seconds > 0 ? subnets / seconds : 0; }
 };
 

@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/nas/cache_prediction.h"
 #include "core/nas/csp_policy.h"
+#include "core/nas/device_cache_plan.h"
 #include "core/nas/subnet_log.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
@@ -23,6 +25,7 @@
 #include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
 #include "runtime/worker.h"
+#include "runtime/nas/device_cache.h"
 #include "runtime/nas/supernet_modules.h"
 
 namespace pw::rt::nas {
@@ -133,9 +136,22 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       throw std::runtime_error("stage " + std::to_string(r) + " holds no choice layer (the partition gave the head a "
                                "stage of its own); the CPU trainer needs one per stage: use fewer stages");
   CnnSupernet net(job, nj.space, nj.stages[s]);
+  const CandidateOptimizer optimizer{job.training.optimizer, job.training.lr};
+  // A budget below this stage's slice: candidates live in a host store and
+  // a device cache that follows core's plan (the simulator's planned model).
+  pw::nas::check_device_budget(nj);
+  std::unique_ptr<pw::nas::CachePlan> cache_plan;
+  std::unique_ptr<pw::nas::CacheSchedule> cache_schedule;
+  std::unique_ptr<DeviceCache> cache;
+  const std::int64_t capacity = pw::nas::stage_capacities(nj)[s];
   pw::rt::TrainData data(job);  // subnet b trains on microbatch (b, 0)
   int window = cfg.window > 0 ? cfg.window : nj.space.window;
   CspStage csp(s, p, nj.stages[s], &nj.sequence, window);
+  if (pw::nas::stage_cache_active(nj)[s]) {
+    cache_plan = std::make_unique<pw::nas::CachePlan>(pw::nas::plan_device_cache(
+        pw::nas::stage_cache_steps(nj.space, nj.sequence, nj.stages[s]), capacity, pw::nas::SupernetSimInput{}.eviction));
+    cache_schedule = std::make_unique<pw::nas::CacheSchedule>(cache_plan.get(), window);
+  }
 
   WorkerEnv env;
   env.rank = s;
@@ -176,6 +192,33 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   auto rec_ns = [&] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - origin;
   };
+  if (cache_plan)
+    // Loads and write-backs as the simulator records them: SwapIn / SwapOut,
+    // microbatch = the candidate's choice, first_layer = its layer.
+    cache = std::make_unique<DeviceCache>(
+        net, capacity, torch::Device(torch::kCPU), rec_ns,
+        [&](bool load, std::int64_t key, std::int64_t a, std::int64_t z, std::int64_t bytes) {
+          pw::Event e;
+          e.kind = load ? pw::EventKind::SwapIn : pw::EventKind::SwapOut;
+          e.stage = s;
+          e.microbatch = pw::nas::key_choice(key);
+          e.start_ns = a;
+          e.end_ns = z;
+          e.bytes = bytes;
+          e.first_layer = e.last_layer = pw::nas::key_layer(key);
+          records.on_event(e);
+        });
+  // Runs cache steps in sequence order as far as the plan allows (all
+  // that may run, or until subnet `until`'s candidates are resident).
+  auto advance_cache = [&](int until) {
+    if (!cache) return;
+    while (until < 0 || !cache_schedule->ready(until)) {
+      const pw::nas::CacheStep* step = cache_schedule->advance();
+      if (!step) break;
+      cache->apply(*step);
+    }
+  };
+  std::int64_t stalled_since = -1;  // idle since then: the forward to run waits for its cache step
   auto event = [&](pw::EventKind kind, int b, std::int64_t a, std::int64_t z) {
     pw::Event e;
     e.kind = kind;
@@ -218,6 +261,19 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
         a = b >= 0 ? std::optional<pw::nas::CspAction>({CspActionKind::Forward, b}) : std::nullopt;
       }
     }
+    std::int64_t stall_start = rec_ns();
+    if (a && cache && a->kind == CspActionKind::Forward && !cache_schedule->ready(a->subnet)) {
+      // Load (synchronously on CPU) what this forward needs; when a victim
+      // is still held by an older subnet, wait like an idle stage: that
+      // subnet's update here, after a gradient arrives, releases it.
+      advance_cache(a->subnet);
+      if (cache_schedule->ready(a->subnet)) {
+        if (stalled_since < 0) stalled_since = stall_start;
+      } else {
+        if (stalled_since < 0) stalled_since = stall_start;
+        a.reset();
+      }
+    }
     if (!a) {
       // Only an arrival can make work here (own actions were taken), so
       // sleep until one; the timeout is a safety net, not a poll.
@@ -229,8 +285,13 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     const auto& subnet = nj.sequence[b];
     std::int64_t start = now_ns();
     std::int64_t rec_start = rec_ns();
+    if (stalled_since >= 0) {
+      cache->add_stall_ns(rec_start - stalled_since);
+      stalled_since = -1;
+    }
     if (a->kind == CspActionKind::Forward) {
       csp.forward_started(b);
+      if (cache_schedule) cache_schedule->started(b);
       if (s == 0) records.on_subnet(b, subnet, rec_start);
       records.on_state(b, pw::nas::SubnetState::Forward, s, rec_start);
       InFlight f;
@@ -269,9 +330,10 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       std::int64_t upd = rec_ns();
       event(pw::EventKind::Backward, b, rec_start, upd);
       records.on_state(b, pw::nas::SubnetState::Update, s, upd);
-      net.sgd_update(subnet, job.training.lr);  // this subnet's own layers, right after its backward
+      net.update(subnet, optimizer);  // this subnet's own layers, right after its backward
       live.erase(b);
       csp.backward_done(b);
+      if (cache_schedule) cache_schedule->released(b);
       waits_seen.forget(b);
       std::int64_t done = rec_ns();
       event(pw::EventKind::OptimizerStep, b, upd, done);
@@ -279,11 +341,20 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     }
     events.push_back({{"kind", a->kind == CspActionKind::Forward ? "forward" : "backward"},
                       {"subnet", b}, {"start_ns", start}, {"end_ns", now_ns()}});
+    advance_cache(-1);  // prefetch in sequence order (on a GPU: a copy stream beside compute)
   }
   if (act_out) act_out->drain();
   if (grad_out) grad_out->drain();
   double seconds = (now_ns()) / 1e9;
   pg->barrier()->wait();
+  nlohmann::json cache_json = nullptr;
+  if (cache) {
+    cache->flush();  // every candidate's final weights and state back in the host store
+    auto f = cache->figures();
+    cache_json = {{"uses", f.uses}, {"hits", f.hits}, {"loads", f.loads}, {"evictions", f.evictions},
+                  {"load_bytes", f.load_bytes}, {"stall_ms", f.stall_ms}, {"capacity_bytes", capacity},
+                  {"peak_device_bytes", cache->peak_device_bytes()}};
+  }
 
   nlohmann::json out{{"stage", s},
                      {"world", p},
@@ -293,6 +364,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
                      {"first_layer", nj.stages[s].first},
                      {"last_layer", nj.stages[s].last},
                      {"idle_waits", idle_waits},
+                     {"device_cache", cache_json},
                      {"events", events}};
   if (net.has_head()) {
     nlohmann::json l = nlohmann::json::array();

@@ -48,6 +48,9 @@ CnnSupernet::CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, 
         cand.params = {init({w, C, k, k}, C * k * k, g), init({w}, C * k * k, g), init({C, w, 1, 1}, w, g),
                        init({C}, w, g)};
         for (auto& p : cand.params) p.set_requires_grad(true);
+        int per = CandidateOptimizer{job.training.optimizer}.state_per_param();
+        for (int i = 0; i < per; ++i)
+          for (const auto& p : cand.params) cand.state.push_back(at::zeros_like(p.detach()));
       }
       cands.push_back(std::move(cand));
     }
@@ -91,6 +94,43 @@ void CnnSupernet::sgd_update(const pw::nas::Subnet& subnet, double lr) {
       p.variable_data().sub_(p.grad(), lr);
       p.mutable_grad() = at::Tensor();
     }
+}
+
+void CandidateOptimizer::step(Candidate& c) const {
+  at::NoGradGuard ng;
+  const size_t n = c.params.size();
+  ++c.steps;
+  for (size_t i = 0; i < n; ++i) {
+    at::Tensor& p = c.params[i];
+    if (!p.grad().defined()) continue;
+    at::Tensor g = p.grad();
+    // variable_data(): see sgd_update.
+    at::Tensor w = p.variable_data();
+    if (kind == "momentum") {
+      at::Tensor& buf = c.state[i];
+      buf.mul_(0.9).add_(g);
+      w.sub_(buf, lr);
+    } else if (kind == "adam") {
+      const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+      at::Tensor &m = c.state[i], &v = c.state[n + i];
+      m.mul_(b1).add_(g, 1 - b1);
+      v.mul_(b2).addcmul_(g, g, 1 - b2);
+      const double bc1 = 1 - std::pow(b1, static_cast<double>(c.steps));
+      const double bc2 = 1 - std::pow(b2, static_cast<double>(c.steps));
+      at::Tensor denom = (v.sqrt() / std::sqrt(bc2)).add_(eps);
+      w.addcdiv_(m, denom, -lr / bc1);
+    } else {
+      w.sub_(g, lr);
+    }
+    p.mutable_grad() = at::Tensor();
+  }
+}
+
+void CnnSupernet::update(const pw::nas::Subnet& subnet, const CandidateOptimizer& opt) {
+  for (int l = slots_.first; l <= slots_.last; ++l) {
+    Candidate& c = layers_[l - slots_.first][subnet[l]];
+    if (!c.params.empty()) opt.step(c);
+  }
 }
 
 std::uint64_t fnv1a(const at::Tensor& t, std::uint64_t h) {

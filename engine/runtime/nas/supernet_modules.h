@@ -19,13 +19,31 @@ namespace pw::rt::nas {
 struct Candidate {
   int kernel = 0;  // 0: identity
   std::vector<at::Tensor> params;  // conv k (w x C x k x k), bias w, 1x1 (C x w x 1 x 1), bias C
+  // Optimizer state, made with the candidate (zeros; what torch's lazy
+  // init starts from), so its bytes are fixed: momentum one buffer per
+  // parameter, Adam two (first, second moment) then `steps` taken.
+  std::vector<at::Tensor> state;
+  std::int64_t steps = 0;
   at::Tensor forward(const at::Tensor& x) const;
+};
+
+// The candidates' optimizer (training.optimizer): sgd, momentum (0.9, as
+// the engine's torch::optim::SGD), adam (torch's defaults: betas 0.9 /
+// 0.999, eps 1e-8), written out on the candidate's own tensors so its
+// state can move with it between host and device.
+struct CandidateOptimizer {
+  std::string kind = "sgd";
+  double lr = 0;
+  int state_per_param() const { return kind == "adam" ? 2 : kind == "momentum" ? 1 : 0; }
+  // One step on `c` with its parameters' gradients; zeroes them.
+  void step(Candidate& c) const;
 };
 
 class CnnSupernet {
  public:
   // Holds choice layers [slots.first, slots.last], plus the frozen stem
   // (when slots.first == 0) and the frozen head (when it holds the last).
+  // Optimizer state is made for training.optimizer.
   CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, pw::nas::StageSlots slots);
 
   bool has_stem() const { return slots_.first == 0; }
@@ -36,6 +54,12 @@ class CnnSupernet {
   at::Tensor layers(const pw::nas::Subnet& subnet, const at::Tensor& x) const;
   // Plain SGD on the subnet's candidates held here; zeroes their gradients.
   void sgd_update(const pw::nas::Subnet& subnet, double lr);
+  // The job's optimizer on the subnet's candidates held here.
+  void update(const pw::nas::Subnet& subnet, const CandidateOptimizer& opt);
+  // Candidate `choice` of choice layer `layer` (held here), for the device
+  // cache, which swaps its tensors between host and device.
+  Candidate& candidate(int layer, int choice) { return layers_.at(layer - slots_.first).at(choice); }
+  int choices(int layer) const { return static_cast<int>(layers_.at(layer - slots_.first).size()); }
 
   // FNV-1a over the raw bytes of every trainable parameter held here, in
   // (layer, choice, parameter) order.
