@@ -25,20 +25,44 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
                                 std::to_string(req.stages) + " (one per device)");
   auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
   swap_exposed_ = req.schedule == ScheduleKind::GPipe;
-  swap_drain_ = req.schedule == ScheduleKind::OneFOneB || req.schedule == ScheduleKind::Interleaved;
   step_per_mb_ = !sched->flushes();
   split_ = sched->splits_backward();
   for (int j = 0; j < stages_; ++j) {
     int d = sched->device_of_virtual_stage(j);
+    device_.push_back(d);
+    remote_next_.push_back(j + 1 < stages_ && sched->device_of_virtual_stage(j + 1) != d);
     in_flight_.push_back(sched->in_flight(d));
     slow_.push_back(req.slowdown.empty() ? 1.0 : req.slowdown.at(d));
     versions_.push_back(sched->weight_versions(d));
     // With interleaving a device's budget is shared by its chunks; each
     // chunk gets an equal share, which keeps the device within budget.
     budget_.push_back(req.device.memory_bytes / static_cast<std::uint64_t>(req.chunks));
+    // Where this stage's swap-ins wait, from the device's order (the
+    // simulator's prefetch_swap_in): per microbatch of the program's span.
+    SwapExposure e;
+    const int chunk = sched->chunk_of_virtual_stage(j);
+    Action prev{ActionKind::OptimizerStep, 0, -1};
+    for (std::int64_t i = 0, n = sched->length(d); i < n; ++i) {
+      Action a = sched->action(d, i);
+      if ((a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput) && a.chunk == chunk) {
+        if (prev.kind == ActionKind::Forward && prev.chunk == a.chunk && prev.microbatch == a.microbatch) e.twice += 1;
+        else if (prev.kind == ActionKind::Forward) e.after_fwd += 1;
+        else if (prev.kind == ActionKind::BackwardWeight) e.after_w += 1;
+        else e.full += 1;
+      }
+      prev = a;
+    }
+    const double span = sched->span_microbatches();
+    e.twice /= span;
+    e.full /= span;
+    e.after_fwd /= span;
+    e.after_w /= span;
+    exposure_.push_back(e);
   }
   fwd_.assign(layers_ + 1, 0);
   bwd_.assign(layers_ + 1, 0);
+  bww_.assign(layers_ + 1, 0);
+  stash_.assign(layers_ + 1, 0);
   opt_.assign(layers_ + 1, 0);
   param_.assign(layers_ + 1, 0);
   static_.assign(layers_ + 1, 0);
@@ -46,6 +70,8 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     const auto& L = req.profile->layers[l];
     fwd_[l + 1] = fwd_[l] + L.fwd_ms;
     bwd_[l + 1] = bwd_[l] + L.bwd_ms;
+    bww_[l + 1] = bww_[l] + weight_grad_ms(L);
+    stash_[l + 1] = stash_[l] + L.input_bytes + L.output_bytes;
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
@@ -61,8 +87,15 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
   }
 }
 
-std::uint64_t PipelineModel::held_bytes(std::uint64_t kept, const LayerProfile& L) const {
-  return split_ ? std::max(kept, L.input_bytes + L.output_bytes) : kept;
+std::uint64_t PipelineModel::held_floor(int a, int b) const {
+  return split_ ? stash_[b + 1] - stash_[a] : 0;
+}
+
+SwapExposure PipelineModel::exposure(int stage, int a, int b) const {
+  SwapExposure e = exposure_[stage];
+  e.fwd_ms = fwd_ms(a, b) * slow_[stage];
+  e.w_ms = bwd_weight_ms(a, b) * slow_[stage];
+  return e;
 }
 
 std::uint64_t PipelineModel::workspace_bytes(int a, int b) const {
@@ -95,7 +128,8 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   StageCost c;
   c.param_bytes = param_[b + 1] - param_[a];
   c.static_bytes = static_[b + 1] - static_[a];
-  c.kept_bytes_per_mb = kept;
+  // A microbatch holds what its layers keep until B, then W's stash.
+  c.kept_bytes_per_mb = std::max(kept, held_floor(a, b));
   c.swap_bytes_per_mb = swap;
   c.recompute_peak_bytes = rec_peak;
   c.workspace_bytes = workspace_bytes(a, b);
@@ -108,10 +142,11 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f);
   r.recompute_ms = rec_ms * slow;
   r.swap_bytes = swap;
-  r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? sw : 0);
-  r.drain_ms = swap_drain_ ? (std::min(in_flight_[stage], m_) - 1) * sw : 0;
+  const double stall = exposure(stage, a, b).stall_ms(sw);  // per microbatch
+  r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? stall : 0);
+  r.drain_ms = swap_exposed_ ? 0 : stall * m_;
   double work = r.compute_ms + (step_per_mb_ ? optimizer_ms(a, b) * slow : 0);
-  r.period_ms = std::max({work, send_out_ms(b), send_in_ms(a)});
+  r.period_ms = std::max({work, hop_out_ms(stage, b), hop_in_ms(stage, a)});
   return r;
 }
 
@@ -121,9 +156,9 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
     switch (policy[l]) {
-      case MemoryPolicy::Keep: kept += held_bytes(L.activation_bytes, L); break;
+      case MemoryPolicy::Keep: kept += L.activation_bytes; break;
       case MemoryPolicy::Recompute:
-        kept += held_bytes(L.input_bytes, L);
+        kept += L.input_bytes;
         rec += L.fwd_ms;
         peak = std::max(peak, L.activation_bytes);
         break;
@@ -139,22 +174,21 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   prob.base.static_bytes = static_[b + 1] - static_[a];
   prob.base.workspace_bytes = workspace_bytes(a, b);
   prob.base.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
+  prob.kept_floor = held_floor(a, b);
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];
   prob.swap_cap = swap_budget_bytes(fwd_ms(a, b) * slow_[stage]);
-  // What a swapped byte costs per microbatch: all of its transfer where
-  // the schedule cannot hide it, the drain's share under 1F1B.
-  const double per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
-  prob.swap_ms_per_byte = swap_exposed_ ? per_byte
-                          : swap_drain_ ? per_byte * (std::min(in_flight_[stage], m_) - 1) / m_
-                                        : 0;
+  // What a swapped byte costs per microbatch: the stalls the schedule's
+  // order leaves (finish() counts the same).
+  prob.swap_ms_per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
+  prob.exposure = exposure(stage, a, b);
   thread_local std::vector<PolicyItem> items;
   thread_local std::vector<MemoryPolicy> pol;
   items.clear();
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
-    items.push_back({held_bytes(L.activation_bytes, L), held_bytes(L.input_bytes, L), L.fwd_ms});
+    items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms});
   }
   PolicySolution x = solve_policy(prob, items, pol);
   if (out) std::copy(pol.begin(), pol.end(), out);
@@ -174,9 +208,9 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
     double fwd = 0, bwd = 0, fmax = 0, bmax = 0;
     for (size_t s = 0; s < V; ++s) {
       double f = fwd_ms(ranges[s].first_layer, ranges[s].last_layer) * slow_[s];
-      double b = choices[s].compute_ms - f;
-      double hop = s + 1 < V ? send_out_ms(ranges[s].last_layer) : 0;
-      double back = s > 0 ? send_in_ms(ranges[s].first_layer) : 0;
+      double b = choices[s].compute_ms - f + choices[s].drain_ms / m_;
+      double hop = hop_out_ms(static_cast<int>(s), ranges[s].last_layer);
+      double back = hop_in_ms(static_cast<int>(s), ranges[s].first_layer);
       fwd += f + hop;
       bwd += b + back;
       fmax = std::max({fmax, f, hop});
