@@ -168,7 +168,7 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
   return finish(stage, a, b, rec, kept, swap, peak);
 }
 
-RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) const {
+PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<PolicyItem>& items) const {
   PolicyProblem prob;
   prob.base.param_bytes = param_[b + 1] - param_[a];
   prob.base.static_bytes = static_[b + 1] - static_[a];
@@ -183,17 +183,27 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   // order leaves (finish() counts the same).
   prob.swap_ms_per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
   prob.exposure = exposure(stage, a, b);
-  thread_local std::vector<PolicyItem> items;
-  thread_local std::vector<MemoryPolicy> pol;
   items.clear();
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
     items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms});
   }
+  return prob;
+}
+
+RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) const {
+  thread_local std::vector<PolicyItem> items;
+  thread_local std::vector<MemoryPolicy> pol;
+  PolicyProblem prob = problem(stage, a, b, items);
   PolicySolution x = solve_policy(prob, items, pol);
   if (out) std::copy(pol.begin(), pol.end(), out);
-  RangeChoice r = finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
-  return r;
+  return finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
+}
+
+std::vector<FrontPolicy> PipelineModel::policy_front(int stage, int a, int b) const {
+  std::vector<PolicyItem> items;
+  PolicyProblem prob = problem(stage, a, b, items);
+  return pw::policy_front(prob, items);
 }
 
 double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const std::vector<RangeChoice>& choices) const {

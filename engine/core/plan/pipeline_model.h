@@ -70,6 +70,10 @@ class PipelineModel {
   // fits. Writes the per-layer policy to out[0 .. b-a] when out is given.
   RangeChoice solve(int stage, int a, int b, MemoryPolicy* out = nullptr) const;
 
+  // Short ranges (<= 6 layers): the fitting policies on the Pareto front
+  // of recompute and swap, cheapest first (see pw::policy_front).
+  std::vector<FrontPolicy> policy_front(int stage, int a, int b) const;
+
   // The same figures for a given policy (plan.policy indexed by layer).
   RangeChoice evaluate(int stage, int a, int b, const std::vector<MemoryPolicy>& policy) const;
 
@@ -85,6 +89,7 @@ class PipelineModel {
 
  private:
   std::uint64_t swap_budget_bytes(double fwd_ms) const;
+  PolicyProblem problem(int stage, int a, int b, std::vector<PolicyItem>& items) const;
   RangeChoice finish(int stage, int a, int b, double rec_ms, std::uint64_t kept, std::uint64_t swap,
                      std::uint64_t rec_peak) const;
 

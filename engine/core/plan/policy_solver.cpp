@@ -181,35 +181,22 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
 // costs at most 729 bound evaluations.
 constexpr size_t kExhaustiveLayers = 6;
 
-bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& items, std::vector<MemoryPolicy>& out,
-                      PolicySolution& best) {
+// Calls visit(policy, kept, swap, recompute peak, recompute ms, bound) for
+// every policy of the items that fits.
+template <class Visit>
+void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& items, Visit&& visit) {
   const size_t k = items.size();
   std::vector<MemoryPolicy> pol(k, MemoryPolicy::Keep);
   StageCost c = prob.base;
-  bool found = false;
-  auto visit = [&](std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double rec) {
-    if (swap > prob.swap_cap) return;
-    c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
-    c.swap_bytes_per_mb = swap;
-    c.recompute_peak_bytes = peak;
-    std::uint64_t bound = peak_memory_bound(c, prob.in_flight, prob.weight_versions);
-    if (bound > prob.budget) return;
-    // As State::cost: a hidden swap still costs a little.
-    double cost = rec + prob.swap_cost_ms(swap) + static_cast<double>(swap) * 1e-15;
-    double best_cost = best.recompute_ms + prob.swap_cost_ms(best.swap) + static_cast<double>(best.swap) * 1e-15;
-    if (found && !(cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && swap < best.swap))) return;
-    found = true;
-    best.fits = true;
-    best.cost_ms = prob.swap_cost_ms(swap) + rec;
-    best.recompute_ms = rec;
-    best.kept = kept;
-    best.swap = swap;
-    best.recompute_peak = peak;
-    best.peak = bound;
-    out = pol;
-  };
   auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
-    if (i == k) return visit(kept, swap, peak, r);
+    if (i == k) {
+      c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
+      c.swap_bytes_per_mb = swap;
+      c.recompute_peak_bytes = peak;
+      std::uint64_t bound = peak_memory_bound(c, prob.in_flight, prob.weight_versions);
+      if (bound <= prob.budget) visit(pol, kept, swap, peak, r, bound);
+      return;
+    }
     const PolicyItem& it = items[i];
     pol[i] = MemoryPolicy::Keep;
     self(self, i + 1, kept + it.act, swap, peak, r);
@@ -224,6 +211,30 @@ bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& 
     pol[i] = MemoryPolicy::Keep;
   };
   rec(rec, 0, 0, 0, 0, 0.0);
+}
+
+// As State::cost: a hidden swap still costs a little.
+double ranked_cost(const PolicyProblem& prob, double rec, std::uint64_t swap) {
+  return rec + prob.swap_cost_ms(swap) + static_cast<double>(swap) * 1e-15;
+}
+
+bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& items, std::vector<MemoryPolicy>& out,
+                      PolicySolution& best) {
+  bool found = false;
+  for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t kept, std::uint64_t swap,
+                                    std::uint64_t peak, double rec, std::uint64_t bound) {
+    double cost = ranked_cost(prob, rec, swap), best_cost = ranked_cost(prob, best.recompute_ms, best.swap);
+    if (found && !(cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && swap < best.swap))) return;
+    found = true;
+    best.fits = true;
+    best.cost_ms = prob.swap_cost_ms(swap) + rec;
+    best.recompute_ms = rec;
+    best.kept = kept;
+    best.swap = swap;
+    best.recompute_peak = peak;
+    best.peak = bound;
+    out = pol;
+  });
   return found;
 }
 
@@ -337,6 +348,33 @@ PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyI
   }
   out = best_pol;
   return best;
+}
+
+}  // namespace pw
+
+namespace pw {
+
+std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vector<PolicyItem>& items) {
+  std::vector<FrontPolicy> all;
+  if (items.size() > kExhaustiveLayers) return all;
+  for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t, std::uint64_t swap,
+                                    std::uint64_t, double rec, std::uint64_t) {
+    all.push_back({pol, rec, swap, ranked_cost(prob, rec, swap)});
+  });
+  // Pareto front of (recompute ms, swap bytes): the simulator is monotone
+  // in both, so a dominated policy is never faster.
+  std::sort(all.begin(), all.end(), [](const FrontPolicy& x, const FrontPolicy& y) {
+    return x.recompute_ms != y.recompute_ms ? x.recompute_ms < y.recompute_ms : x.swap_bytes < y.swap_bytes;
+  });
+  std::vector<FrontPolicy> front;
+  std::uint64_t least_swap = std::numeric_limits<std::uint64_t>::max();
+  for (auto& e : all) {
+    if (e.swap_bytes >= least_swap) continue;
+    least_swap = e.swap_bytes;
+    front.push_back(std::move(e));
+  }
+  std::sort(front.begin(), front.end(), [](const FrontPolicy& x, const FrontPolicy& y) { return x.cost_ms < y.cost_ms; });
+  return front;
 }
 
 }  // namespace pw

@@ -70,4 +70,16 @@ struct PolicySolution {
 PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyItem>& items,
                             std::vector<MemoryPolicy>& out);
 
+// The fitting policies of a short range (<= 6 items; empty for longer
+// ones) that no other fitting policy beats in both recompute ms and swap
+// bytes, cheapest (by the solver's cost) first: alternatives the planner
+// judges by simulation where the cost misses the schedule's slack.
+struct FrontPolicy {
+  std::vector<MemoryPolicy> policy;
+  double recompute_ms = 0;
+  std::uint64_t swap_bytes = 0;
+  double cost_ms = 0;
+};
+std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vector<PolicyItem>& items);
+
 }  // namespace pw

@@ -106,7 +106,9 @@ class Search {
       }
     }
     climb(best, best_ms);
-    return plan_from_layout(model_, best);
+    Plan plan = plan_from_layout(model_, best);
+    refine_policies(plan, best_ms);
+    return plan;
   }
 
   Plan incremental(const Plan& current) {
@@ -194,6 +196,35 @@ class Search {
       if (step.empty()) break;
       best = step;
       best_ms = step_ms;
+    }
+  }
+
+  // Coordinate descent on simulated time over each short stage's other
+  // Pareto-optimal policies: the solver's cost cannot see where the
+  // schedule leaves slack that hides a swap (or makes a recompute free).
+  void refine_policies(Plan& plan, double& ms) {
+    const int V = model_.stages();
+    std::vector<std::vector<FrontPolicy>> fronts(V);
+    for (int s = 0; s < V; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
+    for (int pass = 0; pass < 4; ++pass) {
+      bool improved = false;
+      for (int s = 0; s < V; ++s) {
+        const int a = plan.stages[s].first_layer;
+        for (size_t k = 0; k < fronts[s].size() && k < 12 && sims_left_ > 0; ++k) {
+          const auto& pol = fronts[s][k].policy;
+          if (std::equal(pol.begin(), pol.end(), plan.policy.begin() + a)) continue;
+          Plan q = plan;
+          std::copy(pol.begin(), pol.end(), q.policy.begin() + a);
+          --sims_left_;
+          double t = model_.simulate_ms(q);
+          if (t < ms * (1 - 1e-9)) {
+            plan = std::move(q);
+            ms = t;
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
     }
   }
 
