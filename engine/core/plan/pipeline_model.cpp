@@ -212,6 +212,35 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
   for (const auto& c : choices) bottleneck = std::max(bottleneck, c.period_ms);
   if (step_per_mb_) return m_ * bottleneck;
   const double opt0 = optimizer_ms(ranges[0].first_layer, ranges[0].last_layer) * slow_[0];
+  if (is_v_shape(kind_)) {
+    // A V keeps every device busy once filled: the longest of (a) a
+    // device's first input arriving, then both its chunks' work and its
+    // step, and (b) a stage's forwards, recomputes and input gradients,
+    // then the last gradient's way back to stage 0, its W and the step
+    // (the bounds exact prunes with, here as an estimate).
+    std::vector<double> pre(V), work(V);
+    double p = 0, chain = 0, best = 0;
+    const double w0 = bwd_weight_ms(ranges[0].first_layer, ranges[0].last_layer) * slow_[0];
+    for (size_t s = 0; s < V; ++s) {
+      const int a = ranges[s].first_layer, b = ranges[s].last_layer;
+      const int j = static_cast<int>(s);
+      const double f = fwd_ms(a, b) * slow_[s], w = split_ ? bwd_weight_ms(a, b) * slow_[s] : 0;
+      const double opt = optimizer_ms(a, b) * slow_[s];
+      const double in = hop_in_ms(j, a);
+      const double stall = choices[s].drain_ms / m_;
+      pre[s] = p;
+      work[s] = choices[s].compute_ms + stall;
+      best = std::max(best, p + m_ * work[s] + opt);
+      best = std::max(best, p + m_ * (choices[s].compute_ms - w + stall) + (s == 0 ? 0 : chain + in) + w0 + opt0);
+      const size_t twin = V - 1 - s;
+      if (twin < s)
+        best = std::max(best, pre[twin] + m_ * (work[s] + work[twin]) + opt +
+                                  optimizer_ms(ranges[twin].first_layer, ranges[twin].last_layer) * slow_[twin]);
+      chain += (s == 0 ? 0 : in) + choices[s].compute_ms - f - w;
+      p += f + hop_out_ms(j, b);
+    }
+    return best;
+  }
   if (kind_ == ScheduleKind::GPipe || req_.chunks > 1) {
     // Two phases: every forward, then every backward; each fills and
     // drains through its slowest stage.

@@ -108,6 +108,7 @@ class Search {
     climb(best, best_ms);
     Plan plan = plan_from_layout(model_, best);
     refine_policies(plan, best_ms);
+    refine_layout(plan, best_ms);
     return plan;
   }
 
@@ -146,9 +147,10 @@ class Search {
   }
 
  private:
-  double simulate(const Layout& ends) {
+  double simulate(const Layout& ends) { return simulate(plan_from_layout(model_, ends)); }
+  double simulate(const Plan& plan) {
     --sims_left_;
-    return model_.simulate_ms(plan_from_layout(model_, ends));
+    return model_.simulate_ms(plan);
   }
 
   // Hill climbing on the estimate over the same moves as climb().
@@ -202,26 +204,62 @@ class Search {
   // Coordinate descent on simulated time over each short stage's other
   // Pareto-optimal policies: the solver's cost cannot see where the
   // schedule leaves slack that hides a swap (or makes a recompute free).
-  void refine_policies(Plan& plan, double& ms) {
+  // Stages lo..hi only (all by default).
+  void refine_policies(Plan& plan, double& ms, int lo = 0, int hi = -1) {
     const int V = model_.stages();
+    if (hi < 0) hi = V - 1;
     std::vector<std::vector<FrontPolicy>> fronts(V);
-    for (int s = 0; s < V; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
+    for (int s = lo; s <= hi; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
     for (int pass = 0; pass < 4; ++pass) {
       bool improved = false;
-      for (int s = 0; s < V; ++s) {
+      for (int s = lo; s <= hi; ++s) {
         const int a = plan.stages[s].first_layer;
         for (size_t k = 0; k < fronts[s].size() && k < 12 && sims_left_ > 0; ++k) {
           const auto& pol = fronts[s][k].policy;
           if (std::equal(pol.begin(), pol.end(), plan.policy.begin() + a)) continue;
           Plan q = plan;
           std::copy(pol.begin(), pol.end(), q.policy.begin() + a);
-          --sims_left_;
-          double t = model_.simulate_ms(q);
+          double t = simulate(q);
           if (t < ms * (1 - 1e-9)) {
             plan = std::move(q);
             ms = t;
             improved = true;
           }
+        }
+      }
+      if (!improved) break;
+    }
+  }
+
+  // Final pass: moves of one layer along a run of boundaries (as climb),
+  // each with its changed stages' policies re-chosen by refine_policies,
+  // first improvement taken; the climb judged moves by the solver's
+  // policies only.
+  void refine_layout(Plan& plan, double& ms) {
+    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    while (sims_left_ > 0) {
+      const Layout cur = to_layout(plan.stages);
+      std::vector<std::pair<double, Layout>> moves;
+      for (auto& n : shifts(cur, span)) {
+        double e = search_.estimate_ms(n);
+        if (e < 1e299) moves.push_back({e, std::move(n)});
+      }
+      std::sort(moves.begin(), moves.end());
+      bool improved = false;
+      for (auto& [e, n] : moves) {
+        if (sims_left_ <= 0) break;
+        int lo = 0, hi = static_cast<int>(n.size()) - 1;
+        while (n[lo] == cur[lo]) ++lo;
+        while (n[hi] == cur[hi]) --hi;
+        ++hi;  // the stage after the last moved boundary changed too
+        Plan q = plan_from_layout(model_, n);
+        double t = simulate(q);
+        refine_policies(q, t, lo, hi);
+        if (t < ms * (1 - 1e-9)) {
+          plan = std::move(q);
+          ms = t;
+          improved = true;
+          break;
         }
       }
       if (!improved) break;
