@@ -57,10 +57,7 @@ void gaps(ScheduleKind kind, int count, unsigned seed) {
   int none = 0;
   double t_exact = 0, t_vpipe = 0;
   for (int i = 0; i < count; ++i) {
-    int L = 5 + static_cast<int>(rng() % 6), p = 2 + static_cast<int>(rng() % 3), m = p + static_cast<int>(rng() % (2 * p));
-    if (is_v_shape(kind)) p = std::min(p, L / 2);  // two chunks of >= 1 layer per device
-    if (kind == ScheduleKind::DualPipeV) m = std::max(m, 2 * p);
-    auto x = plantest::random_instance(rng, L, p, m, kind);
+    auto x = plantest::random_gap_instance(rng, kind);
     Plan e = run_planner("exact", x.req), v = run_planner("vpipe", x.req);
     t_exact += e.planning_time_ms;
     t_vpipe += v.planning_time_ms;

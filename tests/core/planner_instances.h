@@ -73,4 +73,14 @@ inline Instance random_instance(std::mt19937_64& rng, int layers, int stages, in
   return x;
 }
 
+// The shapes the optimality-gap checks draw (bench and tests): 5-10
+// layers, 2-4 devices (at most layers / 2 for a V), p to 3p - 1
+// microbatches (DualPipeV: at least 2p), small enough for exact.
+inline Instance random_gap_instance(std::mt19937_64& rng, ScheduleKind kind) {
+  int L = 5 + static_cast<int>(rng() % 6), p = 2 + static_cast<int>(rng() % 3), m = p + static_cast<int>(rng() % (2 * p));
+  if (is_v_shape(kind)) p = std::min(p, L / 2);  // two chunks of >= 1 layer per device
+  if (kind == ScheduleKind::DualPipeV) m = std::max(m, 2 * p);
+  return random_instance(rng, L, p, m, kind);
+}
+
 }  // namespace pw::plantest

@@ -166,6 +166,20 @@ class Search {
           step = std::move(n);
         }
       }
+      // Stuck: try two moves at once (a layer passed along one run, then
+      // another), which single moves reach only through a worse layout.
+      // |moves|^2 estimates, for up to 16 stages.
+      if (step.empty() && model_.stages() <= 16) {
+        for (auto& n : shifts(l, span)) {
+          for (auto& n2 : shifts(n, span)) {
+            double e = search_.estimate_ms(n2);
+            if (e < step_est) {
+              step_est = e;
+              step = std::move(n2);
+            }
+          }
+        }
+      }
       if (step.empty()) break;
       l = std::move(step);
       est = step_est;
