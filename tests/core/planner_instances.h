@@ -48,7 +48,7 @@ inline Instance random_instance(std::mt19937_64& rng, int layers, int stages, in
   }
   const int chunks = is_v_shape(schedule) ? 2 : 1;
   auto sched = make_schedule(schedule, stages, microbatches, chunks);
-  int n0 = sched->in_flight(0);
+  int n0 = sched->in_flight_of_chunk(0, 0);
   // Stage 0 of an even split: keeping everything needs `hi`, recomputing
   // everything about `lo`; the budget lies in between.
   double share = 1.0 / (stages * chunks);

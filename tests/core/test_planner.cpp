@@ -40,7 +40,8 @@ bool in_space(const PlanRequest& req, const Plan& plan) {
     StageCost c = stage_cost(*req.profile, plan.stages[s], plan.policy);
     if (sched->splits_backward()) c.kept_bytes_per_mb = std::max(c.kept_bytes_per_mb, c.w_stash_bytes_per_mb);
     int d = sched->device_of_virtual_stage(static_cast<int>(s));
-    if (peak_memory_bound(c, sched->in_flight(d), sched->weight_versions(d)) > req.device.memory_bytes / req.chunks)
+    int n = sched->in_flight_of_chunk(d, sched->chunk_of_virtual_stage(static_cast<int>(s)));
+    if (peak_memory_bound(c, n, sched->weight_versions(d)) > req.device.memory_bytes / req.chunks)
       return false;
     double swap_ms = c.swap_bytes_per_mb * 8.0 / (req.device.host_link_gbps * 1e9) * 1e3;
     if (c.swap_bytes_per_mb > 0 && swap_ms > c.fwd_ms) return false;

@@ -31,7 +31,10 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     int d = sched->device_of_virtual_stage(j);
     device_.push_back(d);
     remote_next_.push_back(j + 1 < stages_ && sched->device_of_virtual_stage(j + 1) != d);
-    in_flight_.push_back(sched->in_flight(d));
+    // Each chunk's bound counts its own microbatches in flight and gets an
+    // equal share of the device budget: the chunks' bounds add up to at
+    // most the device's (one action, one swap stream at a time).
+    in_flight_.push_back(sched->in_flight_of_chunk(d, sched->chunk_of_virtual_stage(j)));
     slow_.push_back(req.slowdown.empty() ? 1.0 : req.slowdown.at(d));
     versions_.push_back(sched->weight_versions(d));
     // With interleaving a device's budget is shared by its chunks; each
