@@ -108,7 +108,10 @@ class Search {
     climb(best, best_ms);
     Plan plan = plan_from_layout(model_, best);
     refine_policies(plan, best_ms);
-    refine_layout(plan, best_ms);
+    // On larger models the climb has already judged these moves with the
+    // solver's policies and few stages are short enough for a front: the
+    // pass would spend the simulation budget for little (auto's < 50 ms).
+    if (small_model()) refine_layout(plan, best_ms);
     return plan;
   }
 
@@ -224,11 +227,13 @@ class Search {
     if (hi < 0) hi = V - 1;
     std::vector<std::vector<FrontPolicy>> fronts(V);
     for (int s = lo; s <= hi; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
-    for (int pass = 0; pass < 4; ++pass) {
+    // Larger models: one pass over each front's three cheapest policies.
+    const size_t tries = small_model() ? 12 : 3;
+    for (int pass = 0; pass < (small_model() ? 4 : 1); ++pass) {
       bool improved = false;
       for (int s = lo; s <= hi; ++s) {
         const int a = plan.stages[s].first_layer;
-        for (size_t k = 0; k < fronts[s].size() && k < 12 && sims_left_ > 0; ++k) {
+        for (size_t k = 0; k < fronts[s].size() && k < tries && sims_left_ > 0; ++k) {
           const auto& pol = fronts[s][k].policy;
           if (std::equal(pol.begin(), pol.end(), plan.policy.begin() + a)) continue;
           Plan q = plan;
@@ -305,11 +310,12 @@ class Search {
     }
   }
 
-  // Two-move neighbourhoods cost |moves|^2 estimates; on models this small
-  // that is still well under a millisecond, and they close the last gaps
-  // to exact (docs/planners.md).
-  bool pair_moves() const { return model_.layers() <= kPairMoveLayers && model_.stages() <= 16; }
-  static constexpr int kPairMoveLayers = 32;
+  // Two-move neighbourhoods cost |moves|^2 estimates, and the final
+  // passes many simulations; on models this small that is still about a
+  // millisecond, and they close the last gaps to exact (docs/planners.md).
+  bool small_model() const { return model_.layers() <= kSmallModelLayers; }
+  bool pair_moves() const { return small_model() && model_.stages() <= 16; }
+  static constexpr int kSmallModelLayers = 32;
 
   // Nothing fits the bound: return the candidate closest to fitting.
   Plan least_overflow(const std::vector<std::pair<double, Layout>>& scored) {
