@@ -183,12 +183,15 @@ constexpr size_t kExhaustiveLayers = 6;
 
 // Calls visit(policy, kept, swap, recompute peak, recompute ms, bound) for
 // every policy of the items that fits.
-template <class Visit>
-void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& items, Visit&& visit) {
+// prune(recompute ms, swap bytes) skips a partial policy (and everything
+// it extends to): both only grow as layers are added.
+template <class Visit, class Prune>
+void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& items, Visit&& visit, Prune&& prune) {
   const size_t k = items.size();
   std::vector<MemoryPolicy> pol(k, MemoryPolicy::Keep);
   StageCost c = prob.base;
   auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
+    if (prune(r, swap)) return;
     if (i == k) {
       c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
       c.swap_bytes_per_mb = swap;
@@ -234,6 +237,8 @@ bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& 
     best.recompute_peak = peak;
     best.peak = bound;
     out = pol;
+  }, [&](double rec, std::uint64_t swap) {
+    return found && ranked_cost(prob, rec, swap) > ranked_cost(prob, best.recompute_ms, best.swap) + 1e-12;
   });
   return found;
 }
@@ -360,7 +365,7 @@ std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vect
   for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t, std::uint64_t swap,
                                     std::uint64_t, double rec, std::uint64_t) {
     all.push_back({pol, rec, swap, ranked_cost(prob, rec, swap)});
-  });
+  }, [](double, std::uint64_t) { return false; });
   // Pareto front of (recompute ms, swap bytes): the simulator is monotone
   // in both, so a dominated policy is never faster.
   std::sort(all.begin(), all.end(), [](const FrontPolicy& x, const FrontPolicy& y) {
