@@ -61,7 +61,8 @@ struct PolicySolution {
 };
 
 // Cheapest per-layer policy whose peak_memory_bound fits the budget, with
-// swap traffic within swap_cap. Two greedy starts (recompute only; swap
+// swap traffic within swap_cap. Ranges of <= 6 layers: every policy. Longer
+// ones: two greedy starts (recompute only; swap
 // the layers dearest to recompute first), each followed by local
 // improvement (undo a recompute, turn it into a swap, exchange a recompute
 // for a cheaper one) until nothing improves; the cheaper result wins.
