@@ -3,11 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
-#include "cli/interrupt.h"
-#include "core/spec/refusal.h"
-#include "core/spec/spec_error.h"
 
 namespace {
 void usage(std::ostream& out) {
@@ -30,32 +26,14 @@ int main(int argc, char** argv) {
     std::cout << "pipewright " << PW_VERSION << "\n";
     return 0;
   }
+  std::vector<std::string> names;
   for (const auto& c : pw::cli::commands()) {
-    if (c.name != args[0]) continue;
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    for (const auto& a : rest)
-      if (a == "--help" || a == "-h") {
-        std::cout << "usage: pipewright " << c.name << " " << c.usage << "\n" << c.summary << "\n";
-        return 0;
-      }
-    try {
-      return c.run(rest);
-    } catch (const pw::cli::UsageError& e) {
-      std::cerr << "pipewright " << c.name << ": " << e.what() << "\nusage: pipewright " << c.name << " " << c.usage
-                << "\n";
-      return 2;
-    } catch (const pw::SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return 2;
-    } catch (const pw::cli::Interrupted& e) {
-      std::cerr << "pipewright " << c.name << ": " << e.what() << "\n";
-      return 128 + e.signal;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return pw::is_refusal(e) ? 2 : 1;
-    }
+    if (c.name == args[0]) return pw::cli::run_command(c, {args.begin() + 1, args.end()});
+    names.push_back(c.name);
   }
-  std::cerr << "pipewright: unknown command \"" << args[0] << "\"\n";
+  std::cerr << "pipewright: unknown command \"" << args[0] << "\"";
+  if (auto best = pw::cli::nearest(args[0], names); !best.empty()) std::cerr << "; did you mean \"" << best << "\"?";
+  std::cerr << "\n\n";
   usage(std::cerr);
   return 2;
 }
