@@ -124,7 +124,8 @@ Action define_launch(Args& args) {
   args.text("--sbatch", a->sbatch, "FILE", "write a Slurm batch script");
   args.text("--output", a->output, "FILE", "write the shell commands to FILE instead of printing them");
   args.excludes("--sbatch", "--output");
-  args.overrides(a->overrides);  // refused: named here so the refusal says why
+  // Declared so that the refusal says why.
+  args.overrides(a->overrides, "refused: overrides would not reach the remote hosts; write them into the job file");
   return [a] { return run_launch(*a); };
 }
 

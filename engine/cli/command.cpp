@@ -163,14 +163,13 @@ void Args::excludes(const std::string& a, const std::string& b) {
   app_.get_option(a)->excludes(app_.get_option(b));
 }
 
-void Args::overrides(std::vector<std::string>& into) {
+void Args::overrides(std::vector<std::string>& into, const std::string& help) {
   // One value per --set: `--set a=1 JOB.json` must not swallow the job.
-  app_.add_option("--set", into, "override a job field (JSON value), repeatable")
+  app_.add_option("--set", into, help)
       ->type_name("a.b=v")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  entries_.push_back({"--set", "a.b=v", "override a job field by its path (the value is JSON), repeatable", false,
-                      false, true});
+  entries_.push_back({"--set", "a.b=v", help, false, false, true});
 }
 
 void Args::json(bool& into) { flag("--json", into, "print the result as JSON"); }

@@ -46,7 +46,8 @@ class Args {
   void excludes(const std::string& a, const std::string& b);
 
   // Options several commands share, spelt and checked alike everywhere.
-  void overrides(std::vector<std::string>& into);  // --set a.b=v, repeatable
+  void overrides(std::vector<std::string>& into,  // --set a.b=v, repeatable
+                 const std::string& help = "override a job field by its path (the value is JSON), repeatable");
   void json(bool& into);                           // --json
   void planner(std::string& into);                 // --planner P
   void profile(std::string& into);                 // --profile FILE

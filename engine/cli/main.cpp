@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   // writers report naming the file, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `pipewright help CMD` is `pipewright CMD --help`.
+  if (args.size() == 2 && args[0] == "help") args = {args[1], "--help"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     usage(args.empty() ? std::cerr : std::cout);
     return args.empty() ? 2 : 0;

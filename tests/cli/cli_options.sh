@@ -40,6 +40,9 @@ done
 expect_text "help shows ranges" "--port P" "$PW" launch --help
 expect_text "help shows the range of --port" "[1, 65535]" "$PW" launch --help
 both "help wins over a bad option" 0 "usage: pipewright plan" "$PW" plan --bogus --help
+both "pipewright help CMD" 0 "usage: pipewright simulate JOB.json" "$PW" help simulate
+expect_text "launch says why --set is refused" "refused: overrides would not reach the remote hosts" "$PW" launch --help
+both "launch --set refused" 2 "--set is not carried to remote hosts" "$PW" launch "$B" --hosts h1 --set pipeline.stages=2
 
 # Numbers are checked in their own type and name the option; bounds are inclusive.
 both "launch --port 0" 2 '--port: must be an integer in [1, 65535], got "0"' "$PW" launch "$B" --hosts h1,h2 --port 0
