@@ -10,7 +10,7 @@ BUILD_DIR="${PW_BUILD_DIR:-$ROOT/build}"
 # sqlite3 module and draw the studio offscreen (no sqlite3 tool, no Xvfb).
 PW_PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 bc
-  nlohmann-json3-dev libgtest-dev
+  nlohmann-json3-dev libgtest-dev libcli11-dev
   libsqlite3-dev
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libtorch-dev libgloo-dev

@@ -4,9 +4,9 @@
 // itself: clusters have their own launchers (ssh, srun, Kubernetes).
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "core/spec/job_spec.h"
 
@@ -76,41 +76,57 @@ std::string sbatch_script(const Layout& L) {
     << "wait \"$coordinator\"\n";
   return o.str();
 }
-}  // namespace
+struct LaunchArgs {
+  std::string job_file, hosts, ifname, sbatch, output;
+  std::vector<std::string> overrides;
+  int per_host = 0, port = 29500;
+};
 
-int cmd_launch(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"hosts", "nproc-per-host", "port", "ifname", "sbatch", "output"});
-  args.expect_positional(1, "one job file");
+int run_launch(const LaunchArgs& a) {
   Layout L;
-  L.job = args.positional()[0];
-  JobSpec job = load_job(L.job, args.overrides());
-  if (!args.overrides().empty())
+  L.job = a.job_file;
+  JobSpec job = load_job(L.job, a.overrides);
+  if (!a.overrides.empty())
     throw UsageError("--set is not carried to remote hosts; write the overrides into the job file");
-  L.hosts = split_hosts(args.option("hosts").value_or(""));
-  if (L.hosts.empty()) throw UsageError("--hosts h1,h2,... is required");
+  L.hosts = split_hosts(a.hosts);
+  if (L.hosts.empty()) throw UsageError("--hosts h1,h2,... names no host");
   L.world = job.pipeline.stages;
   int hosts = static_cast<int>(L.hosts.size());
-  L.per_host = (L.world + hosts - 1) / hosts;
-  if (auto n = args.option("nproc-per-host")) {
-    L.per_host = std::stoi(*n);
-    if (L.per_host < 1) throw UsageError("--nproc-per-host must be >= 1");
-  }
+  L.per_host = a.per_host > 0 ? a.per_host : (L.world + hosts - 1) / hosts;
   if (L.per_host * hosts < L.world)
     throw UsageError(std::to_string(hosts) + " hosts x " + std::to_string(L.per_host) + " workers cannot hold " +
                      std::to_string(L.world) + " stages (pipeline.stages)");
-  if (auto p = args.option("port")) L.port = std::stoi(*p);
-  L.ifname = args.option("ifname").value_or("");
-  std::string text = args.option("sbatch") ? sbatch_script(L) : shell_script(L);
-  auto out_path = args.option("sbatch") ? args.option("sbatch") : args.option("output");
-  if (out_path) {
-    std::ofstream out(*out_path);
-    if (!out) throw std::runtime_error("cannot write \"" + *out_path + "\"");
+  L.port = a.port;
+  L.ifname = a.ifname;
+  std::string text = !a.sbatch.empty() ? sbatch_script(L) : shell_script(L);
+  const std::string& out_path = !a.sbatch.empty() ? a.sbatch : a.output;
+  if (!out_path.empty()) {
+    std::ofstream out(out_path);
+    if (!out) throw std::runtime_error("cannot write \"" + out_path + "\"");
     out << text;
-    std::cout << "wrote " << *out_path << "\n";
+    std::cout << "wrote " << out_path << "\n";
   } else {
     std::cout << text;
   }
   return 0;
+}
+
+}  // namespace
+
+Action define_launch(Args& args) {
+  auto a = std::make_shared<LaunchArgs>();
+  args.positional("JOB.json", a->job_file, "the job file (every host reads it)");
+  args.text("--hosts", a->hosts, "h1,h2,...", "the hosts, the coordinator's first");
+  args.required("--hosts");
+  args.integer("--nproc-per-host", a->per_host, 1, 4096, "N", "workers per host (default: the stages spread evenly)");
+  args.integer("--port", a->port, 1, 65535, "P", "rendezvous port on the first host (default 29500)");
+  args.text("--ifname", a->ifname, "IF", "network interface for Gloo (GLOO_SOCKET_IFNAME)");
+  args.text("--sbatch", a->sbatch, "FILE", "write a Slurm batch script");
+  args.text("--output", a->output, "FILE", "write the shell commands to FILE instead of printing them");
+  args.excludes("--sbatch", "--output");
+  // Declared so that the refusal says why.
+  args.overrides(a->overrides, "refused: overrides would not reach the remote hosts; write them into the job file");
+  return [a] { return run_launch(*a); };
 }
 
 }  // namespace pw::cli

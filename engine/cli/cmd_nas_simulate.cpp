@@ -1,7 +1,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "cli/cli_args.h"
 #include "cli/format.h"
 #include "cli/nas_simulate.h"
 #include "core/events/run_records.h"
@@ -55,21 +54,21 @@ std::string size(double bytes) {
 }
 }  // namespace
 
-int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
-  const bool json = args.flag("json");
-  const auto trace = args.option("trace");
+int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
+  const bool json = args.json;
+  const std::string& trace = args.trace;
   nas::NasJob nj = nas::prepare_nas_job(job);
   auto mode = nas::supernet_mode(job);
   std::unique_ptr<std::ofstream> trace_file;
   std::unique_ptr<ChromeTraceWriter> writer;
   Tee tee;
-  if (trace) {
-    trace_file = std::make_unique<std::ofstream>(*trace);
-    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + *trace + "\"");
+  if (!trace.empty()) {
+    trace_file = std::make_unique<std::ofstream>(trace);
+    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + trace + "\"");
     writer = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
     tee.sinks.push_back(writer.get());
   }
-  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "simulate", job.pipeline.stages});
+  RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
     outputs.begin(job.raw, &profile, &plan);
@@ -106,8 +105,8 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
     nlohmann::json st = nlohmann::json::array();
     for (const auto& s : nj.stages) st.push_back({{"first_layer", s.first}, {"last_layer", s.last}});
     j["stages"] = st;
-    if (trace) j["trace"] = *trace;
-    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = outputs.run_id();
+    if (!trace.empty()) j["trace"] = trace;
+    if (!args.outputs.db_path.empty()) j["db"] = args.outputs.db_path, j["run_id"] = outputs.run_id();
     j["recorded_subnet_states"] = deps.states();
     j["recorded_wait_edges"] = deps.edges();
     finish_outputs();
@@ -138,10 +137,10 @@ int simulate_supernet_command(const JobSpec& job, const CliArgs& args) {
               << pad(std::to_string(c.evictions), 10) << pad(size(c.load_bytes), 13)
               << pad(fixed(c.stall_ms, 1), 10) << "\n";
   }
-  if (trace) std::cout << "\nChrome trace: " << *trace << "\n";
+  if (!trace.empty()) std::cout << "\nChrome trace: " << trace << "\n";
   if (recording)
     std::cout << "\nrecorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
-              << (args.option("db") ? " into " + *args.option("db") : std::string()) << "\n";
+              << (args.outputs.db_path.empty() ? std::string() : " into " + args.outputs.db_path) << "\n";
   finish_outputs();
   return 0;
 }

@@ -1,6 +1,6 @@
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "core/job/job_plan.h"
@@ -58,24 +58,38 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
             << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
 }
 
-}  // namespace
+struct PlanArgs {
+  std::string job_file, planner, profile;
+  std::vector<std::string> overrides;
+  bool json = false;
+};
 
-int cmd_plan(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"planner", "profile"});
-  args.expect_positional(1, "one job file");
-  JobSpec job = load_job(args.positional()[0], args.overrides());
-  if (auto profile = args.option("profile")) job.model.profile = *profile;
+int run_plan(const PlanArgs& a) {
+  JobSpec job = load_job(a.job_file, a.overrides);
+  if (!a.profile.empty()) job.model.profile = a.profile;
   ModelProfile profile = job_profile(job);
   // What loading a measured profile assumed (scaling, device), on stderr.
-  for (const auto& a : profile.assumptions) std::cerr << "note: " << a << "\n";
+  for (const auto& n : profile.assumptions) std::cerr << "note: " << n << "\n";
   PlanRequest req = plan_request(job, profile);
-  Plan plan = run_planner(args.option("planner").value_or(job.pipeline.planner), req);
-  if (args.flag("json")) {
+  Plan plan = run_planner(a.planner.empty() ? job.pipeline.planner : a.planner, req);
+  if (a.json) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
   }
   print_plan_table(job, profile, plan);
   return 0;
+}
+
+}  // namespace
+
+Action define_plan(Args& args) {
+  auto a = std::make_shared<PlanArgs>();
+  args.positional("JOB.json", a->job_file, "the job file");
+  args.planner(a->planner);
+  args.profile(a->profile);
+  args.json(a->json);
+  args.overrides(a->overrides);
+  return [a] { return run_plan(*a); };
 }
 
 }  // namespace pw::cli

@@ -2,7 +2,6 @@
 #include <iostream>
 #include <memory>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/nas_simulate.h"
 #include "core/nas/search_space.h"
@@ -14,6 +13,7 @@
 #include "core/events/run_records.h"
 #include "core/model/profile_io.h"
 #include "cli/run_outputs.h"
+#include "cli/simulate_args.h"
 #include <functional>
 #ifdef PW_HAVE_IPC
 #include "cli/ipc/sim_telemetry.h"
@@ -68,17 +68,6 @@ struct Fanout final : EventSink {
   }
 };
 
-double number_option(const CliArgs& a, const char* name) {
-  auto v = a.option(name);
-  if (!v) return 0;
-  try {
-    double d = std::stod(*v);
-    if (d >= 0) return d;
-  } catch (...) {
-  }
-  throw UsageError(std::string("--") + name + ": want a number >= 0, got \"" + *v + "\"");
-}
-
 void print_human(const PreparedJob& p, const SimResult& r) {
   const auto& job = p.job;
   std::cout << "job " << job.name << ": " << job.model.kind << ", " << p.profile.size() << " layers, "
@@ -103,25 +92,19 @@ void print_human(const PreparedJob& p, const SimResult& r) {
   }
   if (!r.feasible) std::cout << "\nINFEASIBLE: " << r.reason << "\n";
 }
-}  // namespace
 
-int cmd_simulate(const std::vector<std::string>& argv) {
-  std::set<std::string> flags{"json"}, options{"planner", "trace", "profile", "linger", "pace"};
-  flags.insert(kRunOutputFlags.begin(), kRunOutputFlags.end());
-  options.insert(kRunOutputOptions.begin(), kRunOutputOptions.end());
-  CliArgs args(argv, flags, options);
-  args.expect_positional(1, "one job file");
-  JobSpec job = load_job(args.positional()[0], args.overrides());
-  if (auto profile = args.option("profile")) job.model.profile = *profile;
+int run_simulate(const SimulateArgs& args) {
+  JobSpec job = load_job(args.job_file, args.overrides);
+  if (!args.profile.empty()) job.model.profile = args.profile;
   if (nas::is_supernet_job(job)) return simulate_supernet_command(job, args);  // NAS: --json --trace --db --listen
-  PreparedJob p = prepare_job(job, args.option("planner").value_or(""));
+  PreparedJob p = prepare_job(job, args.planner);
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
 
   std::unique_ptr<OutputFile> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
-  if (auto path = args.option("trace")) {
-    trace_file = std::make_unique<OutputFile>(*path, "trace");
+  if (!args.trace.empty()) {
+    trace_file = std::make_unique<OutputFile>(args.trace, "trace");
     trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
   Fanout out;
@@ -130,7 +113,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   // Before the outputs, so their control server stops before it goes.
   std::unique_ptr<SimTelemetry> control;
 #endif
-  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "simulate", job.pipeline.stages});
+  RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
     outputs.begin(job.raw, &profile, &plan);
@@ -141,7 +124,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   }
 #ifdef PW_HAVE_IPC
   if (auto* pub = outputs.publisher()) {
-    control = std::make_unique<SimTelemetry>(*pub, number_option(args, "pace"));
+    control = std::make_unique<SimTelemetry>(*pub, args.pace);
     outputs.set_control_handler([&](const ipc::pb::ControlRequest& r) { return control->handle(r); });
     out.gate = [&](std::int64_t t) {
       check_interrupt();
@@ -182,19 +165,36 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     }
   }
 
-  if (args.flag("json")) {
+  if (args.json) {
     auto j = result_json(p, r);
-    if (auto path = args.option("trace")) j["trace"] = *path;
-    if (auto path = args.option("db")) j["db"] = *path, j["run_id"] = outputs.run_id();
+    if (!args.trace.empty()) j["trace"] = args.trace;
+    if (!args.outputs.db_path.empty()) j["db"] = args.outputs.db_path, j["run_id"] = outputs.run_id();
     std::cout << j.dump(2) << "\n";
   } else {
     print_human(p, r);
-    if (auto path = args.option("trace")) std::cout << "\nChrome trace: " << *path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+    if (!args.trace.empty()) std::cout << "\nChrome trace: " << args.trace << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   // Last: a lingering run keeps serving late joiners after the printout.
   std::cout.flush();
-  end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r, number_option(args, "linger"));
+  end_run(r.feasible ? RunStatus::Finished : RunStatus::Failed, r.reason, &r, args.linger_s);
   return 0;
+}
+}  // namespace
+
+Action define_simulate(Args& args) {
+  auto a = std::make_shared<SimulateArgs>();
+  args.positional("JOB.json", a->job_file, "the job file");
+  args.planner(a->planner);
+  args.profile(a->profile);
+  args.json(a->json);
+  args.text("--trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace of every event");
+  args.run_outputs(a->outputs);
+  args.number("--linger", a->linger_s, 0, 86400, "S", "with --listen: keep answering late joiners this long after the end");
+  args.number("--pace", a->pace, 0, 1e9, "F", "with --listen: run at F simulated seconds per wall second (0: full speed)");
+  args.needs("--linger", "--listen");
+  args.needs("--pace", "--listen");
+  args.overrides(a->overrides);
+  return [a] { return run_simulate(*a); };
 }
 
 }  // namespace pw::cli

@@ -7,12 +7,12 @@ namespace pw::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = [] {
     std::vector<Command> c = {
-        {"simulate", "JOB.json [--planner P] [--profile FILE] [--json] [--trace OUT.json] [--db RUN.sqlite [--overwrite]] [--listen tcp://127.0.0.1:PORT [--linger S] [--pace F] [--allow-remote --curve-dir DIR]] [--set a.b=v ...]",
-         "execute the job's schedule under the cost model and report throughput, bubble and memory", cmd_simulate},
-        {"plan", "JOB.json [--planner P] [--profile FILE] [--json] [--set a.b=v ...]",
-         "choose the layer partition and per-layer memory policy and print the plan", cmd_plan},
-        {"launch", "JOB.json --hosts h1,h2,... [--nproc-per-host N] [--port P] [--ifname IF] [--sbatch FILE | --output FILE]",
-         "print (or write) the commands that start a run across hosts, torchrun-style or as a Slurm script", cmd_launch},
+        {"simulate", "execute the job's schedule under the cost model and report throughput, bubble and memory",
+         define_simulate},
+        {"plan", "choose the layer partition and per-layer memory policy and print the plan", define_plan},
+        {"launch",
+         "print (or write) the commands that start a run across hosts, torchrun-style or as a Slurm script",
+         define_launch},
     };
 #ifdef PW_HAVE_DB
     for (auto& x : db_commands()) c.push_back(x);

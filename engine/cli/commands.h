@@ -1,27 +1,21 @@
 #pragma once
-#include <functional>
-#include <string>
 #include <vector>
+
+#include "cli/command.h"
 
 namespace pw::cli {
 
-struct Command {
-  std::string name;
-  std::string usage;    // one line: arguments and options
-  std::string summary;  // one line: what it does
-  std::function<int(const std::vector<std::string>& args)> run;
-};
-
-// Every subcommand; each lives in its own cmd_*.cpp.
+// Every subcommand; each lives in its own cmd_*.cpp and declares its
+// arguments in a define_* function (cli/command.h).
 const std::vector<Command>& commands();
 
-int cmd_simulate(const std::vector<std::string>& args);
-int cmd_plan(const std::vector<std::string>& args);
-int cmd_launch(const std::vector<std::string>& args);
+Action define_simulate(Args& args);
+Action define_plan(Args& args);
+Action define_launch(Args& args);
 
 // Each optional layer's commands, defined in engine/cli/<layer>/.
-std::vector<Command> db_commands();       // engine/cli/db/: replay, export, compare
-std::vector<Command> ipc_commands();      // engine/cli/ipc/: watch
+std::vector<Command> db_commands();       // engine/cli/db/: replay, export, compare, explain
+std::vector<Command> ipc_commands();      // engine/cli/ipc/: watch, keys, control
 std::vector<Command> runtime_commands();  // engine/cli/runtime/: run, profile
 std::vector<Command> nas_commands();      // engine/cli/nas/: search (supernet runs)
 

@@ -3,11 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
-#include "cli/interrupt.h"
-#include "core/spec/refusal.h"
-#include "core/spec/spec_error.h"
 
 namespace {
 void usage(std::ostream& out) {
@@ -22,6 +18,8 @@ int main(int argc, char** argv) {
   // writers report naming the file, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `pipewright help CMD` is `pipewright CMD --help`.
+  if (args.size() == 2 && args[0] == "help") args = {args[1], "--help"};
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     usage(args.empty() ? std::cerr : std::cout);
     return args.empty() ? 2 : 0;
@@ -30,32 +28,14 @@ int main(int argc, char** argv) {
     std::cout << "pipewright " << PW_VERSION << "\n";
     return 0;
   }
+  std::vector<std::string> names;
   for (const auto& c : pw::cli::commands()) {
-    if (c.name != args[0]) continue;
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    for (const auto& a : rest)
-      if (a == "--help" || a == "-h") {
-        std::cout << "usage: pipewright " << c.name << " " << c.usage << "\n" << c.summary << "\n";
-        return 0;
-      }
-    try {
-      return c.run(rest);
-    } catch (const pw::cli::UsageError& e) {
-      std::cerr << "pipewright " << c.name << ": " << e.what() << "\nusage: pipewright " << c.name << " " << c.usage
-                << "\n";
-      return 2;
-    } catch (const pw::SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return 2;
-    } catch (const pw::cli::Interrupted& e) {
-      std::cerr << "pipewright " << c.name << ": " << e.what() << "\n";
-      return 128 + e.signal;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return pw::is_refusal(e) ? 2 : 1;
-    }
+    if (c.name == args[0]) return pw::cli::run_command(c, {args.begin() + 1, args.end()});
+    names.push_back(c.name);
   }
-  std::cerr << "pipewright: unknown command \"" << args[0] << "\"\n";
+  std::cerr << "pipewright: unknown command \"" << args[0] << "\"";
+  if (auto best = pw::cli::nearest(args[0], names); !best.empty()) std::cerr << "; did you mean \"" << best << "\"?";
+  std::cerr << "\n\n";
   usage(std::cerr);
   return 2;
 }

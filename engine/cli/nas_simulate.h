@@ -2,6 +2,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/simulate_args.h"
 #include "core/spec/job_spec.h"
 
 namespace pw::cli {
@@ -12,7 +13,6 @@ namespace pw::cli {
 // sequential training of the same subnet sequence.
 // --json, --trace; --db FILE records events, subnets, subnet phases and CSP
 // wait edges; --listen publishes them as telemetry.
-class CliArgs;
-int simulate_supernet_command(const JobSpec& job, const CliArgs& args);
+int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args);
 
 }  // namespace pw::cli

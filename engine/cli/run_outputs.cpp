@@ -25,16 +25,6 @@ class RunWriter {};
 
 namespace pw::cli {
 
-RunOutputOptions run_output_options(const CliArgs& args) {
-  RunOutputOptions o;
-  o.db_path = args.option("db").value_or("");
-  o.overwrite = args.flag("overwrite");
-  o.listen = args.option("listen").value_or("");
-  o.allow_remote = args.flag("allow-remote");
-  o.curve_dir = args.option("curve-dir").value_or("");
-  return o;
-}
-
 RunOutputs::RunOutputs(const RunOutputOptions& options, Run run) : opt_(options), run_(std::move(run)) {
 #ifdef PW_HAVE_DB
   if (!opt_.db_path.empty()) {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/cli_args.h"
+#include "cli/command.h"
 #include "core/events/run_recorder.h"
 #ifdef PW_HAVE_IPC
 #include "ipc/control.h"
@@ -29,10 +29,7 @@ struct RunOutputOptions {
   bool allow_remote = false;  // a non-loopback --listen (needs curve_dir)
   std::string curve_dir;      // server keys from `pipewright keys` (CURVE)
 };
-RunOutputOptions run_output_options(const CliArgs& args);
-// The options run_output_options reads, for each command's CliArgs.
-inline const std::set<std::string> kRunOutputFlags{"allow-remote", "overwrite"};
-inline const std::set<std::string> kRunOutputOptions{"db", "listen", "curve-dir"};
+// Args::run_outputs (cli/command.h) declares them for a command.
 
 // The one recording path of every command that records a run (simulate,
 // run, and both for supernet jobs): a run database and live telemetry

@@ -1,6 +1,7 @@
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
+#include "cli/commands.h"
 #include "cli/db/run_figures.h"
 #include "cli/format.h"
 #include "db/run_reader.h"
@@ -13,12 +14,13 @@ nlohmann::json ratio(const nlohmann::json& a, const nlohmann::json& b) {
   return b.get<double>() / a.get<double>();
 }
 
-}  // namespace
+struct CompareArgs {
+  std::string a, b;
+  bool json = false;
+};
 
-int cmd_compare(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {});
-  args.expect_positional(2, "two run databases");
-  db::RunReader ra(args.positional()[0]), rb(args.positional()[1]);
+int run_compare(const CompareArgs& args) {
+  db::RunReader ra(args.a), rb(args.b);
   auto a = run_figures(ra), b = run_figures(rb);
   // (label, a, b) rows; ratios are B/A.
   std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>> rows = {
@@ -39,7 +41,7 @@ int cmd_compare(const std::vector<std::string>& argv) {
     rows.emplace_back("stage " + std::to_string(s) + " peak GiB", stage_val(a, s, "peak_memory_bytes", 1.0 / 1073741824),
                       stage_val(b, s, "peak_memory_bytes", 1.0 / 1073741824));
   }
-  if (args.flag("json")) {
+  if (args.json) {
     nlohmann::json out{{"a", a}, {"b", b}};
     nlohmann::json rj = nlohmann::json::array();
     for (auto& [k, x, y] : rows) rj.push_back({{"figure", k}, {"a", x}, {"b", y}, {"ratio", ratio(x, y)}});
@@ -62,6 +64,16 @@ int cmd_compare(const std::vector<std::string>& argv) {
               << pad(r.is_null() ? "-" : fixed(r.get<double>(), 3), 10) << "\n";
   }
   return 0;
+}
+
+}  // namespace
+
+Action define_compare(Args& args) {
+  auto a = std::make_shared<CompareArgs>();
+  args.positional("A.sqlite", a->a, "the first run database");
+  args.positional("B.sqlite", a->b, "the second run database (ratios are B/A)");
+  args.json(a->json);
+  return [a] { return run_compare(*a); };
 }
 
 }  // namespace pw::cli

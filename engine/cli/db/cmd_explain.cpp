@@ -1,7 +1,8 @@
 #include <iostream>
+#include <memory>
 #include <set>
 
-#include "cli/cli_args.h"
+#include "cli/commands.h"
 #include "cli/db/explain_report.h"
 #include "cli/format.h"
 #include "db/run_reader.h"
@@ -10,30 +11,6 @@ namespace pw::cli {
 namespace {
 
 std::string ms(std::int64_t ns) { return fixed(ns / 1e6, 2); }
-
-int parse_iteration(const std::string& s) {
-  std::size_t used = 0;
-  long v = -1;
-  try {
-    v = std::stol(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size() || v < 0 || v > 1'000'000'000) throw UsageError("--iteration: want an iteration number >= 0, got \"" + s + "\"");
-  return static_cast<int>(v);
-}
-
-double parse_threshold(const std::string& s) {
-  std::size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size() || !(v >= 0) || v > 1e9) throw UsageError("--threshold-ms: want milliseconds >= 0, got \"" + s + "\"");
-  return v;
-}
 
 void print_human(const nlohmann::json& x) {
   std::cout << "run " << x["run_id"].get<std::string>() << " (" << x["source"].get<std::string>() << ") of job "
@@ -121,20 +98,33 @@ void print_human(const nlohmann::json& x) {
 
 }  // namespace
 
-int cmd_explain(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json", "no-suggestions"}, {"iteration", "threshold-ms"});
-  args.expect_positional(1, "one run database");
-  ExplainOptions opt;
-  if (auto i = args.option("iteration")) opt.iteration = parse_iteration(*i);
-  if (auto t = args.option("threshold-ms")) opt.threshold_ms = parse_threshold(*t);
-  opt.suggestions = !args.flag("no-suggestions");
-  db::RunReader r(args.positional()[0]);
-  auto x = explain_run(r, opt);
-  if (args.flag("json"))
-    std::cout << x.dump(2) << "\n";
-  else
-    print_human(x);
-  return 0;
+Action define_explain(Args& args) {
+  struct A {
+    std::string db;
+    int iteration = -1;
+    double threshold_ms = -1;
+    bool json = false, no_suggestions = false;
+  };
+  auto a = std::make_shared<A>();
+  args.positional("RUN.sqlite", a->db, "the run database");
+  args.integer("--iteration", a->iteration, 0, 1'000'000'000, "N", "the iteration to explain (default: the last complete one)");
+  args.number("--threshold-ms", a->threshold_ms, 0, 1e9, "T",
+              "an action starting this much off its prediction diverges (default: 5% of the predicted iteration)");
+  args.flag("--no-suggestions", a->no_suggestions, "skip the simulated suggestions");
+  args.json(a->json);
+  return [a, &args] {
+    ExplainOptions opt;
+    if (args.given("--iteration")) opt.iteration = a->iteration;
+    if (args.given("--threshold-ms")) opt.threshold_ms = a->threshold_ms;
+    opt.suggestions = !a->no_suggestions;
+    db::RunReader r(a->db);
+    auto x = explain_run(r, opt);
+    if (a->json)
+      std::cout << x.dump(2) << "\n";
+    else
+      print_human(x);
+    return 0;
+  };
 }
 
 }  // namespace pw::cli

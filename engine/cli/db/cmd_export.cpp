@@ -1,8 +1,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
+#include "cli/commands.h"
 #include "cli/db/explain_report.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/analysis/steps_per_iteration.h"
@@ -116,22 +117,28 @@ void export_csv(const db::RunReader& r, const std::string& dir) {
 
 }  // namespace
 
-int cmd_export(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"chrome-trace", "csv"});
-  args.expect_positional(1, "one run database");
-  auto trace = args.option("chrome-trace");
-  auto csv = args.option("csv");
-  if (!trace && !csv) throw UsageError("nothing to do: give --chrome-trace OUT.json and/or --csv DIR");
-  db::RunReader r(args.positional()[0]);
-  if (trace) {
-    auto n = export_chrome(r, *trace);
-    std::cout << "Chrome trace: " << *trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
-  }
-  if (csv) {
-    export_csv(r, *csv);
-    std::cout << "CSV tables: " << *csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
-  }
-  return 0;
+Action define_export(Args& args) {
+  struct A {
+    std::string db, trace, csv;
+  };
+  auto a = std::make_shared<A>();
+  args.positional("RUN.sqlite", a->db, "the run database");
+  args.text("--chrome-trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace (streamed)");
+  args.text("--csv", a->csv, "DIR", "write the run's tables as CSV files into DIR");
+  return [a] {
+    if (a->trace.empty() && a->csv.empty())
+      throw UsageError("nothing to do: give --chrome-trace OUT.json and/or --csv DIR");
+    db::RunReader r(a->db);
+    if (!a->trace.empty()) {
+      auto n = export_chrome(r, a->trace);
+      std::cout << "Chrome trace: " << a->trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
+    }
+    if (!a->csv.empty()) {
+      export_csv(r, a->csv);
+      std::cout << "CSV tables: " << a->csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
+    }
+    return 0;
+  };
 }
 
 }  // namespace pw::cli

@@ -1,6 +1,7 @@
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
+#include "cli/commands.h"
 #include "cli/db/run_figures.h"
 #include "cli/format.h"
 #include "db/run_reader.h"
@@ -42,16 +43,23 @@ void print_human(const nlohmann::json& f) {
 
 }  // namespace
 
-int cmd_replay(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {});
-  args.expect_positional(1, "one run database");
-  db::RunReader r(args.positional()[0]);
-  auto f = run_figures(r);
-  if (args.flag("json"))
-    std::cout << f.dump(2) << "\n";
-  else
-    print_human(f);
-  return 0;
+Action define_replay(Args& args) {
+  struct A {
+    std::string db;
+    bool json = false;
+  };
+  auto a = std::make_shared<A>();
+  args.positional("RUN.sqlite", a->db, "the run database");
+  args.json(a->json);
+  return [a] {
+    db::RunReader r(a->db);
+    auto f = run_figures(r);
+    if (a->json)
+      std::cout << f.dump(2) << "\n";
+    else
+      print_human(f);
+    return 0;
+  };
 }
 
 }  // namespace pw::cli

@@ -2,24 +2,22 @@
 
 namespace pw::cli {
 
-int cmd_replay(const std::vector<std::string>& args);
-int cmd_export(const std::vector<std::string>& args);
-int cmd_compare(const std::vector<std::string>& args);
-int cmd_explain(const std::vector<std::string>& args);
+Action define_replay(Args& args);
+Action define_export(Args& args);
+Action define_compare(Args& args);
+Action define_explain(Args& args);
 
 std::vector<Command> db_commands() {
   return {
-      {"replay", "RUN.sqlite [--json]",
+      {"replay",
        "summarise a recorded run: job, plan, throughput, bubble, per-stage busy and peak memory, migrations, status",
-       cmd_replay},
-      {"export", "RUN.sqlite [--chrome-trace OUT.json] [--csv DIR]",
-       "export a recorded run as a Chrome/Perfetto trace (streamed) and/or CSV tables", cmd_export},
-      {"compare", "A.sqlite B.sqlite [--json]", "two recorded runs' figures side by side, with ratios B/A",
-       cmd_compare},
-      {"explain", "RUN.sqlite [--iteration N] [--threshold-ms T] [--no-suggestions] [--json]",
+       define_replay},
+      {"export", "export a recorded run as a Chrome/Perfetto trace (streamed) and/or CSV tables", define_export},
+      {"compare", "two recorded runs' figures side by side, with ratios B/A", define_compare},
+      {"explain",
        "where each stage's idle time went (fill, drain, waits on named peers, transfers, memory policy, optimizer, "
        "host overhead, imbalance), the critical path, predicted vs measured, and simulated suggestions",
-       cmd_explain},
+       define_explain},
   };
 }
 

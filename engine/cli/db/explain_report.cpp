@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "cli/cli_args.h"
+#include "cli/command.h"
 #include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/analysis/predicted_timeline.h"

@@ -1,15 +1,13 @@
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "ipc/curve.h"
 
 namespace pw::cli {
 
-int cmd_keys(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {});
-  args.expect_positional(1, "one directory");
-  const std::string& dir = args.positional()[0];
+namespace {
+int write_keys(const std::string& dir) {
   ipc::write_curve_key_dir(dir);
   std::cout << "wrote CURVE keys to " << dir << "/\n"
             << "  server.key  server key pair (mode 0600): stays with the run (--curve-dir " << dir << ")\n"
@@ -18,6 +16,13 @@ int cmd_keys(const std::vector<std::string>& argv) {
             << "  client.pub  its public key, already listed in authorized_clients\n"
             << "  authorized_clients  public keys the server accepts, one per line\n";
   return 0;
+}
+}  // namespace
+
+Action define_keys(Args& args) {
+  auto dir = std::make_shared<std::string>();
+  args.positional("DIR", *dir, "the directory to write the keys into (created)");
+  return [dir] { return write_keys(*dir); };
 }
 
 }  // namespace pw::cli

@@ -1,9 +1,10 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cli/cli_args.h"
+#include "cli/commands.h"
 #include "cli/format.h"
 #include "ipc/control.h"
 #include "ipc/subscriber.h"
@@ -14,15 +15,16 @@ namespace {
 namespace pb = ipc::pb;
 using std::chrono::milliseconds;
 
-double seconds_option(const CliArgs& a, const char* name, double def) {
-  auto v = a.option(name);
-  if (!v) return def;
-  try {
-    double d = std::stod(*v);
-    if (d >= 0) return d;
-  } catch (...) {
-  }
-  throw UsageError(std::string("--") + name + ": want seconds >= 0, got \"" + *v + "\"");
+// Keys for a run listening beyond loopback: --server-key (its .pub) and
+// --client-key (our .key), both or neither.
+struct Keys {
+  std::string server, client;
+};
+void declare_keys(Args& args, Keys& k) {
+  args.text("--server-key", k.server, "SERVER.pub", "the run's public key (`pipewright keys`), beyond loopback");
+  args.text("--client-key", k.client, "CLIENT.key", "our key pair, listed in the run's authorized_clients");
+  args.needs("--server-key", "--client-key");
+  args.needs("--client-key", "--server-key");
 }
 
 // What the watcher knows about the run: the snapshot plus what followed.
@@ -96,13 +98,9 @@ nlohmann::json result(const View& v, const ipc::Subscriber& sub, bool snapshot) 
           {"stages", st}};
 }
 
-// Keys for a run listening beyond loopback: --server-key (its .pub) and
-// --client-key (our .key), both or neither.
-std::optional<ipc::CurveClient> curve_client(const CliArgs& args) {
-  auto server = args.option("server-key"), client = args.option("client-key");
-  if (!server && !client) return std::nullopt;
-  if (!server || !client) throw UsageError("--server-key and --client-key go together");
-  return ipc::curve_client_from_files(*server, *client);
+std::optional<ipc::CurveClient> curve_client(const Keys& k) {
+  if (k.server.empty()) return std::nullopt;
+  return ipc::curve_client_from_files(k.server, k.client);
 }
 
 // A control endpoint advertised as bound to every interface
@@ -114,17 +112,19 @@ std::string reachable(const std::string& control, const std::string& telemetry) 
   return host_of(telemetry) + control.substr(control.rfind(':'));
 }
 
-}  // namespace
+struct WatchArgs {
+  std::string endpoint;
+  Keys keys;
+  double timeout = 10, interval = 1;
+  bool json = false;
+};
 
-int cmd_watch(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {"json"}, {"timeout", "interval", "server-key", "client-key"});
-  args.expect_positional(1, "one telemetry endpoint");
-  const std::string endpoint = args.positional()[0];
-  double timeout = seconds_option(args, "timeout", 10);
-  double interval = seconds_option(args, "interval", 1);
-  bool json = args.flag("json");
+int watch(const WatchArgs& args) {
+  const std::string& endpoint = args.endpoint;
+  const double timeout = args.timeout, interval = args.interval;
+  const bool json = args.json;
 
-  auto curve = curve_client(args);
+  auto curve = curve_client(args.keys);
   ipc::SubscriberOptions so;
   so.curve = curve;
   ipc::Subscriber sub(endpoint, so);
@@ -190,22 +190,26 @@ int cmd_watch(const std::vector<std::string>& argv) {
   return rc;
 }
 
-int cmd_control(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"timeout", "server-key", "client-key"});
-  if (args.positional().size() < 2) throw UsageError("want ENDPOINT and a command");
-  std::string endpoint = args.positional()[0];
-  const std::string& what = args.positional()[1];
-  auto timeout = milliseconds(static_cast<long>(seconds_option(args, "timeout", 5) * 1000));
+struct ControlArgs {
+  std::string endpoint, what, setting;
+  Keys keys;
+  double timeout = 5;
+};
+
+int control(const ControlArgs& args) {
+  std::string endpoint = args.endpoint;
+  const std::string& what = args.what;
+  auto timeout = milliseconds(static_cast<long>(args.timeout * 1000));
   // A telemetry endpoint leads to the control endpoint through its heartbeat.
   {
     ipc::SubscriberOptions so;
     so.topics = {ipc::Topic::Heartbeat};
-    so.curve = curve_client(args);
+    so.curve = curve_client(args.keys);
     ipc::Subscriber probe(endpoint, so);
     if (probe.wait_connected(std::min(timeout, milliseconds(1500))) && !probe.control_endpoint().empty())
       endpoint = reachable(probe.control_endpoint(), endpoint);
   }
-  auto curve = curve_client(args);
+  auto curve = curve_client(args.keys);
   ipc::ControlClient c(endpoint, "pipewright-control", curve ? &*curve : nullptr);
   std::optional<pb::ControlReply> r;
   if (what == "pause") r = c.pause(timeout);
@@ -215,9 +219,8 @@ int cmd_control(const std::vector<std::string>& argv) {
   else if (what == "status") r = c.query_status(timeout);
   else if (what == "rebalance") r = c.rebalance(timeout);
   else if (what == "set") {
-    if (args.positional().size() != 3 || args.positional()[2].find('=') == std::string::npos)
-      throw UsageError("set wants KEY=VALUE");
-    const auto& kv = args.positional()[2];
+    if (args.setting.find('=') == std::string::npos) throw UsageError("set wants KEY=VALUE");
+    const auto& kv = args.setting;
     r = c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), timeout);
   } else {
     throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, rebalance, status, set)");
@@ -234,6 +237,32 @@ int cmd_control(const std::vector<std::string>& argv) {
   if (!r->status().reason().empty()) std::cout << " (" << r->status().reason() << ")";
   std::cout << "\n";
   return 0;
+}
+
+}  // namespace
+
+Action define_watch(Args& args) {
+  auto a = std::make_shared<WatchArgs>();
+  args.positional("ENDPOINT", a->endpoint, "the run's telemetry endpoint (tcp://127.0.0.1:PORT)");
+  args.json(a->json);
+  args.number("--timeout", a->timeout, 0, 86400, "S", "give up when no telemetry arrives within S seconds (default 10)");
+  args.number("--interval", a->interval, 0, 86400, "S", "seconds between progress lines (default 1)");
+  declare_keys(args, a->keys);
+  return [a] { return watch(*a); };
+}
+
+Action define_control(Args& args) {
+  auto a = std::make_shared<ControlArgs>();
+  args.positional("ENDPOINT", a->endpoint, "the run's telemetry or control endpoint");
+  args.positional("COMMAND", a->what, "pause, resume, stop, checkpoint, rebalance, status or set");
+  args.positional("SETTING", a->setting, "for set: KEY=VALUE", false);
+  args.number("--timeout", a->timeout, 0, 86400, "S", "seconds to wait for the reply (default 5)");
+  declare_keys(args, a->keys);
+  return [a] {
+    if (a->what != "set" && !a->setting.empty())
+      throw UsageError("unexpected argument \"" + a->setting + "\": only set takes KEY=VALUE");
+    return control(*a);
+  };
 }
 
 }  // namespace pw::cli

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/nas/nas_run.h"
@@ -74,11 +73,11 @@ class Progress final : public nas::SubnetObserver {
 };
 }  // namespace
 
-int run_supernet_command(const std::string& job_file, const JobSpec& job, const CliArgs& args) {
+int run_supernet_command(const std::string& job_file, const JobSpec& job, const RunArgs& args, const Args& given) {
   // --threads too: each supernet stage runs one intra-op thread, which keeps
   // its kernels deterministic (CSP's reproducibility rests on it).
   for (const char* o : {"resume", "checkpoint-every", "attach", "eval", "profile", "planner", "port", "threads"})
-    if (args.option(o) || args.flag(o))
+    if (given.given(std::string("--") + o))
       throw UsageError(std::string("--") + o + " is not supported for a supernet job (it has a search_space); "
                        "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet");
   nas::NasJob nj = nas::prepare_nas_job(job);  // bad search spaces fail here, before any process starts
@@ -87,16 +86,16 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
     throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
                      "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
   rt::nas::CspLaunch l;
-  l.worker_binary = args.option("worker").value_or("");
+  l.worker_binary = args.worker;
   if (l.worker_binary.empty()) l.worker_binary = nas_worker_binary();
   l.job_file = job_file;
-  l.overrides = args.overrides();
+  l.overrides = args.overrides;
   l.workers = job.pipeline.stages;
-  l.out_dir = args.option("run-dir").value_or(default_run_dir(job.name));
+  l.out_dir = args.run_dir.empty() ? default_run_dir(job.name) : args.run_dir;
   std::filesystem::create_directories(l.out_dir);
   std::ofstream(l.out_dir + "/job.json") << job.raw.dump(2) << "\n";  // `pipewright search RUN_DIR` reads it
-  const auto db_path = args.option("db");
-  RunOutputs outputs(run_output_options(args), {new_run_id(), job.name, "run", job.pipeline.stages});
+  const std::string& db_path = args.outputs.db_path;
+  RunOutputs outputs(args.outputs, {new_run_id(), job.name, "run", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
     outputs.begin(job.raw, &profile, &plan);
@@ -105,12 +104,12 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
                             [&](const SubnetState& x) { rec.subnet_state(x); },
                             [&](const SubnetEdge& e) { rec.subnet_edge(e); }});
-  const bool json = args.flag("json");
+  const bool json = args.json;
   Progress progress(outputs.recording() ? &deps : nullptr, static_cast<int>(nj.sequence.size()),
-                    !json && !args.flag("quiet"));
+                    !json && !args.quiet);
   l.observer = &progress;
   if (outputs.recording()) l.events = &rec;
-  if (!json && !args.flag("quiet"))
+  if (!json && !args.quiet)
     std::cerr << "run " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size() << " choice layers, "
               << nj.sequence.size() << " subnets on " << l.workers << " CSP worker processes (window "
               << nj.space.window << ")\n";
@@ -174,15 +173,18 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
   if (outputs.recording())
     std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
-              << (db_path ? " into " + *db_path : std::string()) << "\n";
+              << (db_path.empty() ? std::string() : " into " + db_path) << "\n";
   return 0;
 }
 
 namespace {
-int cmd_search(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"worker"});
-  args.expect_positional(1, "the run directory of a supernet run");
-  std::string dir = args.positional()[0];
+struct SearchArgs {
+  std::string dir, worker;
+  std::vector<std::string> overrides;
+};
+
+int search(const SearchArgs& args) {
+  const std::string& dir = args.dir;
   if (!std::filesystem::is_directory(dir))
     throw UsageError("\"" + dir + "\" is not a run directory (pipewright run SUPERNET_JOB --run-dir DIR makes one)");
   std::string job_file = dir + "/job.json";
@@ -190,20 +192,28 @@ int cmd_search(const std::vector<std::string>& argv) {
     throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
   // The search runs in the worker program, where the trained candidates
   // are rebuilt with the same libtorch modules that trained them.
-  std::vector<std::string> cmd = {args.option("worker").value_or(nas_worker_binary()), "search", job_file, "--out", dir};
-  for (const auto& o : args.overrides()) cmd.insert(cmd.end(), {"--set", o});
+  std::vector<std::string> cmd = {args.worker.empty() ? nas_worker_binary() : args.worker, "search", job_file, "--out", dir};
+  for (const auto& o : args.overrides) cmd.insert(cmd.end(), {"--set", o});
   pid_t pid = rt::spawn_child(cmd);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
+
+Action define_search(Args& args) {
+  auto a = std::make_shared<SearchArgs>();
+  args.positional("RUN_DIR", a->dir, "the run directory of a supernet run");
+  args.text("--worker", a->worker, "BIN", "the supernet worker program (default: pw_nas_worker next to this one)");
+  args.overrides(a->overrides);
+  return [a] { return search(*a); };
+}
 }  // namespace
 
 std::vector<Command> nas_commands() {
-  return {{"search", "RUN_DIR [--worker BIN] [--set a.b=v ...]",
+  return {{"search",
            "evolutionary subnet search over a trained supernet run (search_space.search), against random search",
-           cmd_search}};
+           define_search}};
 }
 
 }  // namespace pw::cli

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "core/calibrate/send_cost.h"
@@ -65,47 +65,50 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
   return p;
 }
 
-}  // namespace
 
-int cmd_profile(const std::vector<std::string>& argv) {
-  std::vector<std::string> a = argv;
-  for (auto& x : a)
-    if (x == "-o") x = "--output";
-  CliArgs args(a, {}, {"output", "repeats", "threads", "in-situ"});
-  args.expect_positional(1, "one job file");
-  JobSpec job = load_job(args.positional()[0], args.overrides());
-  auto out = args.option("output");
-  if (!out) throw UsageError("-o FILE is required");
+struct ProfileArgs {
+  std::string job_file, output;
+  std::vector<std::string> overrides;
+  int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0;
+};
+
+int profile(const ProfileArgs& args) {
+  JobSpec job = load_job(args.job_file, args.overrides);
+  const std::string& out = args.output;
   rt::ProfileOptions po;
-  auto num = [&](const char* name, int fallback) {
-    auto v = args.option(name);
-    if (!v) return fallback;
-    try {
-      int x = std::stoi(*v);
-      if (x > 0) return x;
-    } catch (...) {
-    }
-    throw UsageError(std::string("--") + name + " needs a positive integer, got \"" + *v + "\"");
-  };
-  po.repeats = num("repeats", po.repeats);
-  po.threads = num("threads", 0);
-  const int in_situ = num("in-situ", 0);
-  if (in_situ == 1) throw UsageError("--in-situ needs at least 2 iterations (the first one is not measured)");
+  po.repeats = args.repeats;
+  po.threads = args.threads;
+  const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
   ModelProfile p = rt::measure_profile(job, po);
-  save_profile_file(p, *out);
+  save_profile_file(p, out);
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
-            << ") written to " << *out << "\n  layer          fwd ms    bwd ms   activations      params\n";
+            << ") written to " << out << "\n  layer          fwd ms    bwd ms   activations      params\n";
   for (const auto& l : p.layers)
     std::cout << "  " << l.name << std::string(l.name.size() < 12 ? 12 - l.name.size() : 1, ' ')
               << pad(fixed(l.fwd_ms, 3), 9) << pad(fixed(l.bwd_ms, 3), 10) << pad(gib(l.activation_bytes), 14)
               << pad(gib(l.param_bytes), 12) << "\n";
   if (in_situ > 0) {
-    p = calibrate_in_situ(job, p, in_situ, po.threads, *out);
-    save_profile_file(p, *out);
-    std::cout << "calibrated profile written to " << *out << "\n";
+    p = calibrate_in_situ(job, p, in_situ, po.threads, out);
+    save_profile_file(p, out);
+    std::cout << "calibrated profile written to " << out << "\n";
   }
   return 0;
+}
+}  // namespace
+
+Action define_profile(Args& args) {
+  auto a = std::make_shared<ProfileArgs>();
+  args.positional("JOB.json", a->job_file, "the job file");
+  args.text("-o,--output", a->output, "FILE", "the profile file to write");
+  args.required("-o");
+  args.integer("--repeats", a->repeats, 1, 1'000'000, "N",
+               "timed runs of each layer (default " + std::to_string(a->repeats) + ")");
+  args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads (default: libtorch's)");
+  args.integer("--in-situ", a->in_situ, 2, 1'000'000, "ITERATIONS",
+               "then calibrate the compute by a run this long (the first iteration is not measured)");
+  args.overrides(a->overrides);
+  return [a] { return profile(*a); };
 }
 
 }  // namespace pw::cli

@@ -4,9 +4,10 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
-#include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "cli/runtime/run_args.h"
 #include "cli/runtime/run_recording.h"
 #include "cli/format.h"
 #include "core/spec/spec_error.h"
@@ -18,7 +19,7 @@
 
 namespace pw::cli {
 
-int cmd_profile(const std::vector<std::string>& args);  // cmd_profile.cpp
+Action define_profile(Args& args);  // cmd_profile.cpp
 
 namespace {
 
@@ -60,62 +61,38 @@ std::string default_run_dir(const std::string& name) {
   return "runs/" + name + "-" + buf;
 }
 
-int positive(const CliArgs& a, const std::string& name, int fallback) {
-  auto v = a.option(name);
-  if (!v) return fallback;
-  try {
-    size_t used = 0;
-    int x = std::stoi(*v, &used);
-    if (used == v->size() && x >= 0) return x;
-  } catch (...) {
-  }
-  throw UsageError("--" + name + " needs a non-negative integer, got \"" + *v + "\"");
-}
-}  // namespace
-
-int cmd_run(const std::vector<std::string>& argv) {
-  std::set<std::string> flags{"json", "attach", "eval", "quiet"},
-      options{"planner", "profile", "run-dir", "checkpoint-every", "resume", "threads", "port", "worker"};
-  flags.insert(kRunOutputFlags.begin(), kRunOutputFlags.end());
-  options.insert(kRunOutputOptions.begin(), kRunOutputOptions.end());
-  CliArgs args(argv, flags, options);
+int run(const RunArgs& args, const Args& given) {
   rt::RunOptions o;
-  std::string job_file;
-  if (auto r = args.option("resume")) {
-    o.resume_dir = *r;
-    if (args.positional().empty()) job_file = *r + "/job.json";
-  }
-  if (job_file.empty()) {
-    args.expect_positional(1, "one job file");
-    job_file = args.positional()[0];
-  }
-  o.job = load_job(job_file, args.overrides());
+  std::string job_file = args.job_file;
+  o.resume_dir = args.resume;
+  if (job_file.empty() && !args.resume.empty()) job_file = args.resume + "/job.json";
+  if (job_file.empty()) throw UsageError("JOB.json is required (or --resume RUN_DIR)");
+  o.job = load_job(job_file, args.overrides);
   // Workers train in fp32 (libtorch on CPU): an fp16 job would be planned
   // for half the memory it then takes, so `run` refuses rather than ignore it.
   if (o.job.model.precision != "fp32")
     throw SpecError("model.precision", "`run` trains in fp32; \"" + o.job.model.precision +
                                            "\" (mixed precision) is for plan and simulate of GPU jobs: set \"fp32\"");
 #ifdef PW_HAVE_NAS_RUNTIME
-  if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args);  // engine/cli/nas/
+  if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args, given);  // engine/cli/nas/
 #endif
-  if (auto p = args.option("profile")) o.job.model.profile = *p;
-  o.planner = args.option("planner").value_or("");
-  o.run_dir = args.option("run-dir").value_or(o.resume_dir.empty() ? default_run_dir(o.job.name) : o.resume_dir);
-  o.checkpoint_every = positive(args, "checkpoint-every", 0);
-  o.threads_per_worker = positive(args, "threads", 0);
-  o.port = positive(args, "port", 0);
-  o.attach = args.flag("attach");
-  o.eval = args.flag("eval");
-  o.worker_binary = args.option("worker").value_or("");
-  if (o.attach && o.port == 0) throw UsageError("--attach needs --port (the MASTER_PORT the workers are given)");
+  if (!args.profile.empty()) o.job.model.profile = args.profile;
+  o.planner = args.planner;
+  o.run_dir = !args.run_dir.empty() ? args.run_dir : o.resume_dir.empty() ? default_run_dir(o.job.name) : o.resume_dir;
+  o.checkpoint_every = args.checkpoint_every;
+  o.threads_per_worker = args.threads;
+  o.port = args.port;
+  o.attach = args.attach;
+  o.eval = args.eval;
+  o.worker_binary = args.worker;
 
   TerminalProgress progress;
-  rt::RunObserver* observer = args.flag("quiet") || args.flag("json") ? nullptr : &progress;
+  rt::RunObserver* observer = args.quiet || args.json ? nullptr : &progress;
   std::unique_ptr<rt::RunObserver> recording;
   rt::RunCommands commands;
-  if (args.option("db") || args.option("listen")) {
+  if (!args.outputs.db_path.empty() || !args.outputs.listen.empty()) {
     RunRecordingOptions ro;
-    ro.outputs = run_output_options(args);
+    ro.outputs = args.outputs;
     if (!ro.outputs.listen.empty()) {
       ro.commands = &commands;
       o.commands = &commands;
@@ -124,7 +101,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     observer = recording.get();
   }
   rt::RunResult r = rt::run_job(o, observer);
-  if (args.flag("json")) {
+  if (args.json) {
     nlohmann::json j{{"exit_code", r.exit_code}, {"stopped", r.stopped}, {"losses", r.losses}, {"samples_per_s", r.samples_per_s},
                      {"iteration_ms", r.iteration_ms}, {"run_dir", o.run_dir}, {"stages", r.stages}};
     if (!r.error.empty()) j["error"] = r.error;
@@ -144,17 +121,34 @@ int cmd_run(const std::vector<std::string>& argv) {
   return r.exit_code;
 }
 
+}  // namespace
+
+Action define_run(Args& args) {
+  auto a = std::make_shared<RunArgs>();
+  args.positional("JOB.json", a->job_file, "the job file (default with --resume: the run's job.json)", false);
+  args.planner(a->planner);
+  args.profile(a->profile);
+  args.text("--run-dir", a->run_dir, "DIR", "where weights, events and checkpoints go (default runs/NAME-TIME)");
+  args.integer("--checkpoint-every", a->checkpoint_every, 1, 1'000'000'000, "N", "checkpoint every N iterations");
+  args.text("--resume", a->resume, "RUN_DIR", "continue a run from its last checkpoint");
+  args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads per worker (default: libtorch's)");
+  args.flag("--eval", a->eval, "report test accuracy at the end");
+  args.flag("--attach", a->attach, "wait for workers started elsewhere (pipewright launch) instead of starting them");
+  args.integer("--port", a->port, 1, 65535, "P", "the rendezvous port (MASTER_PORT)");
+  args.needs("--attach", "--port");
+  args.text("--worker", a->worker, "BIN", "the worker program (default: pipewright-worker next to this one)");
+  args.run_outputs(a->outputs);
+  args.json(a->json);
+  args.flag("--quiet", a->quiet, "no progress line");
+  args.overrides(a->overrides);
+  return [a, &args] { return run(*a, args); };
+}
+
 std::vector<Command> runtime_commands() {
-  return {{"run",
-           "JOB.json [--planner P] [--profile FILE] [--run-dir DIR] [--checkpoint-every N] [--resume RUN] "
-           "[--threads N] [--eval] [--attach --port P] [--worker BIN] [--db RUN.sqlite [--overwrite]] [--listen tcp://127.0.0.1:PORT] "
-           "[--allow-remote --curve-dir DIR] "
-           "[--json] [--quiet] [--set a.b=v ...]",
-           "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
-           cmd_run},
-          {"profile", "JOB.json -o FILE [--repeats N] [--threads N] [--in-situ ITERATIONS] [--set a.b=v ...]",
-           "measure every layer's forward/backward time and bytes on this machine into a profile file",
-           cmd_profile}};
+  return {{"run", "train the job for real: one libtorch worker process per stage, the plan's schedule and memory policy",
+           define_run},
+          {"profile", "measure every layer's forward/backward time and bytes on this machine into a profile file",
+           define_profile}};
 }
 
 }  // namespace pw::cli
