@@ -1,7 +1,6 @@
 // Pause, resume, stop, checkpoint and rebalance requests from outside the run.
 #include "runtime/coordinator/coordinator_impl.h"
 
-#include "runtime/migration/keys.h"
 #include "runtime/protocol.h"
 
 namespace pw::rt::coordinator_impl {
@@ -37,10 +36,15 @@ void Coordinator::take_commands() {
         if (!can.checkpoints) notice("this run has no run directory to checkpoint into");
         else store_->add(keys::kCheckpointRequests, 1);
         break;
-      case RunCommand::Rebalance:
-        if (!mig_ || !mig_->enabled()) notice("online replanning is off for this job (runtime.replan in the job)");
-        else store_->add(migration::keys::kRebalance, 1);
+      case RunCommand::Rebalance: {
+        bool taken = false;
+        std::string refusal;
+        for (auto& e : extensions_)
+          if ((taken = e->take_command(c, refusal))) break;
+        if (!taken) notice("no feature of this run rebalances");
+        else if (!refusal.empty()) notice(refusal);
         break;
+      }
     }
   }
   if (pause_state_ == 1) {

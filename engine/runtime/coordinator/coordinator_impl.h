@@ -14,7 +14,7 @@
 
 #include "runtime/coordinator.h"
 #include "runtime/coordinator/event_tail.h"
-#include "runtime/migration/controller.h"  // migration hook
+#include "runtime/coordinator_extension.h"
 #include "runtime/rendezvous.h"
 
 namespace pw::rt::coordinator_impl {
@@ -48,7 +48,9 @@ struct LossProgress {
 
 class Coordinator {
  public:
-  Coordinator(const RunOptions& o, RunObserver* obs) : opt_(o), obs_(obs) {}
+  // `extensions`: the features taking part in the run (run_extensions.h).
+  Coordinator(const RunOptions& o, RunObserver* obs, std::vector<std::unique_ptr<CoordinatorExtension>> extensions)
+      : opt_(o), obs_(obs), extensions_(std::move(extensions)) {}
   RunResult run();  // run.cpp
 
  private:
@@ -65,8 +67,10 @@ class Coordinator {
   // progress.cpp
   void follow(const JobSpec& job);
   void read_losses(const JobSpec& job, LossProgress& p);
-  // migration.cpp
-  void finish_migration();
+  // extensions.cpp
+  bool extensions_busy() const;
+  std::string extensions_failure_context();
+  void after_workers();
   // workers.cpp
   void shutdown();
   // checkpoints.cpp
@@ -85,7 +89,7 @@ class Coordinator {
   std::unique_ptr<LocalStoreDir> local_store_;  // before store_: the file outlives the store
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<pid_t> pids_;
-  std::unique_ptr<migration::Controller> mig_;  // migration hook
+  std::vector<std::unique_ptr<CoordinatorExtension>> extensions_;
   int world_ = 1;
   std::int64_t start_it_ = 0;
   std::int64_t last_checkpoint_ = 0;

@@ -26,8 +26,8 @@ void Coordinator::follow(const JobSpec& job) {
     if (!opt_.run_dir.empty()) note_checkpoints();
     if (obs_ && ++polls % 4 == 0) stream_events();
     if (all) return;
-    if (mig_) mig_->poll();  // migration hook
-    std::this_thread::sleep_for(std::chrono::milliseconds(mig_ && mig_->busy() ? 1 : 50));
+    for (auto& e : extensions_) e->poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(extensions_busy() ? 1 : 50));
   }
 }
 

@@ -1,9 +1,8 @@
-// The run's result: the stages' reports, result.json, the trained model.
+// The run's result: the stages' reports, what the extensions make of them, result.json.
 #include "runtime/coordinator/coordinator_impl.h"
 
 #include "runtime/checked_write.h"
 #include "runtime/protocol.h"
-#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
 
 namespace pw::rt::coordinator_impl {
 
@@ -14,13 +13,11 @@ void Coordinator::collect(const JobSpec& job) {
     result_.stages.push_back(j);
   }
   if (opt_.run_dir.empty()) return;
-  if (job.model.kind == "torchscript") {  // torchscript hook: trained weights back as TorchScript
-    try {
-      export_trained_torchscript(job, result_.plan, world_, opt_.run_dir + "/weights", opt_.run_dir + "/model.pt");
-    } catch (const std::exception& e) {
-      fail(1, std::string("saving the trained TorchScript model: ") + e.what());
+  for (auto& e : extensions_) try {
+      e->on_results(job, result_, world_, opt_.run_dir);
+    } catch (const std::exception& x) {
+      fail(1, x.what());
     }
-  }
   if (obs_) stream_events();  // the rest
   try {
     note_checkpoints();

@@ -12,9 +12,8 @@
 #include "core/spec/resume_check.h"
 #include "runtime/checked_write.h"
 #include "runtime/child_process.h"
-#include "runtime/migration/keys.h"
 #include "runtime/protocol.h"
-#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+#include "runtime/run_extensions.h"
 
 namespace pw::rt::coordinator_impl {
 
@@ -27,7 +26,7 @@ RunResult Coordinator::run() {
   // Before anything is written: a resume that cannot proceed leaves its
   // directory as it was (SpecError, exit 2, naming the field).
   if (!opt_.resume_dir.empty()) check_resume_compatible(opt_.resume_dir, opt_.job);
-  ensure_torchscript_profile(opt_.job, opt_.run_dir);  // torchscript hook: measured, no analytic costs
+  for (auto& e : extensions_) e->before_planning(opt_.job, opt_.run_dir);
   PreparedJob prepared = prepare_job(opt_.job, opt_.planner);
   if (opt_.plan) {
     validate_plan(*opt_.plan, prepared.profile.size());
@@ -59,9 +58,7 @@ RunResult Coordinator::run() {
     fs->setTimeout(std::chrono::seconds(60));
     store_ = fs;
   }
-  // migration hook: online replanning and live migration (engine/runtime/migration)
-  mig_ = std::make_unique<migration::Controller>(prepared, store_, obs_);
-  mig_->publish();
+  for (auto& e : extensions_) e->on_store(prepared, store_, obs_);
 
   nlohmann::json cfg{{"job", job.raw},
                      {"plan", to_json(prepared.plan)},
@@ -86,7 +83,7 @@ RunResult Coordinator::run() {
     RunCommands::Abilities a;
     a.flushes = prepared.schedule->flushes();
     a.checkpoints = !opt_.run_dir.empty();
-    a.rebalances = mig_->enabled();
+    for (auto& e : extensions_) e->add_abilities(a);
     opt_.commands->set_abilities(a);
   }
   if (!opt_.run_dir.empty())
@@ -94,7 +91,7 @@ RunResult Coordinator::run() {
       tails_.emplace_back(opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl");
   store_->set(keys::kConfig, to_bytes(cfg.dump()));
   result_.start_iteration = start_it_;
-  mig_->start_at(start_it_);  // migration hook
+  for (auto& e : extensions_) e->on_start(start_it_);
   if (obs_) obs_->on_start(prepared, static_cast<int>(start_it_));
 
   struct sigaction sa {}, old_int{}, old_term{};
@@ -116,7 +113,7 @@ RunResult Coordinator::run() {
     fail(1, std::string("coordinator: ") + e.what());
   }
   shutdown();
-  if (mig_) finish_migration();  // migration hook
+  after_workers();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (result_.exit_code == 0) collect(job);
@@ -127,7 +124,7 @@ RunResult Coordinator::run() {
 void Coordinator::fail(int code, const std::string& why) {
   if (result_.exit_code == 0) {
     result_.exit_code = code;
-    result_.error = why + (mig_ ? mig_->failure_context() : "");  // migration hook
+    result_.error = why + extensions_failure_context();
   }
 }
 
@@ -148,7 +145,7 @@ std::string default_worker_binary() {
 }
 
 RunResult run_job(const RunOptions& options, RunObserver* observer) {
-  coordinator_impl::Coordinator c(options, observer);
+  coordinator_impl::Coordinator c(options, observer, coordinator_extensions());
   return c.run();
 }
 

@@ -102,7 +102,7 @@ void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
 double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
 std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
 StageMemory& StageExecutor::memory() { return impl_->memory; }
-// Migration hooks (engine/runtime/migration).
+// For stage extensions (stage_extension.h).
 torch::nn::Sequential StageExecutor::layer(int l) const { return impl_->layers.at(l); }
 torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; }
 
