@@ -24,6 +24,7 @@
 #include "core/spec/job_spec.h"
 #include "runtime/checked_write.h"
 #include "runtime/data.h"
+#include "runtime/failure_kind.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
 #include "runtime/host_allocator.h"
@@ -262,6 +263,8 @@ int run_worker(const WorkerEnv& env) {
     // The coordinator names the stage; drop our own prefix (memory errors carry it).
     if (std::string own = "stage " + std::to_string(env.rank) + ": "; msg.rfind(own, 0) == 0) msg.erase(0, own.size());
     try {
+      // The type is known only here: the coordinator blames by it (failure_kind.h).
+      store->set(keys::error_kind(env.rank), to_bytes(to_string(failure_kind(e))));
       store->set(keys::error(env.rank), to_bytes(msg));
     } catch (...) {
     }

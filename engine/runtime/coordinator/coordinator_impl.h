@@ -14,6 +14,7 @@
 
 #include "runtime/coordinator.h"
 #include "runtime/coordinator/event_tail.h"
+#include "runtime/failure_kind.h"
 #include "runtime/coordinator_extension.h"
 #include "runtime/rendezvous.h"
 
@@ -58,9 +59,8 @@ class Coordinator {
   void fail(int code, const std::string& why);
   void notice(const std::string& m);
   // failure_attribution.cpp
-  std::string worker_error(int rank);
-  static bool is_consequence(const std::string& e);
-  std::pair<int, std::string> root_cause(int rank, const std::string& err);
+  StageFailure worker_failure(int rank);
+  std::pair<int, std::string> root_cause(int rank, const StageFailure& failure);
   // liveness.cpp: true after fail()
   bool a_worker_exited();
   bool a_stage_failed(HeartbeatWatch& hb);

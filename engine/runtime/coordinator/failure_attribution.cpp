@@ -1,5 +1,7 @@
 // Which stage a failure is blamed on: a stage that fails takes its
 // neighbours down with transport errors, and those may be reported first.
+// The blame follows each error's type (FailureKind, set by the worker that
+// caught it), never its message.
 #include "runtime/coordinator/coordinator_impl.h"
 
 #include <thread>
@@ -8,30 +10,28 @@
 
 namespace pw::rt::coordinator_impl {
 
-std::string Coordinator::worker_error(int rank) {
+StageFailure Coordinator::worker_failure(int rank) {
+  StageFailure f;
   try {
-    if (store_->check({keys::error(rank)})) return from_bytes(store_->get(keys::error(rank)));
+    if (!store_->check({keys::error(rank)})) return f;
+    f.message = from_bytes(store_->get(keys::error(rank)));
+    // The worker sets the kind before the message.
+    if (store_->check({keys::error_kind(rank)}))
+      f.kind = failure_kind_from_string(from_bytes(store_->get(keys::error_kind(rank))));
   } catch (...) {
   }
-  return "";
+  return f;
 }
 
-// A stage that fails takes its neighbours down with transport errors
-// (Gloo: "Connection closed by peer"), and those may be reported first.
-// Give every worker a moment to report, then blame a stage whose error is
-// not such a consequence.
-bool Coordinator::is_consequence(const std::string& e) {
-  return e.find("Connection closed by peer") != std::string::npos ||
-         e.find("Connection reset") != std::string::npos || e.find("gloo/transport") != std::string::npos;
-}
-std::pair<int, std::string> Coordinator::root_cause(int rank, const std::string& err) {
-  if (err.empty() || !is_consequence(err)) return {rank, err};
+// A stage that lost a peer is usually not the root cause: give every worker
+// a moment to report, then blame one whose failure is its own.
+std::pair<int, std::string> Coordinator::root_cause(int rank, const StageFailure& failure) {
+  if (failure.message.empty() || failure.kind != FailureKind::PeerLost) return {rank, failure.message};
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (int r = 0; r < world_; ++r) {
-    std::string e = worker_error(r);
-    if (!e.empty() && !is_consequence(e)) return {r, e};
-  }
-  return {rank, err};
+  std::vector<StageFailure> all(world_);
+  for (int r = 0; r < world_; ++r) all[r] = r == rank ? failure : worker_failure(r);
+  int blamed = stage_to_blame(rank, all);
+  return {blamed, all[blamed].message};
 }
 
 }  // namespace pw::rt::coordinator_impl

@@ -18,10 +18,11 @@ bool Coordinator::a_worker_exited() {
       pids_[r] = 0;
       bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!ok || !store_->check({keys::result(r)})) {
-        std::string err = worker_error(r);
+        StageFailure failure = worker_failure(r);
+        const std::string& err = failure.message;
         std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                               : "exited with status " + std::to_string(WEXITSTATUS(status));
-        auto [cause, cause_err] = root_cause(r, err);
+        auto [cause, cause_err] = root_cause(r, failure);
         if (cause != r) fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
         else fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));
         return true;
@@ -48,9 +49,9 @@ bool Coordinator::a_stage_failed(HeartbeatWatch& hb) {
       fail(1, "stage " + std::to_string(r) + " worker never connected");
       return true;
     }
-    std::string err = worker_error(r);
-    if (!err.empty()) {
-      auto [cause, cause_err] = root_cause(r, err);
+    StageFailure failure = worker_failure(r);
+    if (!failure.message.empty()) {
+      auto [cause, cause_err] = root_cause(r, failure);
       fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
       return true;
     }
