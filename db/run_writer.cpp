@@ -250,13 +250,18 @@ struct RunWriter::Impl {
     std::unique_lock lk(mu);
     for (;;) {
       wake.wait_for(lk, opt.max_delay, [&] {
-        return stopping || pending.size() >= opt.batch_records || flush_target > committed_total;
+        return stopping || error || pending.size() >= opt.batch_records || flush_target > committed_total;
       });
       if (error) {
+        // Nothing more will commit: wake whoever waits on a commit or on
+        // room, then sleep until told to stop. (Looping back instead spun
+        // with the lock held while a flush was pending, and the flushing
+        // thread never got the lock to see the error: a run on a full disk
+        // never ended.)
         done.notify_all();
         space.notify_all();
-        if (stopping) break;
-        continue;
+        wake.wait(lk, [&] { return stopping; });
+        break;
       }
       if (pending.size() == 0) {
         if (stopping) break;

@@ -29,10 +29,11 @@ ConnectionGuard::~ConnectionGuard() {
   zmq_socket_monitor(guarded_->handle(), nullptr, 0);
 }
 
-void ConnectionGuard::take_events() {
+int ConnectionGuard::take_events() {
+  int refused = 0;
   for (;;) {
     zmq::message_t head, addr;
-    if (!monitor_.recv(head, zmq::recv_flags::dontwait)) return;
+    if (!monitor_.recv(head, zmq::recv_flags::dontwait)) return refused;
     if (head.more()) (void)monitor_.recv(addr, zmq::recv_flags::dontwait);
     if (head.size() < 6) continue;
     std::uint16_t event;
@@ -49,6 +50,11 @@ void ConnectionGuard::take_events() {
       if (getsockname(fd, reinterpret_cast<sockaddr*>(&c.local), &c.local_len) != 0 ||
           getpeername(fd, reinterpret_cast<sockaddr*>(&c.peer), &c.peer_len) != 0) {
         conns_.erase(fd);
+        continue;
+      }
+      if (conns_.size() >= opt_.max_connections) {
+        ::shutdown(fd, SHUT_RDWR);  // as below: libzmq sees the end and frees the session
+        ++refused;
         continue;
       }
       conns_[fd] = c;
@@ -69,8 +75,7 @@ bool ConnectionGuard::same_connection(int fd, const Conn& c) const {
 }
 
 int ConnectionGuard::poll() {
-  take_events();
-  int closed = 0;
+  int closed = take_events();
   auto now = std::chrono::steady_clock::now();
   for (auto it = conns_.begin(); it != conns_.end();) {
     const int fd = it->first;

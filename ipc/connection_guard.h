@@ -19,6 +19,9 @@ namespace pw::ipc {
 // sees the connection end and frees what it stored for it. The peer's own
 // socket reconnects, and is cut again once it floods again.
 //
+// Connections beyond `max_connections` are shut down as they are accepted:
+// each costs libzmq a session and buffers, so the number is bounded too.
+//
 // The connections come from a socket monitor (ZMQ_EVENT_ACCEPTED carries the
 // fd); the bytes a peer sent from the kernel (TCP_INFO tcpi_bytes_received,
 // counted on arrival, read by libzmq or not). Before a shutdown the fd's
@@ -30,6 +33,8 @@ class ConnectionGuard {
   struct Options {
     std::uint64_t burst_bytes = 64 * 1024;
     std::uint64_t bytes_per_s = 1024;
+    // Far above what a run has (the studio, a `watch` or two, scripts).
+    std::size_t max_connections = 256;
   };
   ConnectionGuard(zmq::context_t& ctx, zmq::socket_t& guarded, Options options);
   ConnectionGuard(zmq::context_t& ctx, zmq::socket_t& guarded) : ConnectionGuard(ctx, guarded, Options{}) {}
@@ -49,7 +54,7 @@ class ConnectionGuard {
     std::chrono::steady_clock::time_point since;
   };
   bool same_connection(int fd, const Conn& c) const;
-  void take_events();
+  int take_events();  // returns how many it refused (over max_connections)
 
   Options opt_;
   zmq::socket_t* guarded_;

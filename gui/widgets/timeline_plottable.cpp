@@ -433,7 +433,7 @@ void TimelinePlottable::drawDivergence(QCPPainter* p) {
   f.setBold(true);
   p->setFont(f);
   p->drawText(QPointF(std::max(measured.right(), predicted.right()) + 4, measured.top() + QFontMetricsF(f).ascent()),
-              QStringLiteral("first divergence: %1 %2 ms").arg(shift_ms >= 0 ? "+" : "").arg(shift_ms, 0, 'f', 2));
+              QStringLiteral("first divergence: %1%2 ms").arg(shift_ms >= 0 ? "+" : "").arg(shift_ms, 0, 'f', 2));
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {

@@ -68,8 +68,8 @@ TEST(AutoSchedule, CandidatesFollowTheShape) {
 
 TEST(AutoSchedule, ExactIsNoWorseThanVPipeOnTheNewSchedules) {
   std::mt19937_64 rng(7);
-  // exact plans one chunk per device: the V-shaped kinds are not covered yet.
-  for (auto [kind, chunks] : {std::pair{ScheduleKind::ZBH1, 1}, std::pair{ScheduleKind::ZBH2, 1}}) {
+  for (auto [kind, chunks] : {std::pair{ScheduleKind::ZBH1, 1}, std::pair{ScheduleKind::ZBH2, 1},
+                              std::pair{ScheduleKind::ZBV, 2}, std::pair{ScheduleKind::DualPipeV, 2}}) {
     auto x = plantest::random_instance(rng, 8, 2, 4);
     x.req.schedule = kind;
     x.req.chunks = chunks;

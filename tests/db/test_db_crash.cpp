@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 
 #include "db/run_reader.h"
 #include "db/run_writer.h"
+#include "db/sqlite_util.h"
 #include "db_test_util.h"
 
 namespace pw {
@@ -63,6 +65,57 @@ TEST(RunDbCrash, KillDashNineKeepsCommittedEvents) {
   r.for_each_event([&](const Event& e) { all_same = all_same && test::same(e, test::synthetic_event(i++)); });
   EXPECT_TRUE(all_same);
   EXPECT_EQ(i, count);
+}
+
+// The file stops growing mid-run (a full disk; here the file-size limit,
+// which SQLite sees as the same write error): flush and finish must return
+// with the error, promptly, from every state the writer can be in when the
+// write fails. The child is killed by alarm if it hangs.
+TEST(RunDbCrash, AWriteErrorEndsFlushAndFinishInsteadOfHanging) {
+  for (int round = 0; round < 6; ++round) {
+    test::TempDir d;
+    auto path = d.file("full.sqlite");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(20);
+      signal(SIGXFSZ, SIG_IGN);  // a failed write (EFBIG), not a signal
+      rlimit lim{};
+      lim.rlim_cur = lim.rlim_max = (2 + round) * 512 * 1024;
+      if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(4);
+      int code = 3;
+      try {
+        db::RunWriterOptions o;
+        o.batch_records = 1000 << round;
+        o.max_delay = std::chrono::milliseconds(1);
+        db::RunWriter w(path, {"full", "full", "run", 4}, o);
+        try {
+          for (std::int64_t i = 0; i < 5'000'000; ++i) {
+            w.on_event(test::synthetic_event(i));
+            if (i % 777 == 0) w.flush();
+          }
+        } catch (const db::DbError&) {
+          code = 0;  // the write error reached the producer
+        }
+        try {
+          w.finish(RunStatus::Finished, "");
+        } catch (const db::DbError&) {
+        }
+      } catch (...) {
+        _exit(2);
+      }
+      _exit(code);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "round " << round << ": the writer hung (killed by signal "
+                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << ": no write error reached the producer";
+    // What was committed before the error is still a readable run.
+    db::RunReader r(path);
+    EXPECT_EQ(r.run().run_id, "full");
+    EXPECT_GT(r.event_count(), 0);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/plan/pipeline_model.h"
 #include "core/plan/vpipe_planner.h"
+#include "core/schedule/schedule_kind.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -50,7 +51,7 @@ class ExactSearch {
       best_ms_ = model_.simulate_ms(seed);
     }
     chosen_.clear();
-    dfs(0, 0, 0, 0, 0, 0);
+    dfs(0, 0, 0, 0, 0, 0, 0);
     return best_ms_ < kInf ? best_ : seed;
   }
 
@@ -85,23 +86,29 @@ class ExactSearch {
 
   // pre: forward path to this stage's first forward (sum of earlier
   // forwards and activation sends). chain: from the end of the previous
-  // stage's last backward down to stage 0's (its recompute + backward and
-  // the earlier ones, with gradient sends). bound: the largest lower bound
-  // of the stages placed so far.
-  void dfs(int s, int a, double pre, double chain, double opt0, double bound) {
+  // stage's last input gradient down to stage 0's (recompute + input
+  // gradient of each earlier stage, with gradient sends; with a full
+  // backward the input gradient is all of it). bound: the largest lower
+  // bound of the stages placed so far.
+  void dfs(int s, int a, double pre, double chain, double opt0, double w0, double bound) {
     const int m = model_.microbatches();
     const int max_b = s == p_ - 1 ? L_ - 1 : L_ - p_ + s;
     const int min_b = s == p_ - 1 ? L_ - 1 : a;
+    const bool split = model_.splits_backward();
+    // A V's second chunk shares its device with virtual stage 2p-1-s.
+    const int twin = s >= model_.request().stages ? p_ - 1 - s : -1;
     for (int b = min_b; b <= max_b; ++b) {
       const double slow = model_.slowdown(s);
       const double F = model_.fwd_ms(a, b) * slow, B = model_.bwd_ms(a, b) * slow, O = model_.optimizer_ms(a, b) * slow;
-      const double sb = model_.send_in_ms(a);
+      const double Wt = split ? model_.bwd_weight_ms(a, b) * slow : 0;
+      const double sb = model_.hop_in_ms(s, a);
       for (const auto& e : front(s, a, b)) {
         const double R = e.recompute_ms;  // already x slowdown
         double lb = bound;
         // Every stage's device runs m forwards and backwards after its first
-        // forward starts; after its last backward that microbatch's gradient
-        // still passes every earlier stage, then stage 0 steps.
+        // forward starts; after its last input gradient that microbatch's
+        // gradient still passes every earlier stage, then stage 0 finishes
+        // that microbatch's W and steps.
         if (async_) {
           // Steady state between two step ends of stage 0: m backwards and
           // steps, and the forwards not issued during warm-up.
@@ -110,17 +117,23 @@ class ExactSearch {
             lb = m * (B + R + O) + std::max(0, m - w) * F;
           }
         } else {
-          double o0 = s == 0 ? O : opt0;
-          double after = s == 0 ? O : std::max(O, chain + sb + o0);
-          lb = std::max(lb, pre + m * (F + B + R) + after);
+          double o0 = s == 0 ? O : opt0, W0 = s == 0 ? Wt : w0;
+          lb = std::max(lb, pre + m * (F + B + R) + O);
+          lb = std::max(lb, pre + m * (F + R + B - Wt) + (s == 0 ? 0 : chain + sb) + W0 + o0);
+          if (twin >= 0) {
+            // The device's first forward waits for the twin's input; then it
+            // runs both chunks' work and steps once for both.
+            const Chosen& t = chosen_[twin];
+            lb = std::max(lb, t.pre + m * (F + B + R + t.work) + O + t.opt);
+          }
         }
         if (lb >= best_ms_ * (1 - 1e-12)) continue;
-        chosen_.push_back({a, b, &e});
+        chosen_.push_back({a, b, &e, pre, F + B + R, O});
         if (s == p_ - 1) {
           leaf();
         } else {
-          double next_chain = s == 0 ? R + B : chain + sb + R + B;
-          dfs(s + 1, b + 1, pre + F + model_.send_out_ms(b), next_chain, s == 0 ? O : opt0, lb);
+          double next_chain = s == 0 ? R + B - Wt : chain + sb + R + B - Wt;
+          dfs(s + 1, b + 1, pre + F + model_.hop_out_ms(s, b), next_chain, s == 0 ? O : opt0, s == 0 ? Wt : w0, lb);
         }
         chosen_.pop_back();
       }
@@ -148,6 +161,7 @@ class ExactSearch {
   struct Chosen {
     int a, b;
     const FrontEntry* e;
+    double pre, work, opt;  // forward path to it, its work per microbatch, its step
   };
   PipelineModel model_;
   int L_, p_;
@@ -162,8 +176,11 @@ class ExactSearch {
 }  // namespace
 
 Plan ExactPlanner::plan(const PlanRequest& req) const {
-  if (req.chunks != 1)
-    throw SpecError("pipeline.chunks", "planner exact supports pipeline.chunks = 1 only, got " + std::to_string(req.chunks));
+  // One chunk per device, or a V (two, placed by the schedule): the bounds
+  // below know no interleaved placement.
+  if (req.chunks != 1 && !(is_v_shape(req.schedule) && req.chunks == 2))
+    throw SpecError("pipeline.chunks", "planner exact supports pipeline.chunks = 1 (or 2 on a V-shaped schedule) only, got " +
+                                           std::to_string(req.chunks));
   return ExactSearch(req).run();
 }
 

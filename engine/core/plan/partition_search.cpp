@@ -148,7 +148,7 @@ Layout PartitionSearch::min_fill_layout(double T) {
         if (prev >= kInf) continue;
         const RangeChoice& c = choice(s, k + 1, b);
         if (!c.fits || c.period_ms > T) continue;
-        double v = prev + c.compute_ms + m_.send_out_ms(k) + m_.send_in_ms(k + 1);
+        double v = prev + c.compute_ms + m_.hop_out_ms(s - 1, k) + m_.hop_in_ms(s, k + 1);
         if (v < fill[s][b - lo[s]]) {
           fill[s][b - lo[s]] = v;
           from[s][b - lo[s]] = k;

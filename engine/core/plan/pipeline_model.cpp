@@ -25,20 +25,47 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
                                 std::to_string(req.stages) + " (one per device)");
   auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
   swap_exposed_ = req.schedule == ScheduleKind::GPipe;
-  swap_drain_ = req.schedule == ScheduleKind::OneFOneB || req.schedule == ScheduleKind::Interleaved;
   step_per_mb_ = !sched->flushes();
   split_ = sched->splits_backward();
   for (int j = 0; j < stages_; ++j) {
     int d = sched->device_of_virtual_stage(j);
-    in_flight_.push_back(sched->in_flight(d));
+    device_.push_back(d);
+    remote_next_.push_back(j + 1 < stages_ && sched->device_of_virtual_stage(j + 1) != d);
+    // Each chunk's bound counts its own microbatches in flight and gets an
+    // equal share of the device budget: the chunks' bounds add up to at
+    // most the device's (one action, one swap stream at a time).
+    in_flight_.push_back(sched->in_flight_of_chunk(d, sched->chunk_of_virtual_stage(j)));
     slow_.push_back(req.slowdown.empty() ? 1.0 : req.slowdown.at(d));
     versions_.push_back(sched->weight_versions(d));
     // With interleaving a device's budget is shared by its chunks; each
     // chunk gets an equal share, which keeps the device within budget.
     budget_.push_back(req.device.memory_bytes / static_cast<std::uint64_t>(req.chunks));
+    // Where this stage's swap-ins wait, from the device's order (the
+    // simulator's prefetch_swap_in): per microbatch of the program's span.
+    SwapExposure e;
+    const int chunk = sched->chunk_of_virtual_stage(j);
+    Action prev{ActionKind::OptimizerStep, 0, -1};
+    for (std::int64_t i = 0, n = sched->length(d); i < n; ++i) {
+      Action a = sched->action(d, i);
+      if ((a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput) && a.chunk == chunk) {
+        if (prev.kind == ActionKind::Forward && prev.chunk == a.chunk && prev.microbatch == a.microbatch) e.twice += 1;
+        else if (prev.kind == ActionKind::Forward) e.after_fwd += 1;
+        else if (prev.kind == ActionKind::BackwardWeight) e.after_w += 1;
+        else e.full += 1;
+      }
+      prev = a;
+    }
+    const double span = sched->span_microbatches();
+    e.twice /= span;
+    e.full /= span;
+    e.after_fwd /= span;
+    e.after_w /= span;
+    exposure_.push_back(e);
   }
   fwd_.assign(layers_ + 1, 0);
   bwd_.assign(layers_ + 1, 0);
+  bww_.assign(layers_ + 1, 0);
+  stash_.assign(layers_ + 1, 0);
   opt_.assign(layers_ + 1, 0);
   param_.assign(layers_ + 1, 0);
   static_.assign(layers_ + 1, 0);
@@ -46,6 +73,8 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     const auto& L = req.profile->layers[l];
     fwd_[l + 1] = fwd_[l] + L.fwd_ms;
     bwd_[l + 1] = bwd_[l] + L.bwd_ms;
+    bww_[l + 1] = bww_[l] + weight_grad_ms(L);
+    stash_[l + 1] = stash_[l] + L.input_bytes + L.output_bytes;
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
@@ -61,8 +90,15 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
   }
 }
 
-std::uint64_t PipelineModel::held_bytes(std::uint64_t kept, const LayerProfile& L) const {
-  return split_ ? std::max(kept, L.input_bytes + L.output_bytes) : kept;
+std::uint64_t PipelineModel::held_floor(int a, int b) const {
+  return split_ ? stash_[b + 1] - stash_[a] : 0;
+}
+
+SwapExposure PipelineModel::exposure(int stage, int a, int b) const {
+  SwapExposure e = exposure_[stage];
+  e.fwd_ms = fwd_ms(a, b) * slow_[stage];
+  e.w_ms = bwd_weight_ms(a, b) * slow_[stage];
+  return e;
 }
 
 std::uint64_t PipelineModel::workspace_bytes(int a, int b) const {
@@ -95,7 +131,8 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   StageCost c;
   c.param_bytes = param_[b + 1] - param_[a];
   c.static_bytes = static_[b + 1] - static_[a];
-  c.kept_bytes_per_mb = kept;
+  // A microbatch holds what its layers keep until B, then W's stash.
+  c.kept_bytes_per_mb = std::max(kept, held_floor(a, b));
   c.swap_bytes_per_mb = swap;
   c.recompute_peak_bytes = rec_peak;
   c.workspace_bytes = workspace_bytes(a, b);
@@ -108,10 +145,11 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f);
   r.recompute_ms = rec_ms * slow;
   r.swap_bytes = swap;
-  r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? sw : 0);
-  r.drain_ms = swap_drain_ ? (std::min(in_flight_[stage], m_) - 1) * sw : 0;
+  const double stall = exposure(stage, a, b).stall_ms(sw);  // per microbatch
+  r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? stall : 0);
+  r.drain_ms = swap_exposed_ ? 0 : stall * m_;
   double work = r.compute_ms + (step_per_mb_ ? optimizer_ms(a, b) * slow : 0);
-  r.period_ms = std::max({work, send_out_ms(b), send_in_ms(a)});
+  r.period_ms = std::max({work, hop_out_ms(stage, b), hop_in_ms(stage, a)});
   return r;
 }
 
@@ -121,9 +159,9 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
     switch (policy[l]) {
-      case MemoryPolicy::Keep: kept += held_bytes(L.activation_bytes, L); break;
+      case MemoryPolicy::Keep: kept += L.activation_bytes; break;
       case MemoryPolicy::Recompute:
-        kept += held_bytes(L.input_bytes, L);
+        kept += L.input_bytes;
         rec += L.fwd_ms;
         peak = std::max(peak, L.activation_bytes);
         break;
@@ -133,33 +171,42 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
   return finish(stage, a, b, rec, kept, swap, peak);
 }
 
-RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) const {
+PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<PolicyItem>& items) const {
   PolicyProblem prob;
   prob.base.param_bytes = param_[b + 1] - param_[a];
   prob.base.static_bytes = static_[b + 1] - static_[a];
   prob.base.workspace_bytes = workspace_bytes(a, b);
   prob.base.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
+  prob.kept_floor = held_floor(a, b);
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];
   prob.swap_cap = swap_budget_bytes(fwd_ms(a, b) * slow_[stage]);
-  // What a swapped byte costs per microbatch: all of its transfer where
-  // the schedule cannot hide it, the drain's share under 1F1B.
-  const double per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
-  prob.swap_ms_per_byte = swap_exposed_ ? per_byte
-                          : swap_drain_ ? per_byte * (std::min(in_flight_[stage], m_) - 1) / m_
-                                        : 0;
-  thread_local std::vector<PolicyItem> items;
-  thread_local std::vector<MemoryPolicy> pol;
+  // What a swapped byte costs per microbatch: the stalls the schedule's
+  // order leaves (finish() counts the same).
+  prob.swap_ms_per_byte = req_.device.host_link_gbps > 0 ? 8.0 / (req_.device.host_link_gbps * 1e9) * 1e3 : 0;
+  prob.exposure = exposure(stage, a, b);
   items.clear();
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
-    items.push_back({held_bytes(L.activation_bytes, L), held_bytes(L.input_bytes, L), L.fwd_ms});
+    items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms});
   }
+  return prob;
+}
+
+RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) const {
+  thread_local std::vector<PolicyItem> items;
+  thread_local std::vector<MemoryPolicy> pol;
+  PolicyProblem prob = problem(stage, a, b, items);
   PolicySolution x = solve_policy(prob, items, pol);
   if (out) std::copy(pol.begin(), pol.end(), out);
-  RangeChoice r = finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
-  return r;
+  return finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
+}
+
+std::vector<FrontPolicy> PipelineModel::policy_front(int stage, int a, int b) const {
+  std::vector<PolicyItem> items;
+  PolicyProblem prob = problem(stage, a, b, items);
+  return pw::policy_front(prob, items);
 }
 
 double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const std::vector<RangeChoice>& choices) const {
@@ -168,15 +215,44 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
   for (const auto& c : choices) bottleneck = std::max(bottleneck, c.period_ms);
   if (step_per_mb_) return m_ * bottleneck;
   const double opt0 = optimizer_ms(ranges[0].first_layer, ranges[0].last_layer) * slow_[0];
+  if (is_v_shape(kind_)) {
+    // A V keeps every device busy once filled: the longest of (a) a
+    // device's first input arriving, then both its chunks' work and its
+    // step, and (b) a stage's forwards, recomputes and input gradients,
+    // then the last gradient's way back to stage 0, its W and the step
+    // (the bounds exact prunes with, here as an estimate).
+    std::vector<double> pre(V), work(V);
+    double p = 0, chain = 0, best = 0;
+    const double w0 = bwd_weight_ms(ranges[0].first_layer, ranges[0].last_layer) * slow_[0];
+    for (size_t s = 0; s < V; ++s) {
+      const int a = ranges[s].first_layer, b = ranges[s].last_layer;
+      const int j = static_cast<int>(s);
+      const double f = fwd_ms(a, b) * slow_[s], w = split_ ? bwd_weight_ms(a, b) * slow_[s] : 0;
+      const double opt = optimizer_ms(a, b) * slow_[s];
+      const double in = hop_in_ms(j, a);
+      const double stall = choices[s].drain_ms / m_;
+      pre[s] = p;
+      work[s] = choices[s].compute_ms + stall;
+      best = std::max(best, p + m_ * work[s] + opt);
+      best = std::max(best, p + m_ * (choices[s].compute_ms - w + stall) + (s == 0 ? 0 : chain + in) + w0 + opt0);
+      const size_t twin = V - 1 - s;
+      if (twin < s)
+        best = std::max(best, pre[twin] + m_ * (work[s] + work[twin]) + opt +
+                                  optimizer_ms(ranges[twin].first_layer, ranges[twin].last_layer) * slow_[twin]);
+      chain += (s == 0 ? 0 : in) + choices[s].compute_ms - f - w;
+      p += f + hop_out_ms(j, b);
+    }
+    return best;
+  }
   if (kind_ == ScheduleKind::GPipe || req_.chunks > 1) {
     // Two phases: every forward, then every backward; each fills and
     // drains through its slowest stage.
     double fwd = 0, bwd = 0, fmax = 0, bmax = 0;
     for (size_t s = 0; s < V; ++s) {
       double f = fwd_ms(ranges[s].first_layer, ranges[s].last_layer) * slow_[s];
-      double b = choices[s].compute_ms - f;
-      double hop = s + 1 < V ? send_out_ms(ranges[s].last_layer) : 0;
-      double back = s > 0 ? send_in_ms(ranges[s].first_layer) : 0;
+      double b = choices[s].compute_ms - f + choices[s].drain_ms / m_;
+      double hop = hop_out_ms(static_cast<int>(s), ranges[s].last_layer);
+      double back = hop_in_ms(static_cast<int>(s), ranges[s].first_layer);
       fwd += f + hop;
       bwd += b + back;
       fmax = std::max({fmax, f, hop});

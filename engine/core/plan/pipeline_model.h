@@ -4,6 +4,7 @@
 
 #include "core/cost/stage_cost.h"
 #include "core/plan/planner.h"
+#include "core/plan/policy_solver.h"
 
 namespace pw {
 
@@ -15,8 +16,8 @@ struct RangeChoice {
   double period_ms = 0;       // steady-state time per microbatch: compute (+ optimizer when
                               // the schedule steps per microbatch) or a link transfer, if slower
   double recompute_ms = 0;
-  // Once per iteration under 1F1B: the drain's backwards wait for their
-  // swap-ins, issued only when the previous backward ends.
+  // Once per iteration (all schedules but GPipe): backwards that wait for
+  // their swap-ins, from the schedule's order (SwapExposure).
   double drain_ms = 0;
   std::uint64_t swap_bytes = 0;
   std::uint64_t peak_bytes = 0;
@@ -50,15 +51,28 @@ class PipelineModel {
   double fwd_ms(int a, int b) const { return fwd_[b + 1] - fwd_[a]; }
   double bwd_ms(int a, int b) const { return bwd_[b + 1] - bwd_[a]; }
   double optimizer_ms(int a, int b) const { return opt_[b + 1] - opt_[a]; }
+  // W's share of the backward of layers [a, b] (weight_grad_ms).
+  double bwd_weight_ms(int a, int b) const { return bww_[b + 1] - bww_[a]; }
   // Activation to the next stage / gradient to the previous one.
   double send_out_ms(int b) const;
   double send_in_ms(int a) const;
+  // The same for virtual stage `stage` ending at b / starting at a: zero
+  // where the neighbouring virtual stage runs on the same device (a V's
+  // turn), as the simulator does.
+  double hop_out_ms(int stage, int b) const { return stage + 1 < stages_ && remote_next_[stage] ? send_out_ms(b) : 0; }
+  double hop_in_ms(int stage, int a) const { return stage > 0 && remote_next_[stage - 1] ? send_in_ms(a) : 0; }
+  int device_of(int stage) const { return device_[stage]; }
+  bool splits_backward() const { return split_; }
   double swap_ms(std::uint64_t bytes) const;
 
   // Solves the memory policy of layers [a, b] held by `stage`: the
   // cheapest policy (least recompute and exposed swap time) whose bound
   // fits. Writes the per-layer policy to out[0 .. b-a] when out is given.
   RangeChoice solve(int stage, int a, int b, MemoryPolicy* out = nullptr) const;
+
+  // Short ranges (<= 6 layers): the fitting policies on the Pareto front
+  // of recompute and swap, cheapest first (see pw::policy_front).
+  std::vector<FrontPolicy> policy_front(int stage, int a, int b) const;
 
   // The same figures for a given policy (plan.policy indexed by layer).
   RangeChoice evaluate(int stage, int a, int b, const std::vector<MemoryPolicy>& policy) const;
@@ -75,24 +89,32 @@ class PipelineModel {
 
  private:
   std::uint64_t swap_budget_bytes(double fwd_ms) const;
+  PolicyProblem problem(int stage, int a, int b, std::vector<PolicyItem>& items) const;
   RangeChoice finish(int stage, int a, int b, double rec_ms, std::uint64_t kept, std::uint64_t swap,
                      std::uint64_t rec_peak) const;
 
   PlanRequest req_;
   int layers_ = 0, stages_ = 0, m_ = 1;
   ScheduleKind kind_;
-  bool swap_exposed_ = false;   // GPipe: swap-ins are issued behind the previous backward
-  bool swap_drain_ = false;     // 1F1B with flush: the drain waits for swap-ins
+  // GPipe: swap stalls fall in the backward phase every microbatch goes
+  // through (counted in compute_ms); elsewhere in warm-up / drain (drain_ms).
+  bool swap_exposed_ = false;
+  std::vector<SwapExposure> exposure_;  // per virtual stage, windows unset
+  SwapExposure exposure(int stage, int a, int b) const;
   bool step_per_mb_ = false;    // PipeDream: optimizer step after every backward
-  // Split backward (zero bubble): from B to W a layer holds W's stash (its
-  // input and output gradient) instead of what it kept; a microbatch in
-  // flight is bounded by the larger of the two.
+  // Split backward (zero bubble): from B to W every layer, swapped ones
+  // included, holds W's stash (its input and output gradient) instead of
+  // what it kept; a microbatch in flight holds the larger of the stage's
+  // kept bytes and its stash, which no policy changes (stage_cost's
+  // w_stash_bytes_per_mb, as the simulator frees and adds them at B).
   bool split_ = false;
-  std::uint64_t held_bytes(std::uint64_t kept, const LayerProfile& L) const;
-  std::vector<int> in_flight_, versions_;
+  std::uint64_t held_floor(int a, int b) const;
+  std::vector<std::uint64_t> stash_;
+  std::vector<int> in_flight_, versions_, device_;
+  std::vector<bool> remote_next_;  // virtual stage j + 1 on another device
   std::vector<double> slow_;
   std::vector<std::uint64_t> budget_;
-  std::vector<double> fwd_, bwd_, opt_;
+  std::vector<double> fwd_, bwd_, bww_, opt_;
   std::vector<std::uint64_t> param_, static_;
   // Range maximum of the layers' backward workspace (sparse table).
   std::vector<std::vector<std::uint64_t>> workspace_;

@@ -43,7 +43,7 @@ class State {
   }
 
   std::uint64_t bound() const {
-    cost_.kept_bytes_per_mb = kept_;
+    cost_.kept_bytes_per_mb = std::max(kept_, p_.kept_floor);
     cost_.swap_bytes_per_mb = swap_;
     cost_.recompute_peak_bytes = peak_act_;
     return peak_memory_bound(cost_, p_.in_flight, p_.weight_versions);
@@ -52,15 +52,15 @@ class State {
   bool fits() const { return swap_ok() && bound() <= p_.budget; }
   // Recompute and exposed swap time; a hidden swap still costs a little,
   // so that among equal plans the one moving fewer bytes wins.
-  double cost() const {
-    return rec_ + static_cast<double>(swap_) * (p_.swap_ms_per_byte > 0 ? p_.swap_ms_per_byte : 1e-15);
-  }
+  double cost() const { return rec_ + p_.swap_cost_ms(swap_) + static_cast<double>(swap_) * 1e-15; }
 
   // What layer i would cost under policy p.
   double cost_of(size_t i, MemoryPolicy p) const {
     if (p == MemoryPolicy::Recompute) return items_[i].fwd_ms;
+    // Linear part only: a filter for trades, which cost() then judges.
     if (p == MemoryPolicy::Swap)
-      return static_cast<double>(items_[i].act) * (p_.swap_ms_per_byte > 0 ? p_.swap_ms_per_byte : 1e-15);
+      return static_cast<double>(items_[i].act) *
+             (p_.swap_ms_per_byte * (2 * p_.exposure.twice + p_.exposure.full) + 1e-15);
     return 0;
   }
 
@@ -77,7 +77,7 @@ class State {
   PolicySolution solution() const {
     PolicySolution s;
     s.fits = fits();
-    s.cost_ms = p_.swap_ms_per_byte * static_cast<double>(swap_) + rec_;
+    s.cost_ms = p_.swap_cost_ms(swap_) + rec_;
     s.recompute_ms = rec_;
     s.kept = kept_;
     s.swap = swap_;
@@ -176,6 +176,73 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
   }
 }
 
+// Every policy of a short range (3^k): the greedy starts and local moves
+// miss combinations on a few layers (measured against exact), and k <= 6
+// costs at most 729 bound evaluations.
+constexpr size_t kExhaustiveLayers = 6;
+
+// Calls visit(policy, kept, swap, recompute peak, recompute ms, bound) for
+// every policy of the items that fits.
+// prune(recompute ms, swap bytes) skips a partial policy (and everything
+// it extends to): both only grow as layers are added.
+template <class Visit, class Prune>
+void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& items, Visit&& visit, Prune&& prune) {
+  const size_t k = items.size();
+  std::vector<MemoryPolicy> pol(k, MemoryPolicy::Keep);
+  StageCost c = prob.base;
+  auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
+    if (prune(r, swap)) return;
+    if (i == k) {
+      c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
+      c.swap_bytes_per_mb = swap;
+      c.recompute_peak_bytes = peak;
+      std::uint64_t bound = peak_memory_bound(c, prob.in_flight, prob.weight_versions);
+      if (bound <= prob.budget) visit(pol, kept, swap, peak, r, bound);
+      return;
+    }
+    const PolicyItem& it = items[i];
+    pol[i] = MemoryPolicy::Keep;
+    self(self, i + 1, kept + it.act, swap, peak, r);
+    if (it.act > it.in) {
+      pol[i] = MemoryPolicy::Recompute;
+      self(self, i + 1, kept + it.in, swap, std::max(peak, it.act), r + it.fwd_ms);
+    }
+    if (prob.swap_cap > 0 && swap + it.act <= prob.swap_cap) {
+      pol[i] = MemoryPolicy::Swap;
+      self(self, i + 1, kept, swap + it.act, peak, r);
+    }
+    pol[i] = MemoryPolicy::Keep;
+  };
+  rec(rec, 0, 0, 0, 0, 0.0);
+}
+
+// As State::cost: a hidden swap still costs a little.
+double ranked_cost(const PolicyProblem& prob, double rec, std::uint64_t swap) {
+  return rec + prob.swap_cost_ms(swap) + static_cast<double>(swap) * 1e-15;
+}
+
+bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& items, std::vector<MemoryPolicy>& out,
+                      PolicySolution& best) {
+  bool found = false;
+  for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t kept, std::uint64_t swap,
+                                    std::uint64_t peak, double rec, std::uint64_t bound) {
+    double cost = ranked_cost(prob, rec, swap), best_cost = ranked_cost(prob, best.recompute_ms, best.swap);
+    if (found && !(cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && swap < best.swap))) return;
+    found = true;
+    best.fits = true;
+    best.cost_ms = prob.swap_cost_ms(swap) + rec;
+    best.recompute_ms = rec;
+    best.kept = kept;
+    best.swap = swap;
+    best.recompute_peak = peak;
+    best.peak = bound;
+    out = pol;
+  }, [&](double rec, std::uint64_t swap) {
+    return found && ranked_cost(prob, rec, swap) > ranked_cost(prob, best.recompute_ms, best.swap) + 1e-12;
+  });
+  return found;
+}
+
 }  // namespace
 
 PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyItem>& items,
@@ -185,6 +252,10 @@ PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyI
   if (keep.fits() || k == 0) {
     out.assign(k, MemoryPolicy::Keep);
     return keep.solution();
+  }
+  if (k <= kExhaustiveLayers) {
+    PolicySolution x;
+    if (solve_exhaustive(prob, items, out, x)) return x;
   }
   // Bytes a recompute saves per ms it costs.
   std::vector<double> eff(k);
@@ -282,6 +353,33 @@ PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyI
   }
   out = best_pol;
   return best;
+}
+
+}  // namespace pw
+
+namespace pw {
+
+std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vector<PolicyItem>& items) {
+  std::vector<FrontPolicy> all;
+  if (items.size() > kExhaustiveLayers) return all;
+  for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t, std::uint64_t swap,
+                                    std::uint64_t, double rec, std::uint64_t) {
+    all.push_back({pol, rec, swap, ranked_cost(prob, rec, swap)});
+  }, [](double, std::uint64_t) { return false; });
+  // Pareto front of (recompute ms, swap bytes): the simulator is monotone
+  // in both, so a dominated policy is never faster.
+  std::sort(all.begin(), all.end(), [](const FrontPolicy& x, const FrontPolicy& y) {
+    return x.recompute_ms != y.recompute_ms ? x.recompute_ms < y.recompute_ms : x.swap_bytes < y.swap_bytes;
+  });
+  std::vector<FrontPolicy> front;
+  std::uint64_t least_swap = std::numeric_limits<std::uint64_t>::max();
+  for (auto& e : all) {
+    if (e.swap_bytes >= least_swap) continue;
+    least_swap = e.swap_bytes;
+    front.push_back(std::move(e));
+  }
+  std::sort(front.begin(), front.end(), [](const FrontPolicy& x, const FrontPolicy& y) { return x.cost_ms < y.cost_ms; });
+  return front;
 }
 
 }  // namespace pw

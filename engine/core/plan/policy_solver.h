@@ -13,6 +13,26 @@ struct PolicyItem {
   double fwd_ms = 0;      // what a recompute costs
 };
 
+// Where a stage's swap-ins cannot hide, per microbatch, counted from the
+// schedule's order the way the simulator issues them: a backward's swap-in
+// starts with the action before it when that is a forward or a W (so it
+// hides behind that action's time), but only when the backward itself is
+// due after another backward, a step or nothing (fully exposed); right
+// after its own microbatch's forward it also waits for that forward's
+// swap-out (twice the transfer).
+struct SwapExposure {
+  double twice = 0;      // backwards right after their own forward
+  double full = 0;       // backwards whose swap-in is fully exposed
+  double after_fwd = 0;  // backwards right after a forward (window fwd_ms)
+  double after_w = 0;    // backwards right after a W (window w_ms)
+  double fwd_ms = 0, w_ms = 0;
+  // Stall per microbatch for a swap-in of sw ms.
+  double stall_ms(double sw) const {
+    if (sw <= 0) return 0;
+    return (2 * twice + full) * sw + after_fwd * (sw > fwd_ms ? sw - fwd_ms : 0) + after_w * (sw > w_ms ? sw - w_ms : 0);
+  }
+};
+
 // One stage's policy problem: its layers, the stage's weight-side cost
 // (static and parameter bytes; activations are filled in by the solver),
 // what the schedule keeps in flight, the budget, and the host link.
@@ -20,9 +40,17 @@ struct PolicyProblem {
   StageCost base;
   int in_flight = 1;
   int weight_versions = 1;
+  // A microbatch holds at least this much whatever the policy (a split
+  // backward's W stash): the bound counts max(kept, kept_floor) per microbatch.
+  std::uint64_t kept_floor = 0;
   std::uint64_t budget = 0;
   std::uint64_t swap_cap = 0;      // swap bytes per microbatch the host link moves behind the forward
-  double swap_ms_per_byte = 0;     // swap time the schedule cannot hide (GPipe), 0 when hidden
+  double swap_ms_per_byte = 0;     // host-link transfer time of one byte
+  SwapExposure exposure;
+  // Exposed swap time per microbatch for `bytes` swapped per microbatch.
+  double swap_cost_ms(std::uint64_t bytes) const {
+    return exposure.stall_ms(static_cast<double>(bytes) * swap_ms_per_byte);
+  }
 };
 
 struct PolicySolution {
@@ -33,7 +61,8 @@ struct PolicySolution {
 };
 
 // Cheapest per-layer policy whose peak_memory_bound fits the budget, with
-// swap traffic within swap_cap. Two greedy starts (recompute only; swap
+// swap traffic within swap_cap. Ranges of <= 6 layers: every policy. Longer
+// ones: two greedy starts (recompute only; swap
 // the layers dearest to recompute first), each followed by local
 // improvement (undo a recompute, turn it into a swap, exchange a recompute
 // for a cheaper one) until nothing improves; the cheaper result wins.
@@ -41,5 +70,17 @@ struct PolicySolution {
 // least-memory policy found with fits = false.
 PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyItem>& items,
                             std::vector<MemoryPolicy>& out);
+
+// The fitting policies of a short range (<= 6 items; empty for longer
+// ones) that no other fitting policy beats in both recompute ms and swap
+// bytes, cheapest (by the solver's cost) first: alternatives the planner
+// judges by simulation where the cost misses the schedule's slack.
+struct FrontPolicy {
+  std::vector<MemoryPolicy> policy;
+  double recompute_ms = 0;
+  std::uint64_t swap_bytes = 0;
+  double cost_ms = 0;
+};
+std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vector<PolicyItem>& items);
 
 }  // namespace pw

@@ -106,7 +106,13 @@ class Search {
       }
     }
     climb(best, best_ms);
-    return plan_from_layout(model_, best);
+    Plan plan = plan_from_layout(model_, best);
+    refine_policies(plan, best_ms);
+    // On larger models the climb has already judged these moves with the
+    // solver's policies and few stages are short enough for a front: the
+    // pass would spend the simulation budget for little (auto's < 50 ms).
+    if (small_model()) refine_layout(plan, best_ms);
+    return plan;
   }
 
   Plan incremental(const Plan& current) {
@@ -144,9 +150,10 @@ class Search {
   }
 
  private:
-  double simulate(const Layout& ends) {
+  double simulate(const Layout& ends) { return simulate(plan_from_layout(model_, ends)); }
+  double simulate(const Plan& plan) {
     --sims_left_;
-    return model_.simulate_ms(plan_from_layout(model_, ends));
+    return model_.simulate_ms(plan);
   }
 
   // Hill climbing on the estimate over the same moves as climb().
@@ -160,6 +167,20 @@ class Search {
         if (e < step_est) {
           step_est = e;
           step = std::move(n);
+        }
+      }
+      // Stuck: try two moves at once (a layer passed along one run, then
+      // another), which single moves reach only through a worse layout.
+      // |moves|^2 estimates: small models only (kPairMoveLayers).
+      if (step.empty() && pair_moves()) {
+        for (auto& n : shifts(l, span)) {
+          for (auto& n2 : shifts(n, span)) {
+            double e = search_.estimate_ms(n2);
+            if (e < step_est) {
+              step_est = e;
+              step = std::move(n2);
+            }
+          }
         }
       }
       if (step.empty()) break;
@@ -196,6 +217,105 @@ class Search {
       best_ms = step_ms;
     }
   }
+
+  // Coordinate descent on simulated time over each short stage's other
+  // Pareto-optimal policies: the solver's cost cannot see where the
+  // schedule leaves slack that hides a swap (or makes a recompute free).
+  // Stages lo..hi only (all by default).
+  void refine_policies(Plan& plan, double& ms, int lo = 0, int hi = -1) {
+    const int V = model_.stages();
+    if (hi < 0) hi = V - 1;
+    std::vector<std::vector<FrontPolicy>> fronts(V);
+    for (int s = lo; s <= hi; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
+    // Larger models: one pass over each front's three cheapest policies.
+    const size_t tries = small_model() ? 12 : 3;
+    for (int pass = 0; pass < (small_model() ? 4 : 1); ++pass) {
+      bool improved = false;
+      for (int s = lo; s <= hi; ++s) {
+        const int a = plan.stages[s].first_layer;
+        for (size_t k = 0; k < fronts[s].size() && k < tries && sims_left_ > 0; ++k) {
+          const auto& pol = fronts[s][k].policy;
+          if (std::equal(pol.begin(), pol.end(), plan.policy.begin() + a)) continue;
+          Plan q = plan;
+          std::copy(pol.begin(), pol.end(), q.policy.begin() + a);
+          double t = simulate(q);
+          if (t < ms * (1 - 1e-9)) {
+            plan = std::move(q);
+            ms = t;
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+  }
+
+  // Final pass: moves of one layer along a run of boundaries (as climb),
+  // each with its changed stages' policies re-chosen by refine_policies,
+  // first improvement taken; the climb judged moves by the solver's
+  // policies only.
+  void refine_layout(Plan& plan, double& ms) {
+    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    while (sims_left_ > 0) {
+      const Layout cur = to_layout(plan.stages);
+      std::vector<std::pair<double, Layout>> moves;
+      for (auto& n : shifts(cur, span)) {
+        double e = search_.estimate_ms(n);
+        if (e < 1e299) moves.push_back({e, std::move(n)});
+      }
+      std::sort(moves.begin(), moves.end());
+      bool improved = false;
+      for (auto& [e, n] : moves) {
+        if (sims_left_ <= 0) break;
+        int lo = 0, hi = static_cast<int>(n.size()) - 1;
+        while (n[lo] == cur[lo]) ++lo;
+        while (n[hi] == cur[hi]) --hi;
+        ++hi;  // the stage after the last moved boundary changed too
+        Plan q = plan_from_layout(model_, n);
+        double t = simulate(q);
+        refine_policies(q, t, lo, hi);
+        if (t < ms * (1 - 1e-9)) {
+          plan = std::move(q);
+          ms = t;
+          improved = true;
+          break;
+        }
+      }
+      // Stuck: the pairs of moves with the best estimates, simulated.
+      if (!improved && pair_moves()) {
+        std::set<Layout> seen{cur};
+        std::vector<std::pair<double, Layout>> pairs;
+        for (auto& [e, n] : moves)
+          for (auto& n2 : shifts(n, span)) {
+            if (!seen.insert(n2).second) continue;
+            double e2 = search_.estimate_ms(n2);
+            if (e2 < 1e299) pairs.push_back({e2, std::move(n2)});
+          }
+        std::sort(pairs.begin(), pairs.end());
+        if (pairs.size() > 24) pairs.resize(24);
+        for (auto& [e, n] : pairs) {
+          if (sims_left_ <= 0) break;
+          Plan q = plan_from_layout(model_, n);
+          double t = simulate(q);
+          refine_policies(q, t);
+          if (t < ms * (1 - 1e-9)) {
+            plan = std::move(q);
+            ms = t;
+            improved = true;
+            break;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+  }
+
+  // Two-move neighbourhoods cost |moves|^2 estimates, and the final
+  // passes many simulations; on models this small that is still about a
+  // millisecond, and they close the last gaps to exact (docs/planners.md).
+  bool small_model() const { return model_.layers() <= kSmallModelLayers; }
+  bool pair_moves() const { return small_model() && model_.stages() <= 16; }
+  static constexpr int kSmallModelLayers = 32;
 
   // Nothing fits the bound: return the candidate closest to fitting.
   Plan least_overflow(const std::vector<std::pair<double, Layout>>& scored) {

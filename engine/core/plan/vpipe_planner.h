@@ -10,7 +10,9 @@ namespace pw {
 // cheapest policy that fits their memory (so stages with more microbatches
 // in flight recompute and swap more), then a least-fill layout at a few
 // bottleneck levels, then hill climbing on simulated iteration time by
-// moving boundary layers. Incremental mode (req.current): moves one
+// moving boundary layers, then, judged by simulation, other Pareto-optimal
+// policies for short stages and (models <= 32 layers) boundary moves with
+// those policies re-chosen (docs/planners.md). Incremental mode (req.current): moves one
 // boundary layer at a time from the plan in force while that improves the
 // predicted iteration time by at least 1%, so live migration moves few
 // layers; falls back to the global search when the current plan cannot be

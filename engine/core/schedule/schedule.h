@@ -27,6 +27,10 @@ class Schedule {
 
   // Microbatches whose activations a device holds at most (per chunk).
   virtual int in_flight(int device) const = 0;
+  // The same for one chunk of the device alone: a bound on that chunk's
+  // share, which the planners size each chunk by (the chunks' bounds add
+  // up to the device's). Defaults to the device's count.
+  virtual int in_flight_of_chunk(int device, int chunk) const { return in_flight(device); }
   // Weight versions a device keeps (1 = no stashing).
   virtual int weight_versions(int device) const { return 1; }
 

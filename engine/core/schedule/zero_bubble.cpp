@@ -8,12 +8,22 @@
 namespace pw {
 
 ListSchedule::ListSchedule(int devices, int microbatches, int chunks, std::vector<std::vector<Action>> order)
-    : Schedule(devices, microbatches, chunks), order_(std::move(order)), in_flight_(devices, 0) {
+    : Schedule(devices, microbatches, chunks),
+      order_(std::move(order)),
+      in_flight_(devices, 0),
+      chunk_in_flight_(devices, std::vector<int>(chunks, 0)) {
   for (int d = 0; d < devices; ++d) {
     int held = 0;
+    std::vector<int> chunk_held(chunks, 0);
     for (const Action& a : order_[d]) {
-      if (a.kind == ActionKind::Forward) in_flight_[d] = std::max(in_flight_[d], ++held);
-      if (a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardWeight) --held;
+      if (a.kind == ActionKind::Forward) {
+        in_flight_[d] = std::max(in_flight_[d], ++held);
+        chunk_in_flight_[d][a.chunk] = std::max(chunk_in_flight_[d][a.chunk], ++chunk_held[a.chunk]);
+      }
+      if (a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardWeight) {
+        --held;
+        --chunk_held[a.chunk];
+      }
     }
   }
 }

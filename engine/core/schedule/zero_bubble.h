@@ -22,10 +22,13 @@ class ListSchedule : public Schedule {
   // stash) the device holds at once, counted from the order: up at F, down
   // at W or a full backward. Like interleaved 1F1B's, summed over chunks.
   int in_flight(int device) const override { return in_flight_[device]; }
+  // Counted the same way over one chunk's actions only.
+  int in_flight_of_chunk(int device, int chunk) const override { return chunk_in_flight_[device][chunk]; }
 
  private:
   std::vector<std::vector<Action>> order_;
   std::vector<int> in_flight_;
+  std::vector<std::vector<int>> chunk_in_flight_;
 };
 
 // Zero Bubble (Qi et al., ICLR 2024) and DualPipeV (DeepSeek). Orders and

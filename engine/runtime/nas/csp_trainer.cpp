@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -21,6 +22,7 @@
 #include "core/nas/subnet_log.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
+#include "runtime/checked_write.h"
 #include "runtime/data.h"
 #include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
@@ -373,7 +375,12 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   }
   // The trained candidates, for the evolutionary search (supernet_search.h).
   net.save(cfg.out_dir + "/stage" + std::to_string(s) + ".bin");
-  std::ofstream(cfg.out_dir + "/stage" + std::to_string(s) + ".json") << out.dump() << "\n";
+  // The stream keeps no errno of its own; the failed write's is still set.
+  errno = 0;
+  record_file.flush();
+  if (!record_file)
+    throw WriteError("subnet records", cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl", errno ? errno : EIO);
+  write_file_atomically(cfg.out_dir + "/stage" + std::to_string(s) + ".json", out.dump() + "\n", "stage results");
 }
 
 }  // namespace pw::rt::nas

@@ -1,5 +1,7 @@
 #include "runtime/nas/supernet_modules.h"
 
+#include "runtime/checked_write.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -144,14 +146,16 @@ std::uint64_t fnv1a(const at::Tensor& t, std::uint64_t h) {
 }
 
 void CnnSupernet::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
+  std::string bytes;
   for (const auto& layer : layers_)
     for (const auto& cand : layer)
       for (const auto& p : cand.params) {
         at::Tensor c = p.detach().contiguous();
-        out.write(static_cast<const char*>(c.data_ptr()), c.numel() * static_cast<std::streamsize>(c.element_size()));
+        bytes.append(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
       }
-  if (!out) throw std::runtime_error("cannot write \"" + path + "\"");
+  // Through the checked writer: a full disk is named, and the search never
+  // reads a truncated file as trained weights.
+  write_file_atomically(path, bytes, "supernet weights");
 }
 
 void CnnSupernet::load(const std::string& path, int first, int last) {
