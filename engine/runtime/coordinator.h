@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/events/event.h"
-#include "core/events/run_records.h"  // migration hook
+#include "core/events/run_records.h"  // RunObserver::on_migration
 #include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
 #include "runtime/run_commands.h"

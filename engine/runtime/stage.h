@@ -11,7 +11,7 @@
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
 #include "runtime/memory.h"
-#include <torch/nn/modules/container/sequential.h>  // migration hook
+#include <torch/nn/modules/container/sequential.h>  // layer()
 
 #include <c10/util/intrusive_ptr.h>
 
@@ -19,7 +19,7 @@ namespace c10d {
 class ProcessGroup;
 }
 namespace torch::optim {
-class Optimizer;  // migration hook
+class Optimizer;  // optimizer()
 }
 
 namespace pw::rt {
@@ -65,10 +65,10 @@ class StageExecutor {
   void save(const std::string& file) const;
   void load(const std::string& file);
 
-  // Live migration hooks (engine/runtime/migration): a layer's module (null
-  // where another device owns it), the optimizer holding its state, and
-  // exchanging the whole stage for one built with a new plan at an
-  // iteration boundary (a flush: nothing in flight).
+  // For stage extensions (stage_extension.h; live migration): a layer's
+  // module (null where another device owns it), the optimizer holding its
+  // state, and exchanging the whole stage for one built with a new plan at
+  // an iteration boundary (a flush: nothing in flight).
   torch::nn::Sequential layer(int l) const;
   torch::optim::Optimizer& optimizer();
   void swap(StageExecutor& other) noexcept { impl_.swap(other.impl_); }

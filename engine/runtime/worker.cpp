@@ -24,13 +24,14 @@
 #include "core/spec/job_spec.h"
 #include "runtime/checked_write.h"
 #include "runtime/data.h"
+#include "runtime/failure_kind.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
-#include "runtime/migration/worker_agent.h"  // migration hook
 #include "runtime/host_allocator.h"
 #include "runtime/protocol.h"
 #include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
+#include "runtime/run_extensions.h"
 #include "runtime/stage.h"
 
 namespace pw::rt {
@@ -187,8 +188,18 @@ int run_worker(const WorkerEnv& env) {
     auto pg = make_gloo_group(store, env.rank, env.world_size,
                               {.prefix = "pg", .timeout = std::chrono::seconds(300), .threads = 2, .device = gloo_device(env)});
     EventLog log(run_dir.empty() ? "" : run_dir + "/events/stage" + std::to_string(env.rank) + ".jsonl");
-    migration::WorkerAgent migration(job, plan, *schedule, env.rank, store, pg, data, &log);  // migration hook
-    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, migration.sink());
+    auto extensions = stage_extensions({job, plan, *schedule, env.rank, store, pg, data}, &log);
+    EventSink* sink = &log;
+    for (auto& e : extensions)
+      if (EventSink* s = e->sink()) sink = s;
+    // The partition the stage runs now (an extension may change it).
+    auto plan_now = [&]() -> const Plan& {
+      const Plan* p = &plan;
+      for (auto& e : extensions)
+        if (const Plan* q = e->plan()) p = q;
+      return *p;
+    };
+    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, sink);
     if (cfg.contains("resume_file")) {
       std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(env.rank) + ".pt";
       stage.load(f);
@@ -206,14 +217,14 @@ int run_worker(const WorkerEnv& env) {
         checkpoint(store, keys::kCheckpointRequests);
     std::int64_t pauses = 0;
     for (std::int64_t it = first_it; stage.flushes() && it < iterations; ++it) {
-      migration.before_iteration(it, stage);  // migration hook
+      for (auto& e : extensions) e->before_iteration(it, stage);
       double loss = stage.run_iteration(it);
-      migration.after_iteration(it, stage);  // migration hook
+      for (auto& e : extensions) e->after_iteration(it, stage);
       log.flush();
       if (stage.computes_loss()) report(it, loss);
       bool asked = checkpoint.due_after(it);
       if (!run_dir.empty() && (asked || (ckpt_every > 0 && (it + 1) % ckpt_every == 0))) {
-        save_checkpoint(stage, migration.plan(), run_dir, env.rank, it + 1);
+        save_checkpoint(stage, plan_now(), run_dir, env.rank, it + 1);
         store->set(keys::checkpoint_saved(env.rank), to_bytes(std::to_string(it + 1)));
       }
       if (pause.due_after(it)) {
@@ -252,6 +263,8 @@ int run_worker(const WorkerEnv& env) {
     // The coordinator names the stage; drop our own prefix (memory errors carry it).
     if (std::string own = "stage " + std::to_string(env.rank) + ": "; msg.rfind(own, 0) == 0) msg.erase(0, own.size());
     try {
+      // The type is known only here: the coordinator blames by it (failure_kind.h).
+      store->set(keys::error_kind(env.rank), to_bytes(to_string(failure_kind(e))));
       store->set(keys::error(env.rank), to_bytes(msg));
     } catch (...) {
     }

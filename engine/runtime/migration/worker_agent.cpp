@@ -196,6 +196,6 @@ WorkerAgent::~WorkerAgent() = default;
 EventSink* WorkerAgent::sink() { return impl_->measuring ? impl_->measuring.get() : impl_->log; }
 void WorkerAgent::before_iteration(std::int64_t it, StageExecutor& stage) { impl_->before(it, stage); }
 void WorkerAgent::after_iteration(std::int64_t it, StageExecutor& stage) { impl_->after(it, stage); }
-const Plan& WorkerAgent::plan() const { return impl_->plan; }
+const Plan* WorkerAgent::plan() const { return &impl_->plan; }
 
 }  // namespace pw::rt::migration

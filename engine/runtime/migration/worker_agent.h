@@ -11,6 +11,7 @@
 #include "core/spec/job_spec.h"
 #include "runtime/migration/settings.h"
 #include "runtime/stage.h"
+#include "runtime/stage_extension.h"
 
 namespace c10d {
 class Store;
@@ -29,16 +30,16 @@ namespace pw::rt::migration {
 // commit, swap), and reports per-iteration compute to the coordinator.
 // Its event sink measures forward/backward time and applies the provoked
 // slowdown. Inactive (a pass-through) when the job has no runtime section.
-class WorkerAgent {
+class WorkerAgent final : public StageExtension {
  public:
   WorkerAgent(const JobSpec& job, const Plan& plan, const Schedule& schedule, int rank,
               c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log);
-  ~WorkerAgent();
-  EventSink* sink();
-  void before_iteration(std::int64_t it, StageExecutor& stage);
-  void after_iteration(std::int64_t it, StageExecutor& stage);
+  ~WorkerAgent() override;
+  EventSink* sink() override;
+  void before_iteration(std::int64_t it, StageExecutor& stage) override;
+  void after_iteration(std::int64_t it, StageExecutor& stage) override;
   // The plan this stage runs now (the last committed migration's).
-  const Plan& plan() const;
+  const Plan* plan() const override;
 
  private:
   struct Impl;

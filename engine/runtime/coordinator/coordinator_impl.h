@@ -1,0 +1,100 @@
+#pragma once
+// The coordinator of one run, shared by the files that implement it
+// (engine/runtime/coordinator/): one file per job, all over this class.
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <sys/types.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/coordinator.h"
+#include "runtime/coordinator/event_tail.h"
+#include "runtime/failure_kind.h"
+#include "runtime/coordinator_extension.h"
+#include "runtime/rendezvous.h"
+
+namespace pw::rt::coordinator_impl {
+
+// Set by SIGINT/SIGTERM while a run is followed (run.cpp).
+extern volatile std::sig_atomic_t g_interrupted;
+
+inline std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
+inline std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// workers.cpp
+pid_t spawn_worker(const std::string& binary, const std::string& store_file, int rank, int world);
+
+// What the liveness checks remember between two rounds of the loop.
+struct HeartbeatWatch {
+  HeartbeatWatch(int world, double now) : beats(world, -1), beat_at(world, now), started(now) {}
+  std::vector<std::int64_t> beats;  // the last counter seen, per stage
+  std::vector<double> beat_at;      // when it last changed
+  double started;
+};
+
+// The losses read so far and the timing they give.
+struct LossProgress {
+  std::int64_t next;  // the next iteration whose loss is awaited
+  double first_t = -1, last_t = -1;
+  std::int64_t first_it = -1;
+};
+
+class Coordinator {
+ public:
+  // `extensions`: the features taking part in the run (run_extensions.h).
+  Coordinator(const RunOptions& o, RunObserver* obs, std::vector<std::unique_ptr<CoordinatorExtension>> extensions)
+      : opt_(o), obs_(obs), extensions_(std::move(extensions)) {}
+  RunResult run();  // run.cpp
+
+ private:
+  // run.cpp
+  void fail(int code, const std::string& why);
+  void notice(const std::string& m);
+  // failure_attribution.cpp
+  StageFailure worker_failure(int rank);
+  std::pair<int, std::string> root_cause(int rank, const StageFailure& failure);
+  // liveness.cpp: true after fail()
+  bool a_worker_exited();
+  bool a_stage_failed(HeartbeatWatch& hb);
+  // progress.cpp
+  void follow(const JobSpec& job);
+  void read_losses(const JobSpec& job, LossProgress& p);
+  // extensions.cpp
+  bool extensions_busy() const;
+  std::string extensions_failure_context();
+  void after_workers();
+  // workers.cpp
+  void shutdown();
+  // checkpoints.cpp
+  nlohmann::json read_resume_point(PreparedJob& prepared);
+  void note_checkpoints();
+  // event_tail.cpp
+  void stream_events();
+  // commands.cpp
+  void take_commands();
+  // results.cpp
+  void collect(const JobSpec& job);
+
+  RunOptions opt_;
+  RunObserver* obs_;
+  RunResult result_;
+  std::unique_ptr<LocalStoreDir> local_store_;  // before store_: the file outlives the store
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::vector<pid_t> pids_;
+  std::vector<std::unique_ptr<CoordinatorExtension>> extensions_;
+  int world_ = 1;
+  std::int64_t start_it_ = 0;
+  std::int64_t last_checkpoint_ = 0;
+  int pause_state_ = 0;  // 0 running, 1 pause requested, 2 every stage paused
+  std::vector<EventTail> tails_;
+};
+
+}  // namespace pw::rt::coordinator_impl

@@ -1,0 +1,62 @@
+// Noticing a failed worker: a process that ended before reporting its
+// result, a stage whose heartbeat stopped, or one that reported an error.
+#include "runtime/coordinator/coordinator_impl.h"
+
+#include <sys/wait.h>
+
+#include "runtime/iteration_agreement.h"
+#include "runtime/protocol.h"
+
+namespace pw::rt::coordinator_impl {
+
+// A worker process that ended: fine only after it reported a result.
+bool Coordinator::a_worker_exited() {
+  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+    if (pids_[r] <= 0) continue;
+    int status = 0;
+    if (waitpid(pids_[r], &status, WNOHANG) == pids_[r]) {
+      pids_[r] = 0;
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok || !store_->check({keys::result(r)})) {
+        StageFailure failure = worker_failure(r);
+        const std::string& err = failure.message;
+        std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                              : "exited with status " + std::to_string(WEXITSTATUS(status));
+        auto [cause, cause_err] = root_cause(r, failure);
+        if (cause != r) fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
+        else fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool Coordinator::a_stage_failed(HeartbeatWatch& hb) {
+  for (int r = 0; r < world_; ++r) {
+    std::int64_t b = read_counter(*store_, keys::heartbeat(r));
+    double t = now_s();
+    if (b != hb.beats[r]) {
+      hb.beats[r] = b;
+      hb.beat_at[r] = t;
+    } else if (b > 0 && t - hb.beat_at[r] > opt_.heartbeat_timeout_s) {
+      if (!store_->check({keys::result(r)})) {
+        fail(1, "stage " + std::to_string(r) + " worker stopped responding (no heartbeat for " +
+                    std::to_string(opt_.heartbeat_timeout_s) + " s)");
+        return true;
+      }
+    } else if (b <= 0 && t - hb.started > 120) {
+      fail(1, "stage " + std::to_string(r) + " worker never connected");
+      return true;
+    }
+    StageFailure failure = worker_failure(r);
+    if (!failure.message.empty()) {
+      auto [cause, cause_err] = root_cause(r, failure);
+      fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace pw::rt::coordinator_impl

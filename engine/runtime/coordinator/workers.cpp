@@ -1,0 +1,50 @@
+// The worker processes: spawned on this host, and stopped at the end
+// (asked, then killed after a grace period).
+#include "runtime/coordinator/coordinator_impl.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+
+#include "runtime/child_process.h"
+#include "runtime/protocol.h"
+
+namespace pw::rt::coordinator_impl {
+
+pid_t spawn_worker(const std::string& binary, const std::string& store_file, int rank, int world) {
+  return spawn_child({binary}, {{"MASTER_ADDR", "127.0.0.1"},
+                                {"PW_STORE_FILE", store_file},
+                                {"RANK", std::to_string(rank)},
+                                {"WORLD_SIZE", std::to_string(world)}});
+}
+
+void Coordinator::shutdown() {
+  if (result_.exit_code != 0) {
+    try {
+      store_->set(keys::kAbort, to_bytes("1"));
+    } catch (...) {
+    }
+    for (pid_t p : pids_)
+      if (p > 0) kill(p, SIGTERM);
+  }
+  double deadline = now_s() + (result_.exit_code != 0 ? 1.0 : 30.0);
+  for (pid_t& p : pids_) {
+    while (p > 0) {
+      int status;
+      pid_t w = waitpid(p, &status, WNOHANG);
+      if (w == p || w < 0) {
+        if (w == p && result_.exit_code == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+          fail(1, "a worker exited with an error after reporting");
+        p = 0;
+      } else if (now_s() > deadline) {
+        kill(p, SIGKILL);
+        waitpid(p, &status, 0);
+        p = 0;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+}
+
+}  // namespace pw::rt::coordinator_impl

@@ -1,0 +1,60 @@
+// A stage's checkpoint: parameters, buffers and optimizer state.
+#include "runtime/stage/stage_impl.h"
+
+#include <torch/serialize.h>
+#include <torch/utils.h>
+
+#include <sstream>
+
+#include "runtime/checked_write.h"
+
+namespace pw::rt {
+
+void StageExecutor::save(const std::string& file) const {
+  torch::serialize::OutputArchive a;
+  for (size_t i = 0; i < impl_->params.size(); ++i) a.write("p" + std::to_string(i), impl_->params[i]);
+  for (size_t i = 0; i < impl_->buffers.size(); ++i) a.write("b" + std::to_string(i), impl_->buffers[i]);
+  torch::serialize::OutputArchive o;
+  impl_->optimizer->save(o);
+  a.write("optimizer", o);
+  // Serialised in memory, written by us: libtorch's file writer aborts the
+  // process when a write fails (its destructor throws again), so a full disk
+  // would read "killed by signal 6" instead of naming the file and ENOSPC.
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  write_file_atomically(file, bytes.view(), "stage state");
+}
+
+void StageExecutor::load(const std::string& file) {
+  torch::serialize::InputArchive a;
+  a.load_from(file);
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < impl_->params.size(); ++i) {
+    at::Tensor t;
+    a.read("p" + std::to_string(i), t);
+    impl_->params[i].copy_(t);
+  }
+  for (size_t i = 0; i < impl_->buffers.size(); ++i) {
+    at::Tensor t;
+    if (a.try_read("b" + std::to_string(i), t)) impl_->buffers[i].copy_(t);
+  }
+  torch::serialize::InputArchive o;
+  a.read("optimizer", o);
+  impl_->optimizer->load(o);
+  impl_->stepped = true;
+  impl_->update_static();
+}
+
+std::vector<at::Tensor> load_stage_parameters(const std::string& file) {
+  torch::serialize::InputArchive a;
+  a.load_from(file);
+  std::vector<at::Tensor> out;
+  for (int i = 0;; ++i) {
+    at::Tensor t;
+    if (!a.try_read("p" + std::to_string(i), t)) break;
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace pw::rt

@@ -1,0 +1,57 @@
+// A forward-only pass over a test set: classification accuracy.
+#include "runtime/stage/stage_impl.h"
+
+#include <torch/utils.h>
+#include <algorithm>
+#include <cmath>
+
+namespace pw::rt {
+
+using namespace stage_impl;
+
+double StageExecutor::Impl::evaluate(const Dataset& test) {
+  torch::NoGradGuard ng;
+  const int b = job.training.microbatch_size;
+  const int base = 1 << 28;  // a tag range of its own
+  int64_t correct = 0, seen = 0;
+  // This device's virtual stages in model order (a V-shaped placement
+  // holds its second chunk's stage after the first's, both in order).
+  std::vector<int> mine;
+  for (int chunk = 0; chunk < sched->chunks(); ++chunk) mine.push_back(sched->virtual_stage(device, chunk));
+  std::sort(mine.begin(), mine.end());
+  for (int64_t k = 0; k * b < test.size(); ++k) {
+    int64_t n = std::min<int64_t>(b, test.size() - k * b);
+    at::Tensor handed;  // the output of this device's previous virtual stage, when the next is here too
+    for (int v : mine) {
+      const auto& r = plan.stages[v];
+      at::Tensor x;
+      if (v == 0) {
+        x = test.inputs.narrow(0, k * b, n);
+      } else if (peer_of(v - 1) == device) {
+        x = handed;
+      } else {
+        auto shape = shapes[r.first_layer];
+        shape[0] = n;
+        std::vector<at::Tensor> buf{at::empty(shape)};
+        pg->recv(buf, peer_of(v - 1), base + v)->wait();
+        x = buf[0];
+      }
+      for (int l = r.first_layer; l <= r.last_layer; ++l) x = layers[l]->forward(x);
+      if (v < vstages - 1 && peer_of(v + 1) == device) {
+        handed = x;
+      } else if (v < vstages - 1) {
+        std::vector<at::Tensor> buf{x.contiguous()};
+        pg->send(buf, peer_of(v + 1), base + v + 1)->wait();
+      } else {
+        // Classes, or tokens (positions labelled -100 are not scored).
+        auto labels = test.labels.narrow(0, k * b, n);
+        auto scored = labels.ne(-100);
+        correct += x.argmax(-1).eq(labels).logical_and(scored).sum().item<int64_t>();
+        seen += scored.sum().item<int64_t>();
+      }
+    }
+  }
+  return seen ? static_cast<double>(correct) / seen : NAN;
+}
+
+}  // namespace pw::rt

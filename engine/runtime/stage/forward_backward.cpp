@@ -1,0 +1,192 @@
+// A microbatch's forward and backward passes, layer by layer under each
+// layer's memory policy (keep, recompute, swap); the backward fused, or
+// split into B (input gradient) and W (weight gradient).
+#include "runtime/stage/stage_impl.h"
+
+#include "core/events/clock.h"
+#include "runtime/layers.h"
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/utils.h>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace pw::rt {
+
+using namespace stage_impl;
+
+double StageExecutor::Impl::forward(int mb, int chunk) {
+  int v = sched->virtual_stage(device, chunk);
+  const auto& r = plan.stages[v];
+  Batch batch;
+  at::Tensor x;
+  if (v == 0 || v == vstages - 1) batch = batch_of(mb);
+  if (v == 0)
+    x = batch.input;
+  else
+    x = take_recv(kActivation, mb, chunk);
+  std::int64_t t0 = steady_now_ns();
+  MicrobatchState& st = state[{mb, chunk}];
+  st.layers.resize(r.size());
+  st.stash = stash_for(chunk);
+  for (int l = r.first_layer; l <= r.last_layer; ++l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    bool grad_in = !(v == 0 && l == r.first_layer);
+    at::Tensor in = grad_in ? x.detach().requires_grad_(true) : x;
+    MemoryPolicy pol = plan.policy[l];
+    at::Tensor out;
+    if (pol == MemoryPolicy::Keep) {
+      out = layer_of(st, l, r.first_layer)->forward(in);
+      ls.in = in;
+      ls.out = out;
+    } else if (pol == MemoryPolicy::Recompute) {
+      torch::NoGradGuard ng;
+      out = layer_of(st, l, r.first_layer)->forward(in);
+      ls.in = in;
+    } else {
+      auto& layer = layer_of(st, l, r.first_layer);
+      ls.swap = std::make_unique<SwappedActivations>();
+      {
+        std::vector<at::Tensor> resident = layer->parameters();
+        for (auto& b : layer->buffers()) resident.push_back(b);
+        SwappedActivations::Capture capture(*ls.swap, resident);
+        out = layer->forward(in);
+      }
+      if (grad_in) {
+        ls.in = in;
+        ls.swap->track_leaf(in);
+      }
+      ls.root = torch::autograd::impl::gradient_edge(out);
+      std::int64_t s0 = steady_now_ns();
+      // The host pool lives outside the device account (see memory.h).
+      std::int64_t bytes = ls.swap->swap_out();
+      memory.add_host(bytes);
+      emit(EventKind::SwapOut, s0, mb, chunk, bytes);
+    }
+    x = out;
+  }
+  double loss = NAN;
+  if (v == vstages - 1) {
+    at::Tensor logits = x.detach().requires_grad_(true);
+    // Flush schedules accumulate the batch's gradient over microbatches;
+    // PipeDream updates after every microbatch.
+    at::Tensor l = pipeline_loss(logits, batch.target) / (async ? 1 : microbatches);
+    l.backward();
+    st.out_grad = logits.grad();
+    loss = l.item<double>();
+  }
+  emit(EventKind::Forward, t0, mb, chunk);
+  if (v < vstages - 1) send(kActivation, mb, chunk, x.detach());
+  memory.check("forward");
+  return loss;
+}
+
+MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* what) {
+  auto it = state.find({mb, chunk});
+  if (it == state.end())
+    throw std::logic_error(std::string(what) + " of microbatch " + std::to_string(mb) + " before its forward");
+  return it->second;
+}
+
+// The layer's output with its graph, for a backward: kept, recomputed
+// now (the recompute policy), or swapped back in (its root edge).
+torch::autograd::Edge StageExecutor::Impl::output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb,
+                                                        int chunk) {
+  if (ls.swap) {
+    std::int64_t s0 = steady_now_ns();
+    std::int64_t bytes = ls.swap->swap_in();
+    memory.add_host(-bytes);
+    emit(EventKind::SwapIn, s0, mb, chunk, bytes);
+    return ls.root;
+  }
+  if (!ls.out.defined()) {
+    std::int64_t s0 = steady_now_ns();
+    ls.out = layer_of(st, l, first)->forward(ls.in);
+    emit(EventKind::Recompute, s0, mb, chunk);
+  }
+  return torch::autograd::impl::gradient_edge(ls.out);
+}
+
+void StageExecutor::Impl::release(LayerState& ls) {
+  ls.out = at::Tensor();
+  ls.in = at::Tensor();
+  ls.root = torch::autograd::Edge();
+  ls.swap.reset();
+}
+
+// The fused backward: input and weight gradients in one pass per layer.
+void StageExecutor::Impl::backward(int mb, int chunk) {
+  int v = sched->virtual_stage(device, chunk);
+  const auto& r = plan.stages[v];
+  MicrobatchState& st = state_of(mb, chunk, "backward");
+  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
+  std::int64_t t0 = steady_now_ns();
+  for (int l = r.last_layer; l >= r.first_layer; --l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    bool grad_in = !(v == 0 && l == r.first_layer);
+    torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
+    if (root.function)
+      torch::autograd::Engine::get_default_engine().execute({root}, {g}, /*keep_graph=*/false,
+                                                              /*create_graph=*/false, /*accumulate_grad=*/true);
+    if (grad_in) g = ls.in.grad();
+    release(ls);
+  }
+  fold_stash_gradients(st, r);
+  state.erase({mb, chunk});
+  // The send is its own event: the cost model prices it apart, and
+  // in-situ calibration reads backward events as compute alone.
+  emit(EventKind::Backward, t0, mb, chunk);
+  if (v > 0) send(kGradient, mb, chunk, g);
+  update_static();
+  memory.check("backward");
+}
+
+// B of a split backward: the gradient of the stage's input, layer by
+// layer, sent upstream at once; every layer keeps its graph (and, under
+// recompute or swap, the recomputed or swapped-in activations) for W.
+void StageExecutor::Impl::backward_input(int mb, int chunk) {
+  int v = sched->virtual_stage(device, chunk);
+  const auto& r = plan.stages[v];
+  MicrobatchState& st = state_of(mb, chunk, "input gradient");
+  if (st.input_gradient_done)
+    throw std::logic_error("input gradient of microbatch " + std::to_string(mb) + " twice");
+  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
+  st.out_grad = at::Tensor();
+  std::int64_t t0 = steady_now_ns();
+  for (int l = r.last_layer; l >= r.first_layer; --l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    bool grad_in = !(v == 0 && l == r.first_layer);
+    torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
+    at::Tensor d_in =
+        ls.split.input_gradient(root, g, grad_in ? ls.in : at::Tensor(), layer_of(st, l, r.first_layer)->parameters());
+    if (grad_in) g = d_in;
+  }
+  st.input_gradient_done = true;
+  emit(EventKind::BackwardInput, t0, mb, chunk);
+  if (v > 0) send(kGradient, mb, chunk, g);
+  memory.check("input gradient");
+}
+
+// W of a split backward: the weight gradients accumulate into .grad as
+// the fused backward would have; the graph and what B kept go.
+void StageExecutor::Impl::backward_weight(int mb, int chunk) {
+  int v = sched->virtual_stage(device, chunk);
+  const auto& r = plan.stages[v];
+  MicrobatchState& st = state_of(mb, chunk, "weight gradient");
+  if (!st.input_gradient_done)
+    throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
+  std::int64_t t0 = steady_now_ns();
+  for (int l = r.last_layer; l >= r.first_layer; --l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    ls.split.weight_gradient();
+    release(ls);
+  }
+  fold_stash_gradients(st, r);
+  state.erase({mb, chunk});
+  emit(EventKind::BackwardWeight, t0, mb, chunk);
+  update_static();
+  memory.check("weight gradient");
+}
+
+}  // namespace pw::rt

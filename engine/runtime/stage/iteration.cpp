@@ -1,0 +1,45 @@
+// One iteration of a flush schedule: this device's actions in order.
+#include "runtime/stage/stage_impl.h"
+
+#include <cmath>
+
+namespace pw::rt {
+
+using namespace stage_impl;
+
+double StageExecutor::Impl::run_iteration(std::int64_t it) {
+  iteration = it;
+  double loss = 0;
+  bool last = false;
+  std::int64_t n = sched->length(device);
+  for (std::int64_t i = 0; i < n; ++i) {
+    prefetch(i);
+    Action a = sched->action(device, i);
+    switch (a.kind) {
+      case ActionKind::Forward: {
+        double l = forward(a.microbatch, a.chunk);
+        if (!std::isnan(l)) {
+          loss += l;
+          last = true;
+        }
+        break;
+      }
+      case ActionKind::Backward:
+        backward(a.microbatch, a.chunk);
+        break;
+      case ActionKind::BackwardInput:
+        backward_input(a.microbatch, a.chunk);
+        break;
+      case ActionKind::BackwardWeight:
+        backward_weight(a.microbatch, a.chunk);
+        break;
+      case ActionKind::OptimizerStep:
+        step(static_cast<double>(it));
+        break;
+    }
+  }
+  wait_sends();
+  return last ? loss : NAN;
+}
+
+}  // namespace pw::rt

@@ -1,0 +1,65 @@
+// The optimizer step: the scheduled learning rate, whole-pipeline gradient
+// clipping and the non-finite check.
+#include "runtime/stage/stage_impl.h"
+
+#include "core/events/clock.h"
+#include "core/spec/learning_rate.h"
+#include <torch/utils.h>
+#include <cmath>
+
+namespace pw::rt {
+
+using namespace stage_impl;
+
+// Gradient clipping and the non-finite check look at the whole model's
+// gradient: every stage all-reduces its share (sum of squares, count of
+// non-finite values) at its optimizer step, a synchronisation point of
+// the pipeline (the ZB paper's post-validation would step optimistically
+// and roll back instead; here the step waits for the slowest stage's last
+// weight gradient, which a flush schedule's iteration ends with anyway).
+// Then every stage scales by the same factor, or skips the same step.
+// Returns false when the step is to be skipped.
+bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
+  const auto& t = job.training;
+  if (t.clip_grad_norm <= 0 && !t.skip_nonfinite) return true;
+  double sum_sq = 0, nonfinite = 0;
+  for (auto& p : params)
+    if (p.grad().defined()) {
+      // Per-tensor norms, as torch::nn::utils::clip_grad_norm_ takes them.
+      double n = p.grad().norm().item<double>();
+      sum_sq += n * n;
+      nonfinite += static_cast<double>(p.grad().isfinite().logical_not().sum().item<std::int64_t>());
+    }
+  std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
+  pg->allreduce(buf)->wait();
+  sum_sq = buf[0][0].item<double>();
+  nonfinite = buf[0][1].item<double>();
+  if (t.skip_nonfinite && nonfinite > 0) return false;
+  if (t.clip_grad_norm > 0) {
+    double coef = t.clip_grad_norm / (std::sqrt(sum_sq) + 1e-6);
+    if (coef < 1) {
+      torch::NoGradGuard ng;
+      for (auto& p : params)
+        if (p.grad().defined()) p.mutable_grad().mul_(coef);
+    }
+  }
+  return true;
+}
+
+// `progress`: iterations done before this step (fractional when stepping
+// per microbatch), which sets the scheduled learning rate.
+void StageExecutor::Impl::step(double progress) {
+  wait_sends();  // communication, not the step's compute
+  std::int64_t t0 = steady_now_ns();
+  const double lr = learning_rate_at(job.training, progress);
+  for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+  if (whole_pipeline_gradient_ok()) optimizer->step();
+  optimizer->zero_grad();
+  stepped = true;
+  current_stash.clear();  // the next forward stashes the new version
+  update_static();
+  emit(EventKind::OptimizerStep, t0, -1, -1);
+  memory.check("optimizer step");
+}
+
+}  // namespace pw::rt

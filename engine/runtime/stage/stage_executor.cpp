@@ -1,0 +1,109 @@
+// The StageExecutor itself: building this device's share of the model and
+// its optimizer, the memory account of what stays between iterations, the
+// events, and the public interface over Impl (engine/runtime/stage/).
+#include "runtime/stage/stage_impl.h"
+
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "core/events/clock.h"
+#include "runtime/layers.h"
+
+namespace pw::rt {
+
+StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
+                          EventSink* es)
+    : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
+      microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
+      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes)) {
+  async = !s.flushes();
+  if (static_cast<int>(plan.stages.size()) != vstages)
+    throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
+                                std::to_string(vstages));
+  memory.set_baseline(TensorBytes::live());
+  layers = build_layers(job);
+  if (static_cast<int>(layers.size()) != plan.layer_count())
+    throw std::invalid_argument("plan covers " + std::to_string(plan.layer_count()) + " layers, model has " +
+                                std::to_string(layers.size()));
+  shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    if (device_of(plan.stage_of(l)) != device) {
+      layers[l] = nullptr;
+      continue;
+    }
+    for (auto& t : layers[l]->parameters()) params.push_back(t);
+    for (auto& t : layers[l]->buffers()) buffers.push_back(t);
+  }
+  const auto& t = job.training;
+  if (t.optimizer == "adam")
+    optimizer = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(t.lr));
+  else
+    optimizer = std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(t.lr).momentum(t.optimizer == "momentum" ? 0.9 : 0.0));
+  update_static();
+  TensorBytes::reset_peak();
+  memory.check("model construction");
+}
+
+void StageExecutor::Impl::update_static() {
+  std::int64_t p = 0, g = 0;
+  for (auto& t : params) {
+    p += t.nbytes();
+    if (t.grad().defined()) g += t.grad().nbytes();
+  }
+  const auto& o = job.training.optimizer;
+  std::int64_t opt = !stepped ? 0 : o == "adam" ? 2 * p : o == "momentum" ? p : 0;
+  std::set<Stash*> stashes;
+  std::int64_t stashed = 0;
+  for (auto& [k, st] : state)
+    if (st.stash && stashes.insert(st.stash.get()).second) stashed += st.stash->bytes;
+  memory.set_static(p, g, opt, stashed);
+}
+
+void StageExecutor::Impl::emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes) {
+  if (!sink) return;
+  Event e;
+  e.start_ns = t0;
+  e.end_ns = steady_now_ns();
+  e.kind = k;
+  e.stage = device;
+  e.microbatch = mb;
+  e.chunk = static_cast<std::int16_t>(chunk);
+  e.bytes = bytes;
+  if (chunk >= 0 && k != EventKind::OptimizerStep) {
+    const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
+    e.first_layer = r.first_layer;
+    e.last_layer = r.last_layer;
+  }
+  sink->on_event(e);
+}
+
+StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
+                             TrainData& data, EventSink* sink)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink)) {
+  if (schedule.kind() == ScheduleKind::AsyncOneFOneB && schedule.chunks() != 1)
+    throw std::invalid_argument("async 1F1B runs with one chunk per device");
+}
+StageExecutor::~StageExecutor() = default;
+double StageExecutor::run_iteration(std::int64_t it) {
+  if (impl_->async) throw std::logic_error("async schedules run as one program: use run_async");
+  return impl_->run_iteration(it);
+}
+bool StageExecutor::flushes() const { return !impl_->async; }
+bool StageExecutor::computes_loss() const { return impl_->device_of(impl_->vstages - 1) == impl_->device; }
+void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
+                              const std::function<void(std::int64_t, double)>& on_loss) {
+  impl_->run_async(first, iterations, on_loss);
+}
+double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
+std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
+StageMemory& StageExecutor::memory() { return impl_->memory; }
+// For stage extensions (stage_extension.h).
+torch::nn::Sequential StageExecutor::layer(int l) const { return impl_->layers.at(l); }
+torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; }
+
+}  // namespace pw::rt

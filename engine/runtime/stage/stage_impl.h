@@ -1,0 +1,144 @@
+#pragma once
+// The state of a StageExecutor, shared by the files that implement it
+// (engine/runtime/stage/): one file per job, all over this one struct.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/edge.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "runtime/activation_swap.h"
+#include "runtime/data.h"
+#include "runtime/memory.h"
+#include "runtime/send_reaper.h"
+#include "runtime/split_backward.h"
+#include "runtime/stage.h"
+
+namespace pw::rt {
+namespace stage_impl {
+
+enum Dir : int { kActivation = 0, kGradient = 1 };
+
+// What a layer keeps between its forward and backward for one microbatch.
+struct LayerState {
+  at::Tensor in;   // the layer's input (a leaf when gradients flow upstream)
+  at::Tensor out;  // Keep: the output with its autograd graph
+  // Swap: the graph's root without its output tensor (which the next layer
+  // holds as its input, or a send), and the saved tensors, off the device.
+  torch::autograd::Edge root;
+  std::unique_ptr<SwappedActivations> swap;
+  // Split backward: what B keeps for W (the graph stays with `out`/`root`).
+  SplitBackward split;
+};
+
+// Weight stashing (PipeDream): the weight version a microbatch's forward
+// used, kept for its backward while the live weights move on.
+struct Stash {
+  std::vector<torch::nn::Sequential> layers;  // indexed from the virtual stage's first layer
+  std::int64_t bytes = 0;
+};
+
+struct MicrobatchState {
+  std::vector<LayerState> layers;  // indexed from the virtual stage's first layer
+  at::Tensor out_grad;             // last virtual stage: dLoss/dOutput
+  std::shared_ptr<Stash> stash;    // async schedules on stages with > 1 weight version
+  bool input_gradient_done = false;  // split backward: B ran, W pending
+};
+
+struct Comm {
+  std::vector<at::Tensor> buf;
+  c10::intrusive_ptr<c10d::Work> work;
+};
+
+}  // namespace stage_impl
+
+struct StageExecutor::Impl {
+  using Dir = stage_impl::Dir;
+  using LayerState = stage_impl::LayerState;
+  using Stash = stage_impl::Stash;
+  using MicrobatchState = stage_impl::MicrobatchState;
+  using Comm = stage_impl::Comm;
+
+  JobSpec job;
+  Plan plan;
+  const Schedule* sched;  // the job's schedule, or the async program being run
+  std::unique_ptr<Schedule> program;
+  int device, devices, vstages, microbatches;
+  PG pg;
+  TrainData& data;
+  EventSink* sink;
+  std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
+  std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<at::Tensor> params;
+  std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
+  StageMemory memory;
+  std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
+  std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
+  // A hand-off between two chunks of this device (the fold of a V-shaped
+  // schedule): no transfer, the tensor itself, keyed like `recvs`.
+  std::map<std::tuple<int, int, int>, at::Tensor> local;
+  SendReaper sends;
+  std::int64_t iteration = 0;
+  std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
+  bool async = false;
+  bool stepped = false;
+  std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
+
+  // stage_executor.cpp: construction, the memory account, events.
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es);
+  void update_static();
+  void emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes = 0);
+
+  // The schedule alone says where a virtual stage runs (interleaved and
+  // V-shaped placements differ), so the executor asks it, never assumes.
+  int device_of(int vstage) const { return sched->device_of_virtual_stage(vstage); }
+  int chunk_of(int vstage) const { return sched->chunk_of_virtual_stage(vstage); }
+  int peer_of(int vstage) const { return device_of(vstage); }
+  // Microbatch number across iterations (async programs number them so).
+  std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
+  Batch batch_of(int mb) {
+    if (!async) return data.microbatch(iteration, mb);
+    return data.microbatch(first_iteration + mb / microbatches, mb % microbatches);
+  }
+
+  // messaging.cpp: activations and gradients between virtual stages.
+  int tag(Dir dir, int mb, int vstage) const;
+  void post_recv(Dir dir, int mb, int chunk);
+  at::Tensor take_recv(Dir dir, int mb, int chunk);
+  void send(Dir dir, int mb, int chunk, const at::Tensor& t);
+  void wait_sends();
+  void prefetch(std::int64_t from, std::int64_t limit_mb = -1);
+
+  // weight_stash.cpp: the weight version a microbatch runs with.
+  torch::nn::Sequential& layer_of(MicrobatchState& st, int l, int first);
+  std::shared_ptr<Stash> stash_for(int chunk);
+  void fold_stash_gradients(MicrobatchState& st, const StageRange& r);
+
+  // forward_backward.cpp: a microbatch's passes under the memory policies.
+  double forward(int mb, int chunk);
+  MicrobatchState& state_of(int mb, int chunk, const char* what);
+  torch::autograd::Edge output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb, int chunk);
+  void release(LayerState& ls);
+  void backward(int mb, int chunk);
+  void backward_input(int mb, int chunk);
+  void backward_weight(int mb, int chunk);
+
+  // optimizer_step.cpp
+  bool whole_pipeline_gradient_ok();
+  void step(double progress);
+
+  // iteration.cpp, async_program.cpp, evaluation.cpp
+  double run_iteration(std::int64_t it);
+  void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss);
+  double evaluate(const Dataset& test);
+};
+
+}  // namespace pw::rt
