@@ -27,8 +27,6 @@
 #include "runtime/nas/csp_launch.h"
 
 namespace pw::cli {
-namespace {
-
 // The CSP worker program: $PW_NAS_WORKER, else pw_nas_worker next to this
 // executable or where the build tree puts it.
 std::string nas_worker_binary() {
@@ -39,6 +37,8 @@ std::string nas_worker_binary() {
                              " (set PW_NAS_WORKER)");
   return found;
 }
+
+namespace {
 
 std::string default_run_dir(const std::string& name) {
   char buf[32];
@@ -136,7 +136,9 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   for (auto h : r.stage_hashes) hashes.push_back(std::to_string(h));
   nlohmann::json summary{{"subnets", r.subnets}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
                          {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
-                         {"stage_hashes", hashes}, {"run_dir", l.out_dir},
+                         {"stage_hashes", hashes},
+                         // absolute: `pipewright search RUN.sqlite` finds the weights from anywhere
+                         {"run_dir", std::filesystem::absolute(l.out_dir).lexically_normal().string()},
                          {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()},
                          {"device_cache", cache_record}};
   rec.throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
@@ -178,32 +180,14 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   return 0;
 }
 
-namespace {
-int cmd_search(const std::vector<std::string>& argv) {
-  CliArgs args(argv, {}, {"worker"});
-  args.expect_positional(1, "the run directory of a supernet run");
-  std::string dir = args.positional()[0];
-  if (!std::filesystem::is_directory(dir))
-    throw UsageError("\"" + dir + "\" is not a run directory (pipewright run SUPERNET_JOB --run-dir DIR makes one)");
-  std::string job_file = dir + "/job.json";
-  if (!std::filesystem::exists(job_file))
-    throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
-  // The search runs in the worker program, where the trained candidates
-  // are rebuilt with the same libtorch modules that trained them.
-  std::vector<std::string> cmd = {args.option("worker").value_or(nas_worker_binary()), "search", job_file, "--out", dir};
-  for (const auto& o : args.overrides()) cmd.insert(cmd.end(), {"--set", o});
-  pid_t pid = rt::spawn_child(cmd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-}  // namespace
-
 std::vector<Command> nas_commands() {
-  return {{"search", "RUN_DIR [--worker BIN] [--set a.b=v ...]",
-           "evolutionary subnet search over a trained supernet run (search_space.search), against random search",
-           cmd_search}};
+  return {{"search", "RUN.sqlite|RUN_DIR [--run-dir DIR] [--worker BIN] [--set a.b=v ...]",
+           "evolutionary subnet search over a trained supernet run (search_space.search), against random search; "
+           "stores every scored subnet and the accuracy/latency front in RUN.sqlite",
+           cmd_search},
+          {"export-subnet", "RUN.sqlite [--subnet best|ID|[c0,c1,...]] -o|--out MODEL.pt [--search N] [--run-dir DIR] [--worker BIN]",
+           "one subnet of a searched supernet run as a standalone TorchScript model with its trained weights",
+           cmd_export_subnet}};
 }
 
 }  // namespace pw::cli
