@@ -173,7 +173,8 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
                 << (m.is_null() ? "  (whole slice resident: no cache)" : "") << "\n";
     }
   }
-  std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
+  std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << (db_path ? *db_path : l.out_dir)
+            << ")\n";
   if (outputs.recording())
     std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
               << (db_path ? " into " + *db_path : std::string()) << "\n";

@@ -180,7 +180,7 @@ int search_database(const std::string& db, const CliArgs& args) {
 }
 
 // --subnet: "best" (the most accurate of the search, then the fastest),
-// a stored subnet id, or a choice list "[c0,c1,...]" / "c0,c1,...".
+// a stored subnet id, or a choice list "[c0,c1,...]" / "c0,c1,..." / "c0 c1 ...".
 struct Chosen {
   std::vector<int> choices;
   double accuracy = -1;  // stored figure; < 0 when the subnet was never scored
@@ -222,10 +222,13 @@ Chosen choose_subnet(const std::string& db, const std::string& which, const std:
   }
   std::string text = which;
   if (!text.empty() && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  // Commas or spaces, as the search prints subnets ("1 4 2 5").
+  std::replace(text.begin(), text.end(), ' ', ',');
   std::vector<int> c;
   std::stringstream ss(text);
   std::string tok;
   while (std::getline(ss, tok, ',')) {
+    if (tok.empty()) continue;
     try {
       size_t used = 0;
       c.push_back(std::stoi(tok, &used));
