@@ -118,8 +118,7 @@ SearchView::SearchView(QWidget* parent)
           });
   connect(model_, &SearchModel::comparisonChanged, this, [this] {
     refresh();
-    plot_->rescaleAxes();
-    plot_->replot();
+    fitAxes();
   });
   selectRow(-1);
 }
@@ -160,7 +159,14 @@ void SearchView::showSearch(int index) {
   selected_ = -1;
   selectRow(-1);
   refresh();
+  fitAxes();
+}
+
+// Every point in view with a margin, so none sits on the axis rect's edge.
+void SearchView::fitAxes() {
   plot_->rescaleAxes();
+  plot_->xAxis->scaleRange(1.1);
+  plot_->yAxis->scaleRange(1.1);
   plot_->replot();
 }
 

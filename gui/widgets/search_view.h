@@ -33,6 +33,7 @@ class SearchView : public QWidget {
  private:
   void showSearch(int index);
   void refresh();
+  void fitAxes();
   SearchModel* model_;
   std::vector<SearchRun> searches_;  // of the opened database, for the picker
   QComboBox* picker_;
