@@ -10,6 +10,7 @@
 
 #include "core/events/event.h"
 #include "core/events/run_records.h"
+#include "db/search_tables.h"
 
 namespace pw::db {
 
@@ -89,6 +90,10 @@ class RunReader {
   std::vector<SubnetState> subnet_states() const;
   std::vector<SubnetEdge> subnet_edges() const;
   std::vector<LogRecord> logs() const;
+  // Searches over the trained supernet (`pipewright search`), oldest
+  // first, each with its scored subnets; none in a 1.0 file
+  // (db/search_tables.cpp).
+  std::vector<SearchRecord> searches() const;
 
   // One entry per stage 0..stages-1 (stages seen in events included).
   std::vector<StageEventStats> stage_stats() const;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "db/search_tables.h"
 #include "db/sqlite_util.h"
 
 namespace pw::db {
@@ -87,6 +88,7 @@ bool has_deferred_indexes(Connection& c) {
 void create_schema(Connection& c) {
   Transaction t(c);
   c.exec(kSchemaSql);
+  create_search_tables(c);
   Statement m(c, "INSERT INTO meta(key, value) VALUES (?, ?)");
   m.bind(1, std::string_view("format")).bind(2, std::string_view(kFormatName)).run();
   m.bind(1, std::string_view("schema_major")).bind(2, std::string_view(std::to_string(kSchemaMajor))).run();

@@ -10,7 +10,7 @@ class Connection;
 // only adds tables or nullable columns, so older readers still read it; a
 // new major version changes meaning, and readers refuse it.
 constexpr int kSchemaMajor = 1;
-constexpr int kSchemaMinor = 0;
+constexpr int kSchemaMinor = 1;  // 1.1: searches, search_subnets
 constexpr const char* kFormatName = "pipewright-run";
 
 // Creates every table and index of the current version in an empty file.

@@ -27,6 +27,7 @@
 #include "gui/models/run_model.h"
 #include "gui/models/run_source.h"
 #include "gui/widgets/compare_widget.h"
+#include "gui/widgets/search_view.h"
 #include "gui/widgets/designer_widget.h"
 #include "gui/widgets/explain_dock.h"
 #include "gui/widgets/memory_view.h"
@@ -80,6 +81,8 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(monitor, QIcon(QStringLiteral(":/icons/simulate.svg")), tr("Monitor"));
   tabs_->addTab(designer_, QIcon(QStringLiteral(":/icons/designer.svg")), tr("Designer"));
   tabs_->addTab(compare_, QIcon(QStringLiteral(":/icons/compare.svg")), tr("Compare"));
+  search_ = new SearchView(this);
+  tabs_->addTab(search_, QIcon(QStringLiteral(":/icons/zoom-fit.svg")), tr("Search"));
   tabs_->setDocumentMode(true);
   setCentralWidget(tabs_);
 

@@ -16,6 +16,7 @@ class QTimer;
 namespace pw::gui {
 
 class CompareWidget;
+class SearchView;
 struct AttachRequest;
 struct LaunchRequest;
 class DesignerWidget;
@@ -96,6 +97,7 @@ class MainWindow : public QMainWindow {
   SubnetGraphView* subnetGraph() const { return graph_; }
   DesignerWidget* designer() const { return designer_; }
   CompareWidget* compare() const { return compare_; }
+  SearchView* search() const { return search_; }
   QTabWidget* tabs() const { return tabs_; }
   void showTab(const QString& objectName);
   QString statusText() const;
@@ -144,6 +146,7 @@ class MainWindow : public QMainWindow {
   SubnetGraphView* graph_;
   DesignerWidget* designer_;
   CompareWidget* compare_;
+  SearchView* search_;
   QPlainTextEdit* log_;
   QLabel* status_source_;
   QLabel* status_events_;

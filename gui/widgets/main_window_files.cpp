@@ -1,6 +1,7 @@
 // Files: opening runs and jobs (menu, recent files, drag and drop), saving
 // jobs, exporting plots, traces and CSV.
 #include "gui/widgets/main_window.h"
+#include "gui/widgets/search_view.h"
 
 #include <QApplication>
 #include <QDragEnterEvent>
@@ -58,6 +59,7 @@ bool MainWindow::openFile(const QString& file) {
   explain_model_->setJobLoader([path = file.toStdString()] { return db::RunReader(path).job(); },
                                tr("the run recorded no job"));
   explain_model_->setPredictionLoader([path = file.toStdString()] { return recorded_prediction(path); });
+  search_->openDatabase(file);  // a searched supernet run: its Search tab is ready too
   addRecent(file);
   return true;
 #else

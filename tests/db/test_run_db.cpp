@@ -53,7 +53,7 @@ TEST(RunDb, SimulatedRunRoundTrips) {
   EXPECT_EQ(r.run().status, RunStatus::Finished);
   EXPECT_EQ(r.run().name, rec.job.job.name);
   EXPECT_EQ(r.run().stages, rec.job.job.pipeline.stages);
-  EXPECT_EQ(r.run().schema_version, "1.0");
+  EXPECT_EQ(r.run().schema_version, "1.1");
   EXPECT_GE(r.run().ended_unix_ns, r.run().started_unix_ns);
   EXPECT_EQ(r.job(), rec.job.job.raw);
   EXPECT_EQ(r.profile(), profile_to_json(rec.job.profile));

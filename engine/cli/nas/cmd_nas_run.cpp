@@ -26,8 +26,6 @@
 #include "runtime/nas/csp_launch.h"
 
 namespace pw::cli {
-namespace {
-
 // The CSP worker program: $PW_NAS_WORKER, else pw_nas_worker next to this
 // executable or where the build tree puts it.
 std::string nas_worker_binary() {
@@ -38,6 +36,8 @@ std::string nas_worker_binary() {
                              " (set PW_NAS_WORKER)");
   return found;
 }
+
+namespace {
 
 std::string default_run_dir(const std::string& name) {
   char buf[32];
@@ -135,7 +135,9 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   for (auto h : r.stage_hashes) hashes.push_back(std::to_string(h));
   nlohmann::json summary{{"subnets", r.subnets}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
                          {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
-                         {"stage_hashes", hashes}, {"run_dir", l.out_dir},
+                         {"stage_hashes", hashes},
+                         // absolute: `pipewright search RUN.sqlite` finds the weights from anywhere
+                         {"run_dir", std::filesystem::absolute(l.out_dir).lexically_normal().string()},
                          {"recorded_subnet_states", deps.states()}, {"recorded_wait_edges", deps.edges()},
                          {"device_cache", cache_record}};
   rec.throughput(ThroughputSample{static_cast<std::int64_t>(r.seconds * 1e9), r.subnets - 1,
@@ -170,50 +172,21 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
                 << (m.is_null() ? "  (whole slice resident: no cache)" : "") << "\n";
     }
   }
-  std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << l.out_dir << ")\n";
+  std::cout << "\n  run directory: " << l.out_dir << "  (pipewright search " << (db_path.empty() ? l.out_dir : db_path)
+            << ")\n";
   if (outputs.recording())
     std::cout << "  recorded " << deps.states() << " subnet states, " << deps.edges() << " wait edges"
               << (db_path.empty() ? std::string() : " into " + db_path) << "\n";
   return 0;
 }
 
-namespace {
-struct SearchArgs {
-  std::string dir, worker;
-  std::vector<std::string> overrides;
-};
-
-int search(const SearchArgs& args) {
-  const std::string& dir = args.dir;
-  if (!std::filesystem::is_directory(dir))
-    throw UsageError("\"" + dir + "\" is not a run directory (pipewright run SUPERNET_JOB --run-dir DIR makes one)");
-  std::string job_file = dir + "/job.json";
-  if (!std::filesystem::exists(job_file))
-    throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
-  // The search runs in the worker program, where the trained candidates
-  // are rebuilt with the same libtorch modules that trained them.
-  std::vector<std::string> cmd = {args.worker.empty() ? nas_worker_binary() : args.worker, "search", job_file, "--out", dir};
-  for (const auto& o : args.overrides) cmd.insert(cmd.end(), {"--set", o});
-  pid_t pid = rt::spawn_child(cmd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-Action define_search(Args& args) {
-  auto a = std::make_shared<SearchArgs>();
-  args.positional("RUN_DIR", a->dir, "the run directory of a supernet run");
-  args.text("--worker", a->worker, "BIN", "the supernet worker program (default: pw_nas_worker next to this one)");
-  args.overrides(a->overrides);
-  return [a] { return search(*a); };
-}
-}  // namespace
-
 std::vector<Command> nas_commands() {
   return {{"search",
-           "evolutionary subnet search over a trained supernet run (search_space.search), against random search",
-           define_search}};
+           "evolutionary subnet search over a trained supernet run (search_space.search), against random search; "
+           "stores every scored subnet and the accuracy/latency front in RUN.sqlite",
+           define_search},
+          {"export-subnet", "one subnet of a searched supernet run as a standalone TorchScript model with its trained weights",
+           define_export_subnet}};
 }
 
 }  // namespace pw::cli

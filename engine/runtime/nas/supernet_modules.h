@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/nas/csp_policy.h"
@@ -59,7 +60,12 @@ class CnnSupernet {
   // Candidate `choice` of choice layer `layer` (held here), for the device
   // cache, which swaps its tensors between host and device.
   Candidate& candidate(int layer, int choice) { return layers_.at(layer - slots_.first).at(choice); }
+  const Candidate& candidate(int layer, int choice) const { return layers_.at(layer - slots_.first).at(choice); }
   int choices(int layer) const { return static_cast<int>(layers_.at(layer - slots_.first).size()); }
+  // The frozen stem's and head's weight and bias (held when has_stem() /
+  // has_head()), for writing a subnet out on its own.
+  std::pair<at::Tensor, at::Tensor> stem_params() const { return {stem_w_, stem_b_}; }
+  std::pair<at::Tensor, at::Tensor> head_params() const { return {head_w_, head_b_}; }
 
   // FNV-1a over the raw bytes of every trainable parameter held here, in
   // (layer, choice, parameter) order.

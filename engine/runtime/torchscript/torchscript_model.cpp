@@ -293,15 +293,13 @@ std::vector<torch::nn::Sequential> load_torchscript_layers(const JobSpec& job) {
   return layers;
 }
 
-namespace {
 // In memory, then through the checked writer: libtorch's file writer aborts
 // the process when a write fails (a full disk), instead of throwing.
-void save_module_checked(const torch::jit::Module& m, const std::string& out) {
+void save_torchscript_module(const torch::jit::Module& m, const std::string& out) {
   std::ostringstream bytes;
   m.save(bytes);
   write_file_atomically(out, bytes.view(), "TorchScript model");
 }
-}  // namespace
 
 void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequential>& layers, const std::string& out) {
   TorchScriptModel fresh = load_torchscript_model(job.model.path);
@@ -314,7 +312,7 @@ void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequentia
     assign(target[l]->parameters(), layers[l]->parameters(), what + " parameters");
     assign(target[l]->buffers(), layers[l]->buffers(), what + " buffers");
   }
-  save_module_checked(fresh.root, out);
+  save_torchscript_module(fresh.root, out);
 }
 
 void export_trained_torchscript(const JobSpec& job, const Plan& plan, int devices, const std::string& weights_dir,
@@ -351,7 +349,7 @@ void export_trained_torchscript(const JobSpec& job, const Plan& plan, int device
     }
     if (saved_buffers.size() == my_buffers.size()) assign(my_buffers, saved_buffers, file + " buffers");
   }
-  save_module_checked(fresh.root, out);
+  save_torchscript_module(fresh.root, out);
 }
 
 TensorData load_tensor_file(const std::string& path) {

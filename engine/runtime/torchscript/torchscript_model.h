@@ -70,6 +70,10 @@ void ensure_torchscript_profile(JobSpec& job, const std::string& run_dir);
 void save_torchscript(const JobSpec& job, const std::vector<torch::nn::Sequential>& layers,
                       const std::string& out);
 
+// torch.jit.save of `m` to `out`, atomically, throwing (never aborting) on a
+// failed write: every TorchScript file the engine writes goes through here.
+void save_torchscript_module(const torch::jit::Module& m, const std::string& out);
+
 // After a pipelined run: every worker r saved its stage in
 // weights_dir/stage<r>.pt (StageExecutor::save: "p<i>", the parameters of
 // its layers in layer order, a layer on the worker the job's schedule places
