@@ -25,32 +25,15 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
     Action a = sched->action(device, i);
     if (a.microbatch >= total) continue;
     prefetch(i, total);
-    switch (a.kind) {
-      case ActionKind::Forward: {
-        double l = forward(a.microbatch, a.chunk);
-        if (!std::isnan(l)) {
-          std::int64_t it = first + a.microbatch / microbatches;
-          auto& acc = losses[it];
-          acc.first += l / microbatches;
-          if (++acc.second == microbatches) {
-            on_loss(it, acc.first);
-            losses.erase(it);
-          }
-        }
-        break;
+    double l = run_action(a, first + static_cast<double>(a.microbatch) / microbatches);
+    if (a.kind == ActionKind::Forward && !std::isnan(l)) {
+      std::int64_t it = first + a.microbatch / microbatches;
+      auto& acc = losses[it];
+      acc.first += l / microbatches;
+      if (++acc.second == microbatches) {
+        on_loss(it, acc.first);
+        losses.erase(it);
       }
-      case ActionKind::Backward:
-        backward(a.microbatch, a.chunk);
-        break;
-      case ActionKind::BackwardInput:
-        backward_input(a.microbatch, a.chunk);
-        break;
-      case ActionKind::BackwardWeight:
-        backward_weight(a.microbatch, a.chunk);
-        break;
-      case ActionKind::OptimizerStep:
-        step(first + static_cast<double>(a.microbatch) / microbatches);
-        break;
     }
   }
   wait_sends();

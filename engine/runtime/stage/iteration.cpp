@@ -7,6 +7,26 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
+double StageExecutor::Impl::run_action(const Action& a, double progress) {
+  switch (a.kind) {
+    case ActionKind::Forward:
+      return forward(a.microbatch, a.chunk);
+    case ActionKind::Backward:
+      backward(a.microbatch, a.chunk);
+      break;
+    case ActionKind::BackwardInput:
+      backward_input(a.microbatch, a.chunk);
+      break;
+    case ActionKind::BackwardWeight:
+      backward_weight(a.microbatch, a.chunk);
+      break;
+    case ActionKind::OptimizerStep:
+      step(progress);
+      break;
+  }
+  return NAN;
+}
+
 double StageExecutor::Impl::run_iteration(std::int64_t it) {
   iteration = it;
   double loss = 0;
@@ -15,27 +35,10 @@ double StageExecutor::Impl::run_iteration(std::int64_t it) {
   for (std::int64_t i = 0; i < n; ++i) {
     prefetch(i);
     Action a = sched->action(device, i);
-    switch (a.kind) {
-      case ActionKind::Forward: {
-        double l = forward(a.microbatch, a.chunk);
-        if (!std::isnan(l)) {
-          loss += l;
-          last = true;
-        }
-        break;
-      }
-      case ActionKind::Backward:
-        backward(a.microbatch, a.chunk);
-        break;
-      case ActionKind::BackwardInput:
-        backward_input(a.microbatch, a.chunk);
-        break;
-      case ActionKind::BackwardWeight:
-        backward_weight(a.microbatch, a.chunk);
-        break;
-      case ActionKind::OptimizerStep:
-        step(static_cast<double>(it));
-        break;
+    double l = run_action(a, static_cast<double>(it));
+    if (a.kind == ActionKind::Forward && !std::isnan(l)) {
+      loss += l;
+      last = true;
     }
   }
   wait_sends();

@@ -136,6 +136,9 @@ struct StageExecutor::Impl {
   void step(double progress);
 
   // iteration.cpp, async_program.cpp, evaluation.cpp
+  // One action of the schedule; a forward's loss (NaN elsewhere or where
+  // this stage computes none), `progress` for the step's learning rate.
+  double run_action(const Action& a, double progress);
   double run_iteration(std::int64_t it);
   void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss);
   double evaluate(const Dataset& test);
