@@ -4,6 +4,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -12,6 +13,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -123,9 +125,31 @@ SearchView::SearchView(QWidget* parent)
   selectRow(-1);
 }
 
-bool SearchView::openDatabase(const QString& path) {
-  QString error;
-  searches_ = read(path, &error);
+void SearchView::openDatabase(const QString& path) { load(path, false); }
+void SearchView::openComparison(const QString& path) { load(path, true); }
+
+void SearchView::load(const QString& path, bool comparison) {
+  struct Read {
+    std::vector<SearchRun> runs;
+    QString error;
+  };
+  const int ticket = ++ticket_;
+  auto* watcher = new QFutureWatcher<Read>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, ticket, path, comparison] {
+    Read r = watcher->result();
+    watcher->deleteLater();
+    if (ticket != ticket_) return;
+    emit loaded(comparison ? showComparison(path, r.runs, r.error) : showDatabase(path, std::move(r.runs), r.error));
+  });
+  watcher->setFuture(QtConcurrent::run([path] {
+    Read r;
+    r.runs = read(path, &r.error);
+    return r;
+  }));
+}
+
+bool SearchView::showDatabase(const QString& path, std::vector<SearchRun> runs, const QString& error) {
+  searches_ = std::move(runs);
   picker_->blockSignals(true);
   picker_->clear();
   for (const auto& s : searches_) picker_->addItem(s.label);
@@ -142,9 +166,7 @@ bool SearchView::openDatabase(const QString& path) {
   return true;
 }
 
-bool SearchView::openComparison(const QString& path) {
-  QString error;
-  auto runs = read(path, &error);
+bool SearchView::showComparison(const QString& path, const std::vector<SearchRun>& runs, const QString& error) {
   if (runs.empty()) {
     selection_->setText(error.isEmpty() ? tr("%1 holds no search to compare with").arg(path) : error);
     return false;

@@ -22,15 +22,23 @@ class SearchView : public QWidget {
   explicit SearchView(QWidget* parent = nullptr);
   SearchModel* model() const { return model_; }
   QCustomPlot* plot() const { return plot_; }
-  // Reads the searches of a run database into the search picker (the
-  // latest evolution search shown); false with the reason in the status line.
-  bool openDatabase(const QString& path);
-  bool openComparison(const QString& path);  // its latest evolution search's front
+  // Reads the searches of a run database on a worker thread (never on the
+  // GUI thread), then fills the search picker (the latest evolution search
+  // shown) and emits loaded(true); loaded(false) with the reason in the
+  // status line. A newer open supersedes one still reading.
+  void openDatabase(const QString& path);
+  void openComparison(const QString& path);  // its latest evolution search's front
   void selectRow(int row);
   int selectedRow() const { return selected_; }
   QString exportCommand() const;
 
+ signals:
+  void loaded(bool ok);
+
  private:
+  void load(const QString& path, bool comparison);
+  bool showDatabase(const QString& path, std::vector<SearchRun> runs, const QString& error);
+  bool showComparison(const QString& path, const std::vector<SearchRun>& runs, const QString& error);
   void showSearch(int index);
   void refresh();
   void fitAxes();
@@ -42,6 +50,7 @@ class SearchView : public QWidget {
   QLabel* selection_;
   QLineEdit* command_;
   int selected_ = -1;
+  int ticket_ = 0;  // the latest open; older reads are dropped when they finish
 };
 
 }  // namespace pw::gui

@@ -49,7 +49,14 @@ class SearchViewTest : public QObject {
     SearchView v;
     v.resize(900, 700);
     v.show();
-    QVERIFY(v.openDatabase(a));
+    QSignalSpy loaded(&v, &SearchView::loaded);
+    // Read on a worker thread: the answer comes as a signal.
+    auto open = [&](auto member, const QString& path) {
+      (v.*member)(path);
+      if (!loaded.wait(10000)) return -1;
+      return loaded.takeFirst().at(0).toBool() ? 1 : 0;
+    };
+    QCOMPARE(open(&SearchView::openDatabase, a), 1);
     auto* picker = v.findChild<QComboBox*>();
     QVERIFY(picker);
     QCOMPARE(picker->count(), 2);
@@ -64,10 +71,10 @@ class SearchViewTest : public QObject {
     QCOMPARE(v.selectedRow(), 5);
     QVERIFY2(v.exportCommand().contains(QStringLiteral("--subnet %1 ").arg(p.id)), qPrintable(v.exportCommand()));
     QCOMPARE(v.plot()->graphCount(), 3);  // + the selection
-    QVERIFY(v.openComparison(b));
+    QCOMPARE(open(&SearchView::openComparison, b), 1);
     QCOMPARE(v.plot()->graphCount(), 4);  // + the second run's front
     test::screenshot(&v, QStringLiteral("search-view"));
-    QVERIFY(!v.openDatabase(dir.filePath(QStringLiteral("missing.sqlite"))));
+    QCOMPARE(open(&SearchView::openDatabase, dir.filePath(QStringLiteral("missing.sqlite"))), 0);
     QCOMPARE(v.model()->rowCount(), 0);
   }
 };
