@@ -6,6 +6,7 @@
 
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
+#include "bench_quick.h"
 #include "core/sim/simulator.h"
 
 using namespace pw;
@@ -17,7 +18,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int stages = 1024, microbatches = 8192;
+  int stages = bench::quick_or(64, 1024), microbatches = bench::quick_or(256, 8192);
   if (argc == 3) {
     stages = std::atoi(argv[1]);
     microbatches = std::atoi(argv[2]);

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/plan/plan.h"
@@ -77,7 +78,9 @@ int main() {
   std::printf("explain: idle-time attribution (8 stages, 1F1B, %zu events per iteration)\n", iteration.size());
   std::printf("  %10s %12s %10s %12s %10s %8s %8s\n", "events", "attribute s", "(wall s)", "ns/event", "sort s", "ratio", "path s");
   double first_per_event = 0;
-  for (std::size_t n : {100'000ul, 1'000'000ul, 3'000'000ul}) {
+  const std::vector<std::size_t> sizes = bench::quick_or<std::vector<std::size_t>>({10'000, 30'000, 100'000},
+                                                                                  {100'000, 1'000'000, 3'000'000});
+  for (std::size_t n : sizes) {
     auto run = run_of(iteration, length, n);
     auto copy = run;
     double t0 = cpu_now();

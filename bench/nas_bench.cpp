@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_quick.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
@@ -99,7 +100,7 @@ std::string layers_per_stage(const NasJob& nj) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int subnets = argc > 1 ? std::atoi(argv[1]) : 400;
+  int subnets = argc > 1 ? std::atoi(argv[1]) : pw::bench::quick_or(48, 400);
   bool eviction_only = argc > 2 && std::string(argv[2]) == "eviction";
   if (eviction_only) {
     eviction_table(subnets);

@@ -7,8 +7,10 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/job/job_plan.h"
 #include "core/plan/planner.h"
 #include "planner_instances.h"
@@ -83,7 +85,10 @@ void gaps(ScheduleKind kind, int count, unsigned seed) {
 void timing() {
   std::mt19937_64 rng(3);
   std::printf("planning time (random NAS-like layers, memory binding, 1F1B unless named)\n");
-  for (auto [L, p, m, target] : {std::tuple{100, 8, 32, 20.0}, std::tuple{1000, 64, 128, 2000.0}}) {
+  using Size = std::tuple<int, int, int, double>;  // layers, stages, microbatches, target ms
+  const auto sizes = bench::quick_or<std::vector<Size>>({{100, 8, 32, 20.0}, {300, 16, 64, 2000.0}},
+                                                        {{100, 8, 32, 20.0}, {1000, 64, 128, 2000.0}});
+  for (auto [L, p, m, target] : sizes) {
     auto x = plantest::random_instance(rng, L, p, m);
     Plan u = run_planner("uniform", x.req);
     Plan v = run_planner("vpipe", x.req);
@@ -97,7 +102,7 @@ void timing() {
       // CPU time too: on a loaded machine wall time mostly measures the load.
       double auto_ms = 1e300, one_ms = 1e300, auto_cpu = 0, one_cpu = 0;
       Plan a;
-      const int reps = 5;
+      const int reps = bench::quick_or(2, 5);
       for (int rep = 0; rep < reps; ++rep) {
         std::clock_t c0 = std::clock();
         a = run_planner("vpipe", ar);
@@ -149,7 +154,7 @@ int main(int argc, char** argv) {
     for (auto [k, n] : runs) any_kind = any_kind || named(to_string(k));
     unsigned seed = 1;
     for (auto [k, n] : runs) {
-      if (!any_kind || named(to_string(k))) gaps(k, n, seed);
+      if (!any_kind || named(to_string(k))) gaps(k, bench::quick_or(10, n), seed);
       ++seed;
     }
     std::printf("\n");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/cost/stage_cost.h"
 #include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
@@ -72,8 +73,10 @@ int main(int argc, char** argv) {
     std::cout << "pw_bench_profiles: no PipeDream profiles at " << root << " (skipped)\n";
     return 0;
   }
-  const std::vector<std::string> models = {"alexnet",     "vgg16",        "resnet18", "resnet50",  "resnet101",
-                                           "densenet121", "inception_v3", "gnmt",     "gnmt_large"};
+  // Quick: a chain, a residual network and an RNN.
+  const auto models = pw::bench::quick_or<std::vector<std::string>>(
+      {"alexnet", "resnet18", "gnmt"}, {"alexnet", "vgg16", "resnet18", "resnet50", "resnet101", "densenet121",
+                                        "inception_v3", "gnmt", "gnmt_large"});
   const std::vector<std::string> planners = {"pipedream", "gpipe", "uniform", "vpipe"};
   auto names = planner_names();
   for (const auto& pl : planners)

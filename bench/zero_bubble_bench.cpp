@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/job/job_plan.h"
 #include "core/plan/planner.h"
 #include "planner_instances.h"
@@ -76,7 +77,7 @@ void throughput() {
 
 void planning_time() {
   std::mt19937_64 rng(19);
-  const int reps = 5;
+  const int reps = bench::quick_or(2, 5);
   double t1 = 0, ta = 0;
   for (int i = 0; i < reps; ++i) {
     auto x = plantest::random_instance(rng, 100, 8, 32);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/trace/chrome_trace.h"
 #include "db/run_reader.h"
 #include "db/run_writer.h"
@@ -75,7 +76,7 @@ Recording record(const std::string& path, std::int64_t n, int stages, db::RunWri
 }  // namespace
 
 int main() {
-  const std::int64_t n = 1000000;
+  const std::int64_t n = bench::quick_or<std::int64_t>(50000, 1000000);
   const int stages = 8;
   std::string dir = "/tmp/pw_bench_db_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
@@ -96,7 +97,7 @@ int main() {
     t_raw = since(t0);
   }
   Recording rec = record(db, n, stages, {});
-  const std::int64_t n_single = 2000;
+  const std::int64_t n_single = bench::quick_or<std::int64_t>(200, 2000);
   db::RunWriterOptions single;
   single.batch_records = 1;
   single.max_delay = std::chrono::milliseconds(0);

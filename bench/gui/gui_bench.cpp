@@ -21,6 +21,7 @@
 #include <qcustomplot.h>
 #include <thread>
 
+#include "bench_quick.h"
 #include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
 #include "gui/models/run_feeder.h"
@@ -111,9 +112,11 @@ struct LiveFigures {
   bool ok = false;
 };
 
-// Drives the event loop for 2.5 s while `src` publishes at `rate` and
-// records the interval between the plot's replots, as a user sees them.
+// Drives the event loop for 2.5 s (quick: 0.5 s) while `src` publishes at
+// `rate` and records the interval between the plot's replots, as a user
+// sees them.
 LiveFigures measure_live(QCustomPlot* plot, const RunModel& model, RunSource& src, double rate) {
+  const qint64 duration_ms = bench::quick_or(500, 2500);
   std::vector<double> gaps;
   QElapsedTimer since;
   since.start();
@@ -128,7 +131,7 @@ LiveFigures measure_live(QCustomPlot* plot, const RunModel& model, RunSource& sr
   src.start();
   QElapsedTimer run;
   run.start();
-  while (run.elapsed() < 2500) {
+  while (run.elapsed() < duration_ms) {
     QApplication::processEvents(QEventLoop::AllEvents, 5);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -176,7 +179,9 @@ int main(int argc, char** argv) {
   TimingApp app(argc, argv);
   const JobSpec job = bench_job();
   SimulatedIteration it = simulate_iteration(prepare_job(job));
-  const int iterations = static_cast<int>(1'000'000 / it.events.size()) + 1;
+  // Quick: 50k events instead of 1M, fewer replots per median.
+  const int iterations = static_cast<int>(bench::quick_or<std::size_t>(50'000, 1'000'000) / it.events.size()) + 1;
+  const int reps_fast = bench::quick_or(3, 31), reps = bench::quick_or(2, 15), reps_naive_out = bench::quick_or(1, 3);
   std::printf("pw_bench_gui: %zu events per iteration, %d iterations\n", it.events.size(), iterations);
 
   // 1. Replot.
@@ -198,17 +203,17 @@ int main(int argc, char** argv) {
     auto* bars = view.bars();
     bars->setNaive(false);
     bars->setUseLod(true);
-    double fast = replot_ms(view, 31);
+    double fast = replot_ms(view, reps_fast);
     std::size_t rects = bars->lastDrawnRects(), folds = bars->lastFoldedBlocks(), lod_rows = bars->lastLodRows();
     // The plottable's own share: the same frame with no bars at all.
     bars->setVisible(false);
-    double frame = replot_ms(view, 15);
+    double frame = replot_ms(view, reps);
     bars->setVisible(true);
     bars->setUseLod(false);
-    double fold = replot_ms(view, 15);
+    double fold = replot_ms(view, reps);
     bars->setUseLod(true);
     bars->setNaive(true);
-    double naive = replot_ms(view, zoomed ? 15 : 3);
+    double naive = replot_ms(view, zoomed ? reps : reps_naive_out);
     bars->setNaive(false);
     std::printf("  %-11s median %7.2f ms (target <= 16)  [%zu bars drawn, %zu folded blocks, %zu of 24 rows from buckets]\n"
                 "              axes/grid/frame alone %.2f ms; bars %.2f ms\n"
@@ -317,9 +322,10 @@ int main(int argc, char** argv) {
               best_ok / 100e3);
   {
     // The GUI thread's worst tick growing 8 stages x 3 rows of tracks by
-    // 10k events a tick up to 2M events: chunked columns (EventTrack) vs
-    // the same columns in std::vectors.
-    RunBatch all = repeat_iteration(it, static_cast<int>(2'000'000 / it.events.size()) + 1);
+    // 10k events a tick up to 2M events (quick: 100k): chunked columns
+    // (EventTrack) vs the same columns in std::vectors.
+    RunBatch all =
+        repeat_iteration(it, static_cast<int>(bench::quick_or<std::size_t>(100'000, 2'000'000) / it.events.size()) + 1);
     auto worst_tick = [&](auto&& tracks, auto&& push) {
       double worst = 0;
       std::vector<std::vector<Event>> parts(24);

@@ -12,6 +12,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench_quick.h"
 #include "ipc/publisher.h"
 #include "ipc/subscriber.h"
 
@@ -196,7 +197,7 @@ Latency raw_latency(double rate, double seconds) {
 }  // namespace
 
 int main() {
-  const std::int64_t n = 1000000;
+  const std::int64_t n = bench::quick_or<std::int64_t>(50000, 1000000);
   auto tp = telemetry_throughput(n);
   double raw = raw_throughput(n, static_cast<std::size_t>(tp.bytes_per_event));
   std::printf("telemetry: %lld events Publisher -> Subscriber over tcp loopback, HWM 0 (unbounded)\n",
@@ -206,8 +207,9 @@ int main() {
               tp.bytes_per_event, tp.events_per_s >= 300000 && tp.received == static_cast<std::uint64_t>(n) ? "met" : "NOT met");
   std::printf("  baseline: raw PUB/SUB same bytes %9.0f events/s  -> pw_ipc at %.2fx of raw\n", raw, tp.events_per_s / raw);
 
-  auto lat = telemetry_latency(10000, 2.0);
-  auto rl = raw_latency(10000, 2.0);
+  const double seconds = bench::quick_or(0.2, 2.0);
+  auto lat = telemetry_latency(10000, seconds);
+  auto rl = raw_latency(10000, seconds);
   std::printf("\nlatency at 10k events/s (%zu events): event queued -> decoded by the subscriber\n", lat.samples);
   std::printf("  pw_ipc                          p50 %8.1f us   p99 %8.1f us\n", lat.p50_us, lat.p99_us);
   std::printf("  baseline: raw PUB/SUB per event p50 %8.1f us   p99 %8.1f us  -> pw_ipc p50 %.2fx, p99 %.2fx of raw\n",

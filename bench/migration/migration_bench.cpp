@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench_quick.h"
 #include "core/spec/job_spec.h"
 #include "runtime/coordinator.h"
 #include "runtime/migration/repartition.h"
@@ -95,7 +96,7 @@ bool same_weights(const std::string& a, const std::string& b) {
 }
 
 void stall_benchmark() {
-  const int n = 12, k = 6;
+  const int n = bench::quick_or(8, 12), k = bench::quick_or(4, 6);
   // From an unbalanced split (1 layer | 5) to the balanced one (3 | 3), so
   // the move pays for itself (the slower stage goes from 5 layers to 3): the
   // bench reports iteration time before and after it. (Moving a layer off a
@@ -146,7 +147,9 @@ void stall_benchmark() {
 }
 
 void timeline_benchmark() {
-  const int n = 30, from = 4;
+  // Quick: enough iterations for the replan (slowdown at 4, 2 sustained
+  // iterations, 3 measured) and the last 8 after it.
+  const int n = bench::quick_or(18, 30), from = 4;
   auto doc = job(n);
   doc["runtime"]["slowdown"] = {1, 3};
   doc["runtime"]["slowdown_from"] = from;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_quick.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "runtime/nas/csp_launch.h"
@@ -33,7 +34,7 @@ rt::nas::CspRunResult run(const std::vector<std::string>& sets, const std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int subnets = argc > 1 ? std::stoi(argv[1]) : 60;
+  const int subnets = argc > 1 ? std::stoi(argv[1]) : bench::quick_or(16, 60);
   const std::string opt = argc > 2 ? argv[2] : "adam";
   // 11 candidates a layer (conv 3 / 5 at five widths, identity), 2 layers a
   // stage: a third of a slice still holds the largest subnet beside the head.

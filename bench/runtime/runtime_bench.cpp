@@ -20,6 +20,7 @@
 #include <functional>
 #include <thread>
 
+#include "bench_quick.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
@@ -37,12 +38,14 @@ namespace {
 int cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 nlohmann::json heavy_job(int stages, int iterations) {
-  // Four equal 1024-wide layers: balanced for 1, 2 or 4 stages.
+  // Four equal 1024-wide layers: balanced for 1, 2 or 4 stages. Quick: a
+  // quarter of the batch, still 4 microbatches.
   return {{"name", "bench-mlp"},
           {"model", {{"kind", "mlp"}, {"input", 1024}, {"widths", {1024, 1024, 1024}}, {"classes", 1024},
                      {"precision", "fp32"}}},
-          {"data", {{"kind", "synthetic"}, {"samples", 2048}}},
-          {"training", {{"optimizer", "adam"}, {"lr", 1e-4}, {"batch_size", 512}, {"microbatch_size", 64},
+          {"data", {{"kind", "synthetic"}, {"samples", bench::quick_or(512, 2048)}}},
+          {"training", {{"optimizer", "adam"}, {"lr", 1e-4}, {"batch_size", bench::quick_or(128, 512)},
+                        {"microbatch_size", bench::quick_or(32, 64)},
                         {"iterations", iterations}, {"seed", 3}}},
           {"cluster", {{"devices", stages}, {"device", "custom"}, {"memory_gb", 4}, {"tflops", 0.05}}},
           {"pipeline", {{"stages", stages}, {"schedule", "1f1b"}}}};
@@ -98,7 +101,7 @@ void memory_policy_effect(int iters) {
   job.training.iterations = iters;
   const int threads = std::max(1, cores() / 2);
   std::string prof = (std::filesystem::temp_directory_path() / "pw-bench-profile-tight.json").string();
-  save_profile_file(rt::measure_profile(job, {5, threads}), prof);
+  save_profile_file(rt::measure_profile(job, {bench::quick_or(2, 5), threads}), prof);
   job.model.profile = prof;
   auto peak_of = [](const PreparedJob& p) {
     std::uint64_t peak = 0;
@@ -168,7 +171,7 @@ void zero_bubble(int iters) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
-  int iters = argc > 1 ? std::atoi(argv[1]) : 12;
+  int iters = argc > 1 ? std::atoi(argv[1]) : bench::quick_or(3, 12);
   // Optional second argument: the sections to run, e.g. "34" (default all).
   std::string only = argc > 2 ? argv[2] : "12345";
   auto section = [&](char c) { return only.find(c) != std::string::npos; };
@@ -203,7 +206,7 @@ int main(int argc, char** argv) {
     // measured run's iterations, at least 3);
     // with the probe's compute as well (`pipewright profile --in-situ`).
     auto fidelity = [&](const char* label, JobSpec job, const std::string& prof) {
-      ModelProfile isolated = rt::measure_profile(job, {10, worker_threads});
+      ModelProfile isolated = rt::measure_profile(job, {bench::quick_or(2, 10), worker_threads});
       save_profile_file(isolated, prof);
       job.model.profile = prof;
       job.cluster.device.link_gbps = link.gbps;
