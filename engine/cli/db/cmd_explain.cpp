@@ -68,8 +68,8 @@ void print_human(const nlohmann::json& x) {
     for (const auto& k : p["kinds"])
       std::cout << pad(std::to_string(k["stage"].get<int>()), 7) << "  " << k["kind"].get<std::string>()
                 << std::string(std::max<int>(1, 10 - static_cast<int>(k["kind"].get<std::string>().size())), ' ')
-                << pad(fixed(k["measured_ms"].get<double>(), 3), 9) << pad(fixed(k["predicted_ms"].get<double>(), 3), 11)
-                << pad(fixed(k["ratio"].get<double>(), 3), 8) << "\n";
+                << pad(fixed(k["measured_ms"].get<double>(), 3), 9) << " " << pad(fixed(k["predicted_ms"].get<double>(), 3), 10)
+                << " " << pad(fixed(k["ratio"].get<double>(), 3), 7) << "\n";  // a space even when a figure overflows
     const auto& d = p["first_divergence"];
     if (d.is_null())
       std::cout << "  every action starts within " << fixed(p["threshold_ms"].get<double>(), 2) << " ms of its prediction\n";
