@@ -13,7 +13,7 @@
 
 #include "core/spec/spec_error.h"
 #include "runtime/layers.h"
-#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+#include "runtime/model_family.h"
 
 namespace pw::rt {
 namespace {
@@ -51,14 +51,6 @@ Dataset synthetic(const JobSpec& job, int64_t n, uint64_t seed) {
   return d;
 }
 
-// torchscript hook: a user's tensors (docs/torchscript.md).
-Dataset tensor_dataset(const std::string& path, bool test) {
-  TensorData t = load_tensor_file(path);
-  if (!test) return {t.inputs, t.labels};
-  if (!t.test_inputs.defined())
-    throw SpecError("data.path", path + ": no \"test_inputs\"/\"test_labels\" tensors to evaluate on");
-  return {t.test_inputs, t.test_labels};
-}
 
 }  // namespace
 
@@ -117,10 +109,10 @@ Dataset read_text_windows(const std::string& dir, int seq_len, bool masked, bool
 }
 
 TrainData::TrainData(const JobSpec& job) : spec_(job.data), job_(job) {
-  if (spec_.kind == "text")
+  if (const DataFamily* f = data_family(spec_.kind))
+    train_ = f->read(job, false);
+  else if (spec_.kind == "text")
     train_ = read_text_windows(spec_.dir, job.model.seq_len, job.model.kind == "bert", false, job.training.seed + 3);
-  else if (spec_.kind == "tensors")  // torchscript hook
-    train_ = tensor_dataset(spec_.dir, false);
   else if (spec_.kind == "fashion-mnist")
     train_ = read_idx_pair(spec_.dir + "/train-images-idx3-ubyte.gz", spec_.dir + "/train-labels-idx1-ubyte.gz",
                            spec_.train_samples);
@@ -129,7 +121,7 @@ TrainData::TrainData(const JobSpec& job) : spec_(job.data), job_(job) {
 }
 
 Dataset TrainData::test() const {
-  if (spec_.kind == "tensors") return tensor_dataset(spec_.dir, true);  // torchscript hook
+  if (const DataFamily* f = data_family(spec_.kind)) return f->read(job_, true);
   if (spec_.kind == "text") {
     Dataset d = read_text_windows(spec_.dir, job_.model.seq_len, job_.model.kind == "bert", true, job_.training.seed + 4);
     if (spec_.test_samples > 0 && spec_.test_samples < d.size()) {

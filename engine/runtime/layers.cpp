@@ -14,7 +14,8 @@
 #include <cmath>
 
 #include "core/spec/spec_error.h"
-#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+#include "core/model/analytic_profile.h"
+#include "runtime/model_family.h"
 
 namespace pw::rt {
 namespace {
@@ -91,10 +92,8 @@ void transformer(const ModelSpec& m, std::vector<nn::Sequential>& out) {
   head->push_back(nn::Linear(m.hidden, m.vocab));
   out.push_back(head);
 }
-}  // namespace
 
-std::vector<torch::nn::Sequential> build_layers(const JobSpec& job) {
-  if (job.model.kind == "torchscript") return load_torchscript_layers(job);  // torchscript hook
+std::vector<torch::nn::Sequential> builtin_layers(const JobSpec& job) {
   const auto& m = job.model;
   torch::manual_seed(job.training.seed);
   std::vector<nn::Sequential> out;
@@ -136,19 +135,31 @@ std::vector<torch::nn::Sequential> build_layers(const JobSpec& job) {
   return out;
 }
 
-std::vector<int64_t> model_input_shape(const JobSpec& job) {
+std::vector<int64_t> builtin_input_shape(const JobSpec& job) {
   int64_t b = job.training.microbatch_size;
   const auto& m = job.model;
-  if (m.kind == "torchscript") return torchscript_input_shape(job);  // torchscript hook
   if (m.kind == "cnn") return {b, m.in_channels, m.image_size, m.image_size};
   if (m.kind == "gpt" || m.kind == "bert") return {b, m.seq_len};
   return {b, m.input};
 }
 
-bool model_takes_tokens(const JobSpec& job) {
-  if (job.model.kind == "torchscript") return job.model.input_dtype == "int64";  // torchscript hook
-  return job.model.kind == "gpt" || job.model.kind == "bert";
+class BuiltinModels final : public ModelFamily {
+ public:
+  std::vector<torch::nn::Sequential> layers(const JobSpec& job) const override { return builtin_layers(job); }
+  std::vector<int64_t> input_shape(const JobSpec& job) const override { return builtin_input_shape(job); }
+  bool takes_tokens(const JobSpec& job) const override { return job.model.kind == "gpt" || job.model.kind == "bert"; }
+  std::vector<LayerProfile> profile_layers(const JobSpec& job) const override { return analytic_profile(job).layers; }
+};
+}  // namespace
+
+const ModelFamily& builtin_models() {
+  static const BuiltinModels family;
+  return family;
 }
+
+std::vector<torch::nn::Sequential> build_layers(const JobSpec& job) { return model_family(job).layers(job); }
+std::vector<int64_t> model_input_shape(const JobSpec& job) { return model_family(job).input_shape(job); }
+bool model_takes_tokens(const JobSpec& job) { return model_family(job).takes_tokens(job); }
 
 at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target) {
   if (logits.dim() == 3)

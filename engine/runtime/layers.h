@@ -20,6 +20,11 @@ std::vector<int64_t> model_input_shape(const JobSpec& job);
 // True when the model's input is token ids (int64) rather than features.
 bool model_takes_tokens(const JobSpec& job);
 
+class ModelFamily;  // runtime/model_family.h
+// The built-in models (mlp, cnn, gpt, bert) as a family; the three calls
+// above ask the job's family (model_family()).
+const ModelFamily& builtin_models();
+
 // The training loss on the last layer's output: cross entropy over classes,
 // or over tokens for [b, s, vocab] logits (labels -100 are not scored, as
 // masked LM needs). One definition for the engine and the profiler.

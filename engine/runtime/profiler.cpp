@@ -24,7 +24,7 @@
 #include "runtime/memory.h"
 #include "runtime/process_group.h"
 #include "runtime/split_backward.h"
-#include "runtime/torchscript/torchscript_model.h"  // torchscript hook
+#include "runtime/model_family.h"
 
 namespace pw::rt {
 namespace {
@@ -50,8 +50,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
   const int reps = std::max(1, options.repeats);
   const auto& opt = job.training.optimizer;
   // Same layer names as the analytic profile (and the same count).
-  const auto names = job.model.kind == "torchscript" ? torchscript_layer_names(job)  // torchscript hook
-                                                     : analytic_profile(job).layers;
+  const auto names = model_family(job).profile_layers(job);
   if (names.size() != layers.size())
     throw std::logic_error("engine layers do not match the analytic profile's");
 
