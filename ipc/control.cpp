@@ -7,6 +7,7 @@
 #include <zmq.hpp>
 
 #include "ipc/publisher.h"
+#include "ipc/wait_readable.h"
 
 namespace pw::ipc {
 
@@ -98,9 +99,7 @@ struct ControlServer::Impl {
 
   void run_thread() {
     while (!stopping.load()) {
-      zmq::pollitem_t item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(50));
-      if (!(item.revents & ZMQ_POLLIN)) continue;
+      if (!wait_readable(sock, std::chrono::milliseconds(50))) continue;
       // At most 3 frames are kept: a message of many parts is read and
       // dropped without growing anything.
       std::vector<zmq::message_t> frames;
@@ -223,9 +222,7 @@ std::optional<pb::ControlReply> ControlClient::request(pb::ControlRequest req, s
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, left);
-    if (!(item.revents & ZMQ_POLLIN)) break;
+    if (!wait_readable(s, left)) break;
     zmq::message_t f;
     if (!s.recv(f, zmq::recv_flags::dontwait)) continue;
     bool extra = f.more();

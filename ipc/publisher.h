@@ -61,6 +61,7 @@ class Publisher final : public RunRecorder {
   Publisher& operator=(const Publisher&) = delete;
 
   const std::string& endpoint() const;  // as bound, port resolved
+  using RunRecorder::endpoint;           // the recorder's "endpoint announced" hook
   const std::string& run_id() const;
 
   // What the run is; carried in every status message and snapshot.

@@ -1,6 +1,7 @@
 #include "ipc/subscriber.h"
 
 #include <zmq.hpp>
+#include "ipc/wait_readable.h"
 
 namespace pw::ipc {
 
@@ -83,9 +84,7 @@ std::optional<Subscriber::Message> Subscriber::receive(std::chrono::milliseconds
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() < 0) left = std::chrono::milliseconds(0);
-    zmq::pollitem_t item{static_cast<void*>(s), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, left);
-    if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
+    if (!wait_readable(s, left)) return std::nullopt;
     zmq::message_t topic, payload;
     if (!s.recv(topic, zmq::recv_flags::dontwait)) continue;
     bool two = topic.more() && s.recv(payload, zmq::recv_flags::dontwait);
