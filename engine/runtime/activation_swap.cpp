@@ -1,12 +1,18 @@
 #include "runtime/activation_swap.h"
 
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/saved_variable_hooks.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 
 namespace pw::rt {
 
@@ -89,6 +95,37 @@ at::Tensor bytes_of(const c10::Storage& s, std::int64_t n, c10::Device d) {
   return at::empty({0}, at::TensorOptions().dtype(at::kByte).device(d)).set_(s, 0, {n}, {1});
 }
 
+// The streams of an accelerator (CUDA) through c10's device-generic guard,
+// so this compiles against a CPU-only libtorch too; a CPU device never
+// gets here (its copies are synchronous and need no ordering).
+//
+// One copy stream per device for the process: swaps queue behind each
+// other there (a swap-in after its own swap-out, with no event needed) and
+// beside the compute stream, which is whatever stream is current when the
+// stage queues its kernels.
+struct Streams {
+  c10::impl::VirtualGuardImpl guard;
+  c10::Stream compute, copy;
+  explicit Streams(c10::Device d)
+      : guard(d.type()), compute(guard.getStream(d)), copy(copy_stream(guard, d)) {}
+
+  static c10::Stream copy_stream(const c10::impl::VirtualGuardImpl& g, c10::Device d) {
+    static std::mutex m;
+    static std::map<std::pair<int, int>, c10::Stream> streams;
+    std::lock_guard<std::mutex> lock(m);
+    auto key = std::make_pair(static_cast<int>(d.type()), static_cast<int>(d.index()));
+    auto it = streams.find(key);
+    if (it == streams.end()) it = streams.emplace(key, g.getStreamFromGlobalPool(d)).first;
+    return it->second;
+  }
+  // `later` waits (on the device, not the host) for what `earlier` has queued so far.
+  static void order(const c10::Stream& earlier, const c10::Stream& later) {
+    c10::Event e(earlier.device_type());
+    e.record(earlier);
+    e.block(later);
+  }
+};
+
 }  // namespace
 
 SwappedActivations::SwappedActivations() { install_engine(); }
@@ -136,14 +173,28 @@ void SwappedActivations::track_leaf(const at::Tensor& leaf) {
 
 std::int64_t SwappedActivations::swap_out() {
   std::int64_t moved = 0;
+  std::optional<Streams> streams;
   for (auto& [key, b] : blocks_) {
     b->host = host_bytes(b->nbytes, b->where);
-    b->host.copy_(bytes_of(b->device, b->nbytes, b->where), /*non_blocking=*/b->where.is_cuda());
+    if (b->where.is_cpu()) {
+      b->host.copy_(bytes_of(b->device, b->nbytes, b->where));
+    } else {
+      if (!streams) {
+        streams.emplace(b->where);
+        // The copies read what the forward's kernels write.
+        Streams::order(streams->compute, streams->copy);
+      }
+      c10::StreamGuard on_copy(streams->copy);
+      // Pinned, asynchronous: the host caching allocator records the copy
+      // stream on the pinned buffer, so its release waits for the copy.
+      b->host.copy_(bytes_of(b->device, b->nbytes, b->where), /*non_blocking=*/true);
+      // The device buffer was allocated on the compute stream: told of the
+      // copy stream's use, the caching allocator reuses it only after the
+      // copy, so dropping the reference below is safe.
+      streams->guard.recordDataPtrOnStream(b->device.data_ptr(), streams->copy);
+    }
     moved += b->nbytes;
   }
-  // On a GPU the copies are queued on the current stream: the caching
-  // allocators order the device buffer's reuse and the pinned buffer's
-  // release after them, so dropping the references now is safe.
   for (auto& [key, b] : blocks_) b->device = c10::Storage();
   if (leaf_.defined()) leaf_.set_data(at::empty({0}, leaf_.options().requires_grad(false)));
   out_ = true;
@@ -153,13 +204,29 @@ std::int64_t SwappedActivations::swap_out() {
 std::int64_t SwappedActivations::swap_in() {
   if (!out_) return 0;
   std::int64_t moved = 0;
+  std::optional<Streams> streams;
   for (auto& [key, b] : blocks_) {
-    at::Tensor dev = at::empty({b->nbytes}, at::TensorOptions().dtype(at::kByte).device(b->where));
-    dev.copy_(b->host, /*non_blocking=*/b->where.is_cuda());
+    at::Tensor dev;
+    if (b->where.is_cpu()) {
+      dev = at::empty({b->nbytes}, at::TensorOptions().dtype(at::kByte).device(b->where));
+      dev.copy_(b->host);
+    } else {
+      if (!streams) streams.emplace(b->where);
+      // Allocated and filled on the copy stream (after this block's
+      // swap-out there), so the copy waits for no compute; the backward
+      // uses and frees it on the compute stream, which the allocator is
+      // told of.
+      c10::StreamGuard on_copy(streams->copy);
+      dev = at::empty({b->nbytes}, at::TensorOptions().dtype(at::kByte).device(b->where));
+      dev.copy_(b->host, /*non_blocking=*/true);
+      streams->guard.recordDataPtrOnStream(dev.storage().data_ptr(), streams->compute);
+    }
     b->device = dev.storage();
     b->host = at::Tensor();
     moved += b->nbytes;
   }
+  // The backward queued after this returns reads the buffers.
+  if (streams) Streams::order(streams->copy, streams->compute);
   // The leaf gets its data back so its gradient accumulates with its shape.
   if (leaf_.defined()) leaf_.set_data(leaf_view_->materialise());
   out_ = false;

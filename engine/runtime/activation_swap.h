@@ -50,9 +50,13 @@ class SwappedActivations {
   void track_leaf(const at::Tensor& leaf);
 
   // Copies every captured storage to the host pool and drops the device's
-  // references; returns the bytes moved.
+  // references; returns the bytes moved. On CUDA the copies are queued on
+  // the device's copy stream after the forward's kernels, into pinned
+  // buffers, and the call returns at once: they overlap the next compute.
   std::int64_t swap_out();
   // Copies them back into fresh device buffers; returns the bytes moved.
+  // On CUDA, on the copy stream again; the compute stream waits for their
+  // event, so the backward queued next reads them, and nothing else does.
   std::int64_t swap_in();
   bool swapped_out() const { return out_; }
 

@@ -1,5 +1,7 @@
 #include "runtime/memory.h"
 
+#include "runtime/device_memory.h"
+
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
@@ -54,6 +56,9 @@ std::int64_t TensorBytes::live() { return g_live.load(); }
 std::int64_t TensorBytes::peak() { return g_peak.load(); }
 void TensorBytes::reset_peak() { g_peak.store(g_live.load()); }
 
+StageMemory::StageMemory(int stage, std::int64_t budget_bytes)
+    : StageMemory(stage, budget_bytes, device_memory(c10::Device(c10::kCPU))) {}
+
 void StageMemory::set_static(std::int64_t params, std::int64_t grads, std::int64_t optimizer, std::int64_t stashed) {
   params_ = params;
   grads_ = grads;
@@ -68,14 +73,14 @@ MemoryBreakdown StageMemory::now() const {
   b.optimizer = optimizer_;
   b.stashed = stashed_;
   b.host_pool = host_;
-  std::int64_t held = TensorBytes::live() - baseline_;
+  std::int64_t held = meter_->live() - baseline_;
   b.activations = std::max<std::int64_t>(0, held - params_ - grads_ - optimizer_ - stashed_);
   return b;
 }
 
 void StageMemory::check(const char* during) {
-  std::int64_t peak = TensorBytes::peak() - baseline_;
-  TensorBytes::reset_peak();
+  std::int64_t peak = meter_->peak() - baseline_;
+  meter_->reset_peak();
   peak_ = std::max(peak_, peak);
   if (peak <= budget_) return;
   MemoryBreakdown b = now();

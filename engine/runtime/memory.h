@@ -18,6 +18,8 @@ class TensorBytes {
   static void reset_peak();
 };
 
+class DeviceMemory;  // device_memory.h
+
 class MemoryBudgetError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -35,7 +37,13 @@ struct MemoryBreakdown {
 
 class StageMemory {
  public:
-  StageMemory(int stage, std::int64_t budget_bytes) : stage_(stage), budget_(budget_bytes) {}
+  // Metered by the CPU counting allocator.
+  StageMemory(int stage, std::int64_t budget_bytes);
+  // Metered by `meter`: the allocator of the device the stage's tensors
+  // live on (device_memory.h), which outlives the account.
+  StageMemory(int stage, std::int64_t budget_bytes, DeviceMemory& meter)
+      : stage_(stage), budget_(budget_bytes), meter_(&meter) {}
+  DeviceMemory& meter() { return *meter_; }
   // Bytes the process held before the stage's model existed (data sets,
   // receive buffers of the runtime): excluded from the stage's account.
   void set_baseline(std::int64_t bytes) { baseline_ = bytes; }
@@ -52,6 +60,7 @@ class StageMemory {
  private:
   int stage_;
   std::int64_t budget_;
+  DeviceMemory* meter_;
   std::int64_t baseline_ = 0;
   std::int64_t params_ = 0, grads_ = 0, optimizer_ = 0, stashed_ = 0, host_ = 0;
   std::int64_t peak_ = 0;

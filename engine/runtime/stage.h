@@ -26,6 +26,7 @@ namespace pw::rt {
 
 class TrainData;
 struct Dataset;
+class EventClock;  // event_clock.h
 
 // One pipeline stage's share of a job: its layers (every virtual stage the
 // plan puts on this device), their optimizer, the memory account, and the
@@ -72,6 +73,10 @@ class StageExecutor {
   torch::nn::Sequential layer(int l) const;
   torch::optim::Optimizer& optimizer();
   void swap(StageExecutor& other) noexcept { impl_.swap(other.impl_); }
+  // Replaces the clock the stage's events are stamped with (by default the
+  // one of its device, event_clock.h): tests run the GPU's deferred
+  // stamping on CPU with it.
+  void use_event_clock(std::unique_ptr<EventClock> clock);
 
  private:
   struct Impl;

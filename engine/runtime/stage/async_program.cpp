@@ -19,24 +19,34 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
   // The schedule spans 2 x its microbatches; actions past `total` are skipped alike on every stage.
   program = make_schedule(ScheduleKind::AsyncOneFOneB, devices, static_cast<int>((total + 1) / 2), 1);
   sched = program.get();
-  std::map<std::int64_t, std::pair<double, int>> losses;
+  // Per iteration, the backwards this device has run: when all are done,
+  // its events are converted and its loss (last stage) read, once.
+  std::map<std::int64_t, int> backwards;
   std::int64_t n = sched->length(device);
   for (std::int64_t i = 0; i < n; ++i) {
     Action a = sched->action(device, i);
     if (a.microbatch >= total) continue;
     prefetch(i, total);
-    double l = run_action(a, first + static_cast<double>(a.microbatch) / microbatches);
-    if (a.kind == ActionKind::Forward && !std::isnan(l)) {
-      std::int64_t it = first + a.microbatch / microbatches;
-      auto& acc = losses[it];
-      acc.first += l / microbatches;
-      if (++acc.second == microbatches) {
-        on_loss(it, acc.first);
-        losses.erase(it);
+    run_action(a, first + static_cast<double>(a.microbatch) / microbatches);
+    if (a.kind != ActionKind::Backward) continue;
+    std::int64_t k = a.microbatch / microbatches;
+    if (++backwards[k] < microbatches) continue;
+    backwards.erase(k);
+    flush_events();
+    // As before: the mean over the iteration's microbatches, reported when
+    // none of them is NaN.
+    std::vector<double> ls = take_losses(k * microbatches, (k + 1) * microbatches);
+    double mean = 0;
+    int counted = 0;
+    for (double l : ls)
+      if (!std::isnan(l)) {
+        mean += l / microbatches;
+        ++counted;
       }
-    }
+    if (counted == microbatches) on_loss(first + k, mean);
   }
   wait_sends();
+  flush_events();
 }
 
 }  // namespace pw::rt

@@ -3,7 +3,6 @@
 // split into B (input gradient) and W (weight gradient).
 #include "runtime/stage/stage_impl.h"
 
-#include "core/events/clock.h"
 #include "runtime/layers.h"
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/engine.h>
@@ -16,7 +15,7 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-double StageExecutor::Impl::forward(int mb, int chunk) {
+void StageExecutor::Impl::forward(int mb, int chunk) {
   int v = sched->virtual_stage(device, chunk);
   const auto& r = plan.stages[v];
   Batch batch;
@@ -26,7 +25,7 @@ double StageExecutor::Impl::forward(int mb, int chunk) {
     x = batch.input;
   else
     x = take_recv(kActivation, mb, chunk);
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   MicrobatchState& st = state[{mb, chunk}];
   st.layers.resize(r.size());
   st.stash = stash_for(chunk);
@@ -58,7 +57,7 @@ double StageExecutor::Impl::forward(int mb, int chunk) {
         ls.swap->track_leaf(in);
       }
       ls.root = torch::autograd::impl::gradient_edge(out);
-      std::int64_t s0 = steady_now_ns();
+      std::int64_t s0 = clock->mark();
       // The host pool lives outside the device account (see memory.h).
       std::int64_t bytes = ls.swap->swap_out();
       memory.add_host(bytes);
@@ -66,7 +65,6 @@ double StageExecutor::Impl::forward(int mb, int chunk) {
     }
     x = out;
   }
-  double loss = NAN;
   if (v == vstages - 1) {
     at::Tensor logits = x.detach().requires_grad_(true);
     // Flush schedules accumulate the batch's gradient over microbatches;
@@ -74,12 +72,11 @@ double StageExecutor::Impl::forward(int mb, int chunk) {
     at::Tensor l = pipeline_loss(logits, batch.target) / (async ? 1 : microbatches);
     l.backward();
     st.out_grad = logits.grad();
-    loss = l.item<double>();
+    losses.emplace_back(global_mb(mb), l.detach());
   }
   emit(EventKind::Forward, t0, mb, chunk);
   if (v < vstages - 1) send(kActivation, mb, chunk, x.detach());
   memory.check("forward");
-  return loss;
 }
 
 MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* what) {
@@ -94,14 +91,14 @@ MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* wh
 torch::autograd::Edge StageExecutor::Impl::output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb,
                                                         int chunk) {
   if (ls.swap) {
-    std::int64_t s0 = steady_now_ns();
+    std::int64_t s0 = clock->mark();
     std::int64_t bytes = ls.swap->swap_in();
     memory.add_host(-bytes);
     emit(EventKind::SwapIn, s0, mb, chunk, bytes);
     return ls.root;
   }
   if (!ls.out.defined()) {
-    std::int64_t s0 = steady_now_ns();
+    std::int64_t s0 = clock->mark();
     ls.out = layer_of(st, l, first)->forward(ls.in);
     emit(EventKind::Recompute, s0, mb, chunk);
   }
@@ -121,7 +118,7 @@ void StageExecutor::Impl::backward(int mb, int chunk) {
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "backward");
   at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
@@ -153,7 +150,7 @@ void StageExecutor::Impl::backward_input(int mb, int chunk) {
     throw std::logic_error("input gradient of microbatch " + std::to_string(mb) + " twice");
   at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
   st.out_grad = at::Tensor();
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
@@ -176,7 +173,7 @@ void StageExecutor::Impl::backward_weight(int mb, int chunk) {
   MicrobatchState& st = state_of(mb, chunk, "weight gradient");
   if (!st.input_gradient_done)
     throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     ls.split.weight_gradient();

@@ -7,10 +7,11 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-double StageExecutor::Impl::run_action(const Action& a, double progress) {
+void StageExecutor::Impl::run_action(const Action& a, double progress) {
   switch (a.kind) {
     case ActionKind::Forward:
-      return forward(a.microbatch, a.chunk);
+      forward(a.microbatch, a.chunk);
+      break;
     case ActionKind::Backward:
       backward(a.microbatch, a.chunk);
       break;
@@ -24,24 +25,26 @@ double StageExecutor::Impl::run_action(const Action& a, double progress) {
       step(progress);
       break;
   }
-  return NAN;
 }
 
 double StageExecutor::Impl::run_iteration(std::int64_t it) {
   iteration = it;
-  double loss = 0;
-  bool last = false;
   std::int64_t n = sched->length(device);
   for (std::int64_t i = 0; i < n; ++i) {
     prefetch(i);
-    Action a = sched->action(device, i);
-    double l = run_action(a, static_cast<double>(it));
-    if (a.kind == ActionKind::Forward && !std::isnan(l)) {
+    run_action(sched->action(device, i), static_cast<double>(it));
+  }
+  wait_sends();
+  flush_events();
+  // The losses are read here, once: a NaN microbatch loss is left out of
+  // the sum as it always was.
+  double loss = 0;
+  bool last = false;
+  for (double l : take_losses(it * microbatches, (it + 1) * microbatches))
+    if (!std::isnan(l)) {
       loss += l;
       last = true;
     }
-  }
-  wait_sends();
   return last ? loss : NAN;
 }
 

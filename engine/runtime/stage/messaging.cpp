@@ -3,7 +3,6 @@
 // a device's hand-off between two of its own chunks without a transfer.
 #include "runtime/stage/stage_impl.h"
 
-#include "core/events/clock.h"
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -44,7 +43,7 @@ at::Tensor StageExecutor::Impl::take_recv(Dir dir, int mb, int chunk) {
                            (dir == kActivation ? "input" : "output gradient"));
   post_recv(dir, mb, chunk);
   auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   it->second.work->wait();
   at::Tensor t = it->second.buf[0];
   recvs.erase(it);
@@ -58,7 +57,7 @@ void StageExecutor::Impl::send(Dir dir, int mb, int chunk, const at::Tensor& t) 
     local[std::make_tuple(static_cast<int>(dir), mb, chunk_of(to))] = t;
     return;
   }
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   Comm c;
   c.buf.push_back(t.contiguous());
   // The receiver's tag names the virtual stage that receives (activation)

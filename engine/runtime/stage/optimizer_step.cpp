@@ -2,7 +2,6 @@
 // clipping and the non-finite check.
 #include "runtime/stage/stage_impl.h"
 
-#include "core/events/clock.h"
 #include "core/spec/learning_rate.h"
 #include <torch/utils.h>
 #include <cmath>
@@ -23,13 +22,25 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
   const auto& t = job.training;
   if (t.clip_grad_norm <= 0 && !t.skip_nonfinite) return true;
   double sum_sq = 0, nonfinite = 0;
+  // Per-tensor norms, as torch::nn::utils::clip_grad_norm_ takes them, and
+  // non-finite counts, all brought to the host in one copy (one wait on a
+  // GPU, not two per tensor); summed there in double, in order, as before.
+  std::vector<at::Tensor> norms, bad;
   for (auto& p : params)
     if (p.grad().defined()) {
-      // Per-tensor norms, as torch::nn::utils::clip_grad_norm_ takes them.
-      double n = p.grad().norm().item<double>();
-      sum_sq += n * n;
-      nonfinite += static_cast<double>(p.grad().isfinite().logical_not().sum().item<std::int64_t>());
+      // Widened per tensor (exactly, as item<double>() did): dtypes may differ.
+      norms.push_back(p.grad().norm().to(at::kDouble));
+      bad.push_back(p.grad().isfinite().logical_not().sum().to(at::kDouble));
     }
+  if (!norms.empty()) {
+    at::Tensor host = at::cat({at::stack(norms), at::stack(bad)}).to(at::kCPU).contiguous();
+    const double* v = host.data_ptr<double>();
+    std::size_t k = norms.size();
+    for (std::size_t i = 0; i < k; ++i) {
+      sum_sq += v[i] * v[i];
+      nonfinite += v[k + i];
+    }
+  }
   std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
   pg->allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
@@ -50,7 +61,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
 // per microbatch), which sets the scheduled learning rate.
 void StageExecutor::Impl::step(double progress) {
   wait_sends();  // communication, not the step's compute
-  std::int64_t t0 = steady_now_ns();
+  std::int64_t t0 = clock->mark();
   const double lr = learning_rate_at(job.training, progress);
   for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
   if (whole_pipeline_gradient_ok()) optimizer->step();

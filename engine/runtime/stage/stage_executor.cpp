@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/events/clock.h"
+#include "runtime/device_memory.h"
 #include "runtime/layers.h"
 
 namespace pw::rt {
@@ -19,12 +19,13 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
                           EventSink* es)
     : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
       microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
-      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes)) {
+      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(compute_device)),
+      clock(make_event_clock(compute_device)) {
   async = !s.flushes();
   if (static_cast<int>(plan.stages.size()) != vstages)
     throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
                                 std::to_string(vstages));
-  memory.set_baseline(TensorBytes::live());
+  memory.set_baseline(memory.meter().live());
   layers = build_layers(job);
   if (static_cast<int>(layers.size()) != plan.layer_count())
     throw std::invalid_argument("plan covers " + std::to_string(plan.layer_count()) + " layers, model has " +
@@ -45,7 +46,7 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
     optimizer = std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(t.lr).momentum(t.optimizer == "momentum" ? 0.9 : 0.0));
   update_static();
-  TensorBytes::reset_peak();
+  memory.meter().reset_peak();
   memory.check("model construction");
 }
 
@@ -64,11 +65,10 @@ void StageExecutor::Impl::update_static() {
   memory.set_static(p, g, opt, stashed);
 }
 
-void StageExecutor::Impl::emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes) {
+void StageExecutor::Impl::emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes) {
   if (!sink) return;
+  EventClock::Mark t1 = clock->mark();
   Event e;
-  e.start_ns = t0;
-  e.end_ns = steady_now_ns();
   e.kind = k;
   e.stage = device;
   e.microbatch = mb;
@@ -79,7 +79,42 @@ void StageExecutor::Impl::emit(EventKind k, std::int64_t t0, int mb, int chunk, 
     e.first_layer = r.first_layer;
     e.last_layer = r.last_layer;
   }
+  if (!clock->immediate()) {
+    pending.push_back({e, t0, t1});
+    return;
+  }
+  e.start_ns = clock->host_ns(t0);
+  e.end_ns = clock->host_ns(t1);
   sink->on_event(e);
+}
+
+void StageExecutor::Impl::flush_events() {
+  if (pending.empty()) return;
+  clock->resolve();
+  for (auto& p : pending) {
+    p.event.start_ns = clock->host_ns(p.start);
+    p.event.end_ns = clock->host_ns(p.end);
+    sink->on_event(p.event);
+  }
+  pending.clear();
+}
+
+std::vector<double> StageExecutor::Impl::take_losses(std::int64_t from, std::int64_t to) {
+  std::vector<at::Tensor> mine;
+  std::vector<std::pair<std::int64_t, at::Tensor>> rest;
+  for (auto& [mb, l] : losses) {
+    if (mb >= from && mb < to)
+      mine.push_back(l);
+    else
+      rest.emplace_back(mb, l);
+  }
+  losses = std::move(rest);
+  if (mine.empty()) return {};
+  // One copy of all of them: each float widens to the same double that
+  // item<double>() gave per microbatch before.
+  at::Tensor all = at::stack(mine).to(at::kCPU, at::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  return {v, v + all.numel()};
 }
 
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
@@ -105,5 +140,9 @@ StageMemory& StageExecutor::memory() { return impl_->memory; }
 // For stage extensions (stage_extension.h).
 torch::nn::Sequential StageExecutor::layer(int l) const { return impl_->layers.at(l); }
 torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; }
+void StageExecutor::use_event_clock(std::unique_ptr<EventClock> clock) {
+  impl_->flush_events();
+  impl_->clock = std::move(clock);
+}
 
 }  // namespace pw::rt

@@ -16,6 +16,7 @@
 
 #include "runtime/activation_swap.h"
 #include "runtime/data.h"
+#include "runtime/event_clock.h"
 #include "runtime/memory.h"
 #include "runtime/send_reaper.h"
 #include "runtime/split_backward.h"
@@ -79,7 +80,23 @@ struct StageExecutor::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<at::Tensor> params;
   std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
+  // The device this stage's tensors live on: its memory meter and event
+  // clock follow it (declared before `memory`, which is built from it).
+  c10::Device compute_device = c10::Device(c10::kCPU);
   StageMemory memory;
+  // Event times: marks on the compute device's timeline (event_clock.h).
+  // Where they are not host times yet, the events wait in `pending` for the
+  // iteration's end (flush_events), which converts them all at once.
+  std::unique_ptr<EventClock> clock;
+  struct PendingEvent {
+    Event event;
+    EventClock::Mark start, end;
+  };
+  std::vector<PendingEvent> pending;
+  // The last virtual stage's loss tensors, in forward order, with their
+  // microbatch: read once per iteration (take_losses), not per microbatch,
+  // so a GPU never waits for the host in the middle of an iteration.
+  std::vector<std::pair<std::int64_t, at::Tensor>> losses;
   std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
   std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
   // A hand-off between two chunks of this device (the fold of a V-shaped
@@ -95,7 +112,12 @@ struct StageExecutor::Impl {
   // stage_executor.cpp: construction, the memory account, events.
   Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es);
   void update_static();
-  void emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes = 0);
+  // An event from mark t0 (clock->mark()) to now.
+  void emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes = 0);
+  void flush_events();
+  // The values of the loss tensors of microbatches in [from, to), in
+  // forward order (one device-to-host read); they leave `losses`.
+  std::vector<double> take_losses(std::int64_t from, std::int64_t to);
 
   // The schedule alone says where a virtual stage runs (interleaved and
   // V-shaped placements differ), so the executor asks it, never assumes.
@@ -123,7 +145,8 @@ struct StageExecutor::Impl {
   void fold_stash_gradients(MicrobatchState& st, const StageRange& r);
 
   // forward_backward.cpp: a microbatch's passes under the memory policies.
-  double forward(int mb, int chunk);
+  // The last virtual stage's forward leaves its loss tensor in `losses`.
+  void forward(int mb, int chunk);
   MicrobatchState& state_of(int mb, int chunk, const char* what);
   torch::autograd::Edge output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb, int chunk);
   void release(LayerState& ls);
@@ -136,9 +159,8 @@ struct StageExecutor::Impl {
   void step(double progress);
 
   // iteration.cpp, async_program.cpp, evaluation.cpp
-  // One action of the schedule; a forward's loss (NaN elsewhere or where
-  // this stage computes none), `progress` for the step's learning rate.
-  double run_action(const Action& a, double progress);
+  // One action of the schedule, `progress` for the step's learning rate.
+  void run_action(const Action& a, double progress);
   double run_iteration(std::int64_t it);
   void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss);
   double evaluate(const Dataset& test);
