@@ -51,6 +51,15 @@ TEST(CommOrder, EveryScheduleAndShapeCompletesWithEveryPairMatched) {
     auto s = make_schedule(c.kind, c.devices, c.microbatches, c.chunks);
     CommOrder o = comm_order(*s);
     EXPECT_EQ(check_comm_order(*s, o), "") << name(c);
+    // The step's all-reduce (clipping, the non-finite check; refused for
+    // PipeDream) shares NCCL's stream with the point-to-point operations:
+    // on flush schedules every device has posted all of them before it.
+    if (s->flushes())
+      for (int d = 0; d < c.devices; ++d) {
+        std::int64_t step = s->length(d) - 1;
+        ASSERT_EQ(s->action(d, step).kind, ActionKind::OptimizerStep) << name(c);
+        for (const auto& st : o.devices[d]) EXPECT_LE(st.before_action, step) << name(c) << " device " << d;
+      }
     ++checked;
     v_shaped += is_v_shape(c.kind) && c.devices > 1;
     interleaved += c.kind == ScheduleKind::Interleaved && c.chunks > 1 && c.devices > 1;

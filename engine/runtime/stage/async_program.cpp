@@ -36,6 +36,7 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
       }
     }
   }
+  prefetch(n, total);  // ordered messaging: the sends of the last actions
   wait_sends();
 }
 

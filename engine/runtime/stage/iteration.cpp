@@ -41,6 +41,7 @@ double StageExecutor::Impl::run_iteration(std::int64_t it) {
       last = true;
     }
   }
+  prefetch(n);  // ordered messaging: the sends of the last actions
   wait_sends();
   return last ? loss : NAN;
 }

@@ -31,7 +31,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
       nonfinite += static_cast<double>(p.grad().isfinite().logical_not().sum().item<std::int64_t>());
     }
   std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
-  pg->allreduce(buf)->wait();
+  messenger.allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();
   if (t.skip_nonfinite && nonfinite > 0) return false;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/events/clock.h"
+#include "core/spec/messaging_spec.h"
 #include "runtime/layers.h"
 
 namespace pw::rt {
@@ -18,7 +19,8 @@ namespace pw::rt {
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
                           EventSink* es)
     : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
-      microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
+      microbatches(s.microbatches()), pg(std::move(g)),
+      messenger(pg, messaging_mode_from_string(cluster_messaging(j)).value()), data(dt), sink(es),
       memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes)) {
   async = !s.flushes();
   if (static_cast<int>(plan.stages.size()) != vstages)
