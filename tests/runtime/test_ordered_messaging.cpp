@@ -20,6 +20,10 @@ struct Case {
   std::vector<int> widths;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.schedule << " " << c.stages << " stages " << c.microbatches << " microbatches";
+}
+
 struct Trained {
   RunResult result;
   std::vector<at::Tensor> weights;  // stage files in device order
