@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 
+#include <cmath>
 #include <stdexcept>
 #include <thread>
 
 #include "runtime/messenger.h"
 #include "runtime/process_group.h"
+#include "runtime/profiler.h"
 #include "runtime/rendezvous.h"
 
 namespace pw::rt {
@@ -56,6 +58,15 @@ TEST(Messenger, ModeNamesAndGroupMisuse) {
   m.end_group();
   m.allreduce(buf)->wait();
   EXPECT_EQ(buf[0][0].item<float>(), 1.0f);
+}
+
+// The profiler's link probe posts its ping-pong through ordered messengers:
+// it completes (an order both ends share) and measures a positive link.
+TEST(Messenger, TheLinkProbeRunsOrdered) {
+  LinkProfile l = measure_local_link(64 * 1024, 3);
+  EXPECT_GT(l.latency_us, 0);
+  EXPECT_GT(l.gbps, 0);
+  EXPECT_TRUE(std::isfinite(l.gbps));
 }
 
 }  // namespace
