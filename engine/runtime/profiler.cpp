@@ -22,6 +22,7 @@
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
 #include "runtime/memory.h"
+#include "runtime/messenger.h"
 #include "runtime/process_group.h"
 #include "runtime/split_backward.h"
 #include "runtime/model_family.h"
@@ -156,6 +157,9 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
   std::thread other(make, 1);
   make(0);
   other.join();
+  // Ordered: the ping-pong below posts in the same order on both ends, so
+  // it runs unchanged where tags are ignored (NCCL).
+  Messenger m0(pgs[0], MessagingMode::Ordered), m1(pgs[1], MessagingMode::Ordered);
   // Median one-way time of n float32 elements (rank 1 echoes what it gets),
   // and the median time the send call itself holds the sending thread.
   struct Timing {
@@ -165,18 +169,18 @@ LinkProfile measure_local_link(std::int64_t bytes, int repeats) {
     std::thread echo([&] {
       std::vector<at::Tensor> buf{at::empty({n})};
       for (int r = 0; r < repeats + 2; ++r) {
-        pgs[1]->recv(buf, 0, r)->wait();
-        pgs[1]->send(buf, 0, r)->wait();
+        m1.recv(buf, 0, r)->wait();
+        m1.send(buf, 0, r)->wait();
       }
     });
     std::vector<at::Tensor> buf{at::zeros({n})};
     std::vector<double> t, call;
     for (int r = 0; r < repeats + 2; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      auto work = pgs[0]->send(buf, 1, r);
+      auto work = m0.send(buf, 1, r);
       double c = ms_since(t0);
       work->wait();
-      pgs[0]->recv(buf, 1, r)->wait();
+      m0.recv(buf, 1, r)->wait();
       if (r >= 2) t.push_back(ms_since(t0) / 2), call.push_back(c);
     }
     echo.join();

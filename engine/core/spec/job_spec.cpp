@@ -138,6 +138,7 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.send_cpu_us = f.number("send_cpu_us", 0, kMicroseconds, c.device.send_cpu_us);
   c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, kRate, c.device.send_cpu_gbps);
   c.device.action_overhead_us = f.number("action_overhead_us", 0, kMicroseconds, c.device.action_overhead_us);
+  f.choice("messaging", {"tagged", "ordered"}, "tagged");  // validated here, read by cluster_messaging()
   f.finish();
   return c;
 }

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/spec/messaging_spec.h"
+#include "runtime/messenger.h"
 #include "runtime/migration/keys.h"
 #include "runtime/migration/layer_state.h"
 #include "runtime/protocol.h"
@@ -119,36 +121,55 @@ struct WorkerAgent::Impl {
     Plan next = plan_from_json(doc.at("plan"));
     validate_plan(next, plan.layer_count());
     // Phase 1 (prepare): the old owner sends each moving layer's state to
-    // the new owner and keeps its own copy until the commit.
+    // the new owner and keeps its own copy until the commit. Sizes first,
+    // then bytes, each exchange one group posted in layer order on both
+    // ends: every rank posts its sends and receives together, so where
+    // tags are ignored (ordered messaging, NCCL) the k-th send meets the
+    // k-th receive and neither direction waits behind the other.
+    Messenger messenger(pg, messaging_mode_from_string(cluster_messaging(job)).value());
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
-    std::vector<std::vector<at::Tensor>> keep;  // buffers of the pending sends and receives
-    std::map<int, std::pair<int, size_t>> incoming;  // layer -> (buffer index of size, of data)
+    std::map<int, std::vector<at::Tensor>> out_size, in_size;  // layer -> its size message
+    std::map<int, std::vector<at::Tensor>> bytes;              // layer -> the state's bytes, either way
     std::int64_t sent = 0, received = 0;
+    messenger.begin_group();
     for (int l = 0; l < plan.layer_count(); ++l) {
       int a = device_of(plan, l), b = device_of(next, l);
-      if (a == b || a != rank) continue;
-      std::string blob = export_layer(stage, l);
-      at::Tensor size = at::tensor({static_cast<std::int64_t>(blob.size())}, at::kLong);
-      at::Tensor bytes = at::empty({static_cast<std::int64_t>(blob.size())}, at::kByte);
-      std::memcpy(bytes.data_ptr(), blob.data(), blob.size());
-      keep.push_back({size});
-      works.push_back(pg->send(keep.back(), b, state_tag(version, l, 0)));
-      keep.push_back({bytes});
-      works.push_back(pg->send(keep.back(), b, state_tag(version, l, 1)));
-      sent += static_cast<std::int64_t>(blob.size());
+      if (a == b || (a != rank && b != rank)) continue;
+      if (a == rank) {
+        std::string blob = export_layer(stage, l);
+        at::Tensor t = at::empty({static_cast<std::int64_t>(blob.size())}, at::kByte);
+        std::memcpy(t.data_ptr(), blob.data(), blob.size());
+        bytes[l] = {t};
+        out_size[l] = {at::tensor({t.numel()}, at::kLong)};
+        works.push_back(messenger.send(out_size[l], b, state_tag(version, l, 0)));
+      } else {
+        in_size[l] = {at::empty({1}, at::kLong)};
+        works.push_back(messenger.recv(in_size[l], a, state_tag(version, l, 0)));
+      }
     }
-    std::map<int, std::string> blobs;
-    for (int l = 0; l < plan.layer_count(); ++l) {
-      int a = device_of(plan, l), b = device_of(next, l);
-      if (a == b || b != rank) continue;
-      std::vector<at::Tensor> size{at::empty({1}, at::kLong)};
-      pg->recv(size, a, state_tag(version, l, 0))->wait();
-      std::vector<at::Tensor> bytes{at::empty({size[0].item<std::int64_t>()}, at::kByte)};
-      pg->recv(bytes, a, state_tag(version, l, 1))->wait();
-      blobs[l] = std::string(static_cast<const char*>(bytes[0].data_ptr()), bytes[0].numel());
-      received += bytes[0].numel();
-    }
+    messenger.end_group();
     for (auto& w : works) w->wait();
+    works.clear();
+    messenger.begin_group();
+    for (int l = 0; l < plan.layer_count(); ++l) {
+      int a = device_of(plan, l), b = device_of(next, l);
+      if (a == b || (a != rank && b != rank)) continue;
+      if (a == rank) {
+        works.push_back(messenger.send(bytes[l], b, state_tag(version, l, 1)));
+        sent += bytes[l][0].numel();
+      } else {
+        bytes[l] = {at::empty({in_size[l][0].item<std::int64_t>()}, at::kByte)};
+        works.push_back(messenger.recv(bytes[l], a, state_tag(version, l, 1)));
+      }
+    }
+    messenger.end_group();
+    for (auto& w : works) w->wait();
+    std::map<int, std::string> blobs;
+    for (auto& [l, size] : in_size) {
+      const at::Tensor& t = bytes.at(l)[0];
+      blobs[l] = std::string(static_cast<const char*>(t.data_ptr()), t.numel());
+      received += t.numel();
+    }
     if (settings.fail_in_migration == rank) std::raise(SIGKILL);  // test hook: die while prepared
     // The new owner builds every layer from the job seed (StageExecutor does)
     // and only loads state: received layers, and the layers it keeps.

@@ -45,6 +45,7 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
       }
     if (counted == microbatches) on_loss(first + k, mean);
   }
+  prefetch(n, total);  // ordered messaging: the sends of the last actions
   wait_sends();
   flush_events();
 }

@@ -12,7 +12,9 @@ using namespace stage_impl;
 double StageExecutor::Impl::evaluate(const Dataset& test) {
   torch::NoGradGuard ng;
   const int b = job.training.microbatch_size;
-  const int base = 1 << 28;  // a tag range of its own
+  // A tag range of its own (tagged mode); ordered mode relies on both ends
+  // posting in pipeline order, batch by batch, which this loop does.
+  const int base = 1 << 28;
   int64_t correct = 0, seen = 0;
   // This device's virtual stages in model order (a V-shaped placement
   // holds its second chunk's stage after the first's, both in order).
@@ -33,7 +35,7 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
         auto shape = shapes[r.first_layer];
         shape[0] = n;
         std::vector<at::Tensor> buf{at::empty(shape)};
-        pg->recv(buf, peer_of(v - 1), base + v)->wait();
+        messenger.recv(buf, peer_of(v - 1), base + v)->wait();
         x = buf[0];
       }
       for (int l = r.first_layer; l <= r.last_layer; ++l) x = layers[l]->forward(x);
@@ -41,7 +43,7 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
         handed = x;
       } else if (v < vstages - 1) {
         std::vector<at::Tensor> buf{x.contiguous()};
-        pg->send(buf, peer_of(v + 1), base + v + 1)->wait();
+        messenger.send(buf, peer_of(v + 1), base + v + 1)->wait();
       } else {
         // Classes, or tokens (positions labelled -100 are not scored).
         auto labels = test.labels.narrow(0, k * b, n);

@@ -34,6 +34,7 @@ double StageExecutor::Impl::run_iteration(std::int64_t it) {
     prefetch(i);
     run_action(sched->action(device, i), static_cast<double>(it));
   }
+  prefetch(n);  // ordered messaging: the sends of the last actions
   wait_sends();
   flush_events();
   // The losses are read here, once: a NaN microbatch loss is left out of

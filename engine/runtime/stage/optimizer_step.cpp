@@ -42,7 +42,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
     }
   }
   std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
-  pg->allreduce(buf)->wait();
+  messenger.allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();
   if (t.skip_nonfinite && nonfinite > 0) return false;

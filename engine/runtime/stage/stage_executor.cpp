@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/spec/messaging_spec.h"
 #include "runtime/device_memory.h"
 #include "runtime/layers.h"
 
@@ -18,7 +19,8 @@ namespace pw::rt {
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
                           EventSink* es)
     : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
-      microbatches(s.microbatches()), pg(std::move(g)), data(dt), sink(es),
+      microbatches(s.microbatches()), pg(std::move(g)),
+      messenger(pg, messaging_mode_from_string(cluster_messaging(j)).value()), data(dt), sink(es),
       memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(compute_device)),
       clock(make_event_clock(compute_device)) {
   async = !s.flushes();

@@ -16,8 +16,10 @@
 
 #include "runtime/activation_swap.h"
 #include "runtime/data.h"
+#include "core/schedule/comm_order.h"
 #include "runtime/event_clock.h"
 #include "runtime/memory.h"
+#include "runtime/messenger.h"
 #include "runtime/send_reaper.h"
 #include "runtime/split_backward.h"
 #include "runtime/stage.h"
@@ -73,6 +75,7 @@ struct StageExecutor::Impl {
   std::unique_ptr<Schedule> program;
   int device, devices, vstages, microbatches;
   PG pg;
+  Messenger messenger;  // every tensor this stage sends or receives
   TrainData& data;
   EventSink* sink;
   std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
@@ -103,6 +106,17 @@ struct StageExecutor::Impl {
   // schedule): no transfer, the tensor itself, keyed like `recvs`.
   std::map<std::tuple<int, int, int>, at::Tensor> local;
   SendReaper sends;
+  // Ordered messaging: this device's steps of the program's comm order,
+  // the next to post, and the outputs made but not yet posted.
+  struct OrderedComm {
+    const Schedule* program = nullptr;
+    int microbatches = 0;
+    std::int64_t limit = -1;
+    std::vector<CommStep> steps;
+    size_t next = 0;
+    std::int64_t last_before = -1;
+    std::map<std::tuple<int, int, int>, at::Tensor> outbox;  // (dir, microbatch, receiving virtual stage)
+  } ordered;
   std::int64_t iteration = 0;
   std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
   bool async = false;
@@ -138,6 +152,7 @@ struct StageExecutor::Impl {
   void send(Dir dir, int mb, int chunk, const at::Tensor& t);
   void wait_sends();
   void prefetch(std::int64_t from, std::int64_t limit_mb = -1);
+  void post_ordered(std::int64_t before, std::int64_t limit_mb);
 
   // weight_stash.cpp: the weight version a microbatch runs with.
   torch::nn::Sequential& layer_of(MicrobatchState& st, int l, int first);

@@ -43,6 +43,9 @@ struct Case {
   std::vector<int> widths;
   std::vector<std::pair<int, int>> initial;
   std::vector<std::pair<std::int64_t, std::vector<std::pair<int, int>>>> moves;
+  // cluster.messaging: ordered posts the state exchange, like the stages'
+  // traffic, in an order both ends share (tags ignored, as under NCCL).
+  const char* messaging = "tagged";
 };
 
 class LiveMigration : public ::testing::TestWithParam<Case> {};
@@ -50,6 +53,7 @@ class LiveMigration : public ::testing::TestWithParam<Case> {};
 TEST_P(LiveMigration, SameWeightsAsReferenceAndAsTheFinalPartition) {
   const Case& c = GetParam();
   auto doc = mlp_job(c.stages, c.microbatches, "1f1b", c.widths, c.iterations);
+  doc["cluster"]["messaging"] = c.messaging;
   auto script = nlohmann::json::array();
   for (auto& [it, r] : c.moves) script.push_back({{"iteration", it}, {"stages", ranges(r)}});
   auto migrating = doc;
@@ -105,7 +109,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"first_and_last_iteration", 2, 2, 4, {32, 32, 32}, {{0, 1}, {2, 3}},
              {{0, {{0, 2}, {3, 3}}}, {3, {{0, 0}, {1, 3}}}}},
         Case{"four_stages", 4, 4, 4, {32, 32, 32, 32, 32}, {{0, 0}, {1, 2}, {3, 3}, {4, 5}},
-             {{2, {{0, 1}, {2, 2}, {3, 4}, {5, 5}}}}}),
+             {{2, {{0, 1}, {2, 2}, {3, 4}, {5, 5}}}}},
+        // The four-stage move (layer 1 to stage 0, layer 4 to stage 2) under ordered messaging.
+        Case{"four_stages_ordered", 4, 4, 4, {32, 32, 32, 32, 32}, {{0, 0}, {1, 2}, {3, 3}, {4, 5}},
+             {{2, {{0, 1}, {2, 2}, {3, 4}, {5, 5}}}}, "ordered"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A mismatch must be detectable: a migration that dropped the optimizer
