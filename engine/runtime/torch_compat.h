@@ -31,11 +31,16 @@
 #error "pipewright builds against libtorch 1.13 or >= 2.4 (engine/runtime/torch_compat.h)"
 #endif
 
-// Declared here so that headers can hold a group without including c10d.
-namespace c10d {
-class ProcessGroup;
-class Backend;
-}  // namespace c10d
+// PW_COMPAT_CHECK_BACKEND (a compile check only; nothing links with it) makes
+// 1.13 compile the engine against c10d::Backend, whose send/recv/barrier/
+// allreduce 1.13 already declares, to catch a use that 2.x would refuse.
+#if PW_TORCH_AT_LEAST(2, 0) || defined(PW_COMPAT_CHECK_BACKEND)
+#define PW_COMM_GROUP_IS_BACKEND 1
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#define PW_COMM_GROUP_IS_BACKEND 0
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 namespace pw::compat {
 
@@ -43,7 +48,7 @@ namespace pw::compat {
 // allreduce): the process group itself in 1.13, the backend in 2.x, where a
 // c10d::ProcessGroup is only a dispatcher over backends and ProcessGroupGloo
 // (and ProcessGroupNCCL) derive from c10d::Backend.
-#if PW_TORCH_AT_LEAST(2, 0)
+#if PW_COMM_GROUP_IS_BACKEND
 using CommGroup = c10d::Backend;
 #else
 using CommGroup = c10d::ProcessGroup;
