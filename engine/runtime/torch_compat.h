@@ -15,10 +15,14 @@
 //  - c10/core/Allocator.h: `virtual DataPtr allocate(size_t n) = 0` (no longer
 //    const) and a new pure `virtual void copy_data(void* dest, const void*
 //    src, size_t count) const`; raw_deleter() is unchanged.
+//  - torch/csrc/api/include/torch/optim/optimizer.h: Optimizer::state() is a
+//    ska::flat_hash_map keyed by `void*` (the parameter's TensorImpl), where
+//    1.13 keyed it by that address printed as a std::string.
 // The versions between (2.0 to 2.3) changed these one at a time and are
 // refused below rather than guessed at.
 #include <torch/version.h>  // TORCH_VERSION_MAJOR / _MINOR (torch/csrc/api/include in both)
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Allocator.h>
 
 #include <cstddef>
@@ -40,6 +44,9 @@
 #else
 #define PW_COMM_GROUP_IS_BACKEND 0
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#if !PW_TORCH_AT_LEAST(2, 0)
+#include <c10/util/string_utils.h>  // c10::guts::to_string, 1.13's optimizer state key
 #endif
 
 namespace pw::compat {
@@ -67,5 +74,12 @@ class HostAllocator : public c10::Allocator {
   c10::DataPtr allocate(std::size_t n) const override { return allocate_bytes(n); }
 #endif
 };
+
+// The key of a parameter's entry in torch::optim::Optimizer::state().
+#if PW_TORCH_AT_LEAST(2, 0)
+inline void* optimizer_state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
+#else
+inline std::string optimizer_state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+#endif
 
 }  // namespace pw::compat
