@@ -96,7 +96,9 @@ double plain_loop_samples_per_s(const JobSpec& job, const c10::Device& device) {
 // Where the worker says its stage computed ("cuda:0", "cpu"), if it says.
 std::string reported_device(const rt::RunResult& r) {
   for (const auto& s : r.stages) {
-    if (s.contains("device") && s["device"].is_string()) return s["device"].get<std::string>();
+    // The worker's report: {"transport": {"backend", "device", "host_staged"}} (issue 18).
+    if (s.contains("transport") && s["transport"].is_object() && s["transport"].contains("device"))
+      return s["transport"]["device"].get<std::string>() + " over " + s["transport"].value("backend", "?");
     std::string text = s.dump();
     if (text.find("cuda:") != std::string::npos) return "cuda (named in the stage report)";
   }
