@@ -1,4 +1,5 @@
 #include "runtime/memory.h"
+#include "runtime/torch_compat.h"
 
 #include "runtime/device_memory.h"
 
@@ -28,9 +29,9 @@ void release(void* data) {
   c10::free_cpu(base);
 }
 
-class CountingAllocator final : public c10::Allocator {
+class CountingAllocator final : public compat::HostAllocator {
  public:
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate_bytes(size_t n) const override {
     auto* base = static_cast<char*>(c10::alloc_cpu(n + kHeader));
     *reinterpret_cast<std::int64_t*>(base) = static_cast<std::int64_t>(n);
     void* data = base + kHeader;

@@ -15,9 +15,8 @@
 
 #include <c10/util/intrusive_ptr.h>
 
-namespace c10d {
-class ProcessGroup;
-}
+#include "runtime/torch_compat.h"  // compat::CommGroup
+
 namespace torch::optim {
 class Optimizer;  // optimizer()
 }
@@ -38,7 +37,7 @@ class EventClock;  // event_clock.h
 // executor never blocks a peer and cannot deadlock on a valid schedule.
 class StageExecutor {
  public:
-  using PG = c10::intrusive_ptr<c10d::ProcessGroup>;
+  using PG = c10::intrusive_ptr<compat::CommGroup>;
   StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
                 TrainData& data, EventSink* sink = nullptr);
   ~StageExecutor();

@@ -4,7 +4,8 @@
 // (token-level for language models; labels -100 not scored, as masked LM
 // needs), gradient accumulated over the microbatches, one Adam step per batch
 // (clipped by torch's clip_grad_norm_, or skipped when a gradient is not
-// finite, where the job asks).
+// finite, where the job asks). `device` (tests/gpu): the same loop with layers
+// and batches there; the weights come back on the CPU.
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
@@ -25,8 +26,10 @@ struct Reference {
 
 // `lr_at(iteration)`, when given, sets the learning rate of each step (the
 // test's own closed form of a schedule); otherwise training.lr throughout.
-inline Reference reference_loop(const JobSpec& job, const std::function<double(int)>& lr_at = {}) {
+inline Reference reference_loop(const JobSpec& job, const std::function<double(int)>& lr_at = {},
+                                c10::Device device = c10::kCPU) {
   auto layers = build_layers(job);
+  for (auto& l : layers) l->to(device);
   std::vector<at::Tensor> params;
   for (auto& l : layers)
     for (auto& p : l->parameters()) params.push_back(p);
@@ -39,10 +42,10 @@ inline Reference reference_loop(const JobSpec& job, const std::function<double(i
     double total = 0;
     for (int k = 0; k < m; ++k) {
       Batch b = data.microbatch(it, k);
-      at::Tensor x = b.input;
+      at::Tensor x = b.input.to(device);
       for (auto& l : layers) x = l->forward(x);
       at::Tensor loss =
-          torch::nn::functional::cross_entropy(x.reshape({-1, x.size(-1)}), b.target.reshape({-1})) / m;
+          torch::nn::functional::cross_entropy(x.reshape({-1, x.size(-1)}), b.target.to(device).reshape({-1})) / m;
       loss.backward();
       total += loss.item<double>();
     }
@@ -56,7 +59,7 @@ inline Reference reference_loop(const JobSpec& job, const std::function<double(i
     }
     r.losses.push_back(total);
   }
-  for (auto& p : params) r.weights.push_back(p.detach().clone());
+  for (auto& p : params) r.weights.push_back(p.detach().to(c10::kCPU).clone());
   return r;
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/migration/layer_state.h"
+#include "runtime/torch_compat.h"
 
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -10,8 +11,9 @@
 namespace pw::rt::migration {
 namespace {
 
-// libtorch keys per-parameter optimizer state by the tensor's impl address.
-std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// libtorch keys per-parameter optimizer state by the tensor's impl address
+// (a string of it in 1.13, the pointer in 2.x: runtime/torch_compat.h).
+auto state_key(const at::Tensor& p) { return compat::optimizer_state_key(p); }
 
 torch::nn::Sequential owned(StageExecutor& stage, int layer) {
   auto m = stage.layer(layer);
