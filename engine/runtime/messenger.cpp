@@ -5,6 +5,24 @@
 #include <stdexcept>
 
 namespace pw::rt {
+namespace {
+
+// A coalesced operation's handle: completes with its group, whose work is
+// known only once the group has ended.
+class GroupMemberWork : public c10d::Work {
+ public:
+  explicit GroupMemberWork(std::shared_ptr<c10::intrusive_ptr<c10d::Work>> group) : group_(std::move(group)) {}
+  bool isCompleted() override { return *group_ && (*group_)->isCompleted(); }
+  bool wait(std::chrono::milliseconds timeout) override {
+    if (!*group_) throw std::logic_error("Messenger: waited on an operation of a group that has not ended");
+    return (*group_)->wait(timeout);
+  }
+
+ private:
+  std::shared_ptr<c10::intrusive_ptr<c10d::Work>> group_;
+};
+
+}  // namespace
 
 std::optional<MessagingMode> messaging_mode_from_string(const std::string& s) {
   if (s == "tagged") return MessagingMode::Tagged;
@@ -18,14 +36,17 @@ Messenger::Messenger(PG pg, MessagingMode mode)
     : pg_(std::move(pg)), mode_(pg_->getBackendName() == "nccl" ? MessagingMode::Ordered : mode) {}
 
 Messenger::Work Messenger::send(std::vector<at::Tensor>& buf, int peer, int tag) {
-  Work w = pg_->send(buf, peer, ordered() ? 0 : tag);
-  if (in_group_) group_works_.push_back(w);
-  return w;
+  return in_group(pg_->send(buf, peer, ordered() ? 0 : tag));
 }
 
 Messenger::Work Messenger::recv(std::vector<at::Tensor>& buf, int peer, int tag) {
-  Work w = pg_->recv(buf, peer, ordered() ? 0 : tag);
-  if (in_group_) group_works_.push_back(w);
+  return in_group(pg_->recv(buf, peer, ordered() ? 0 : tag));
+}
+
+Messenger::Work Messenger::in_group(Work w) {
+  if (!in_group_) return w;
+  if (!w) w = c10::make_intrusive<GroupMemberWork>(group_work_);
+  group_works_.push_back(w);
   return w;
 }
 
@@ -42,10 +63,12 @@ void Messenger::begin_group() {
   if (in_group_) throw std::logic_error("Messenger: groups do not nest");
   in_group_ = true;
   group_works_.clear();
+  group_work_ = std::make_shared<Work>();
   if (!coalesces()) return;
-#if TORCH_VERSION_MAJOR >= 2
-  // Untested here (Debian's torch is 1.13, without NCCL): 2.x coalesces per device type.
-  pg_->startCoalescing(c10::DeviceType::CUDA);
+#if PW_COMM_GROUP_IS_BACKEND
+  // Untested (Debian's torch is 1.13, without NCCL): 2.x's Backend::
+  // startCoalescing() / endCoalescing() -> the group's Work (c10d/Backend.hpp).
+  pg_->startCoalescing();
 #else
   pg_->startCoalescing();
 #endif
@@ -55,8 +78,8 @@ void Messenger::end_group() {
   if (!in_group_) throw std::logic_error("Messenger: end_group without begin_group");
   in_group_ = false;
   if (!coalesces()) return;
-#if TORCH_VERSION_MAJOR >= 2
-  pg_->endCoalescing(c10::DeviceType::CUDA);
+#if PW_COMM_GROUP_IS_BACKEND
+  *group_work_ = pg_->endCoalescing();
 #else
   pg_->endCoalescing(group_works_);
 #endif

@@ -12,7 +12,9 @@
 //   core/schedule/comm_order.h. Run on Gloo, this mode matches exactly as
 //   NCCL would, which is how CI tests the order without a GPU.
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "runtime/torch_compat.h"
 
 #include <optional>
 #include <string>
@@ -27,7 +29,7 @@ std::string to_string(MessagingMode m);
 
 class Messenger {
  public:
-  using PG = c10::intrusive_ptr<c10d::ProcessGroup>;
+  using PG = c10::intrusive_ptr<compat::CommGroup>;  // c10d's ProcessGroup (1.13) / Backend (2.x)
   using Work = c10::intrusive_ptr<c10d::Work>;
 
   // NCCL ignores tags: a group over it is always ordered.
@@ -52,11 +54,15 @@ class Messenger {
   void end_group();
 
  private:
+  Work in_group(Work w);  // records an operation posted inside a group
   bool coalesces() const;
   PG pg_;
   MessagingMode mode_;
   bool in_group_ = false;
   std::vector<Work> group_works_;
+  // 2.x NCCL: the operations of a coalesced group return no work of their
+  // own; each gets a stand-in that waits on the group's, set at end_group.
+  std::shared_ptr<Work> group_work_;
 };
 
 }  // namespace pw::rt

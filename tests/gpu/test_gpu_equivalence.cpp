@@ -170,5 +170,8 @@ int main(int argc, char** argv) {
   // have none and would throw. The engine's side is compared within 1e-4.
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   ::testing::InitGoogleTest(&argc, argv);
+  // The CUDA seams (test_cuda_seams.cpp) have no CPU meaning: on the CPU
+  // entry they are left out rather than reported as skipped passes.
+  if (device == "cpu" && ::testing::GTEST_FLAG(filter) == "*") ::testing::GTEST_FLAG(filter) = "-CudaSeams.*";
   return RUN_ALL_TESTS();
 }

@@ -1,6 +1,6 @@
 // The CUDA side of the device seams, on a GPU: compiled by every build
 // (CUDA through c10's generic APIs and torch::cuda), skipped where no GPU
-// is visible. On the GPU machine: pw_runtime_tests --gtest_filter='CudaSeams.*'
+// is visible. On the GPU machine they run in pw_gpu_tests (ctest -L gpu)
 // (PW_TIMING=1 adds the wall-clock comparison).
 #include <gtest/gtest.h>
 
