@@ -24,4 +24,16 @@ struct GlooGroupOptions {
 c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                            int world, const GlooGroupOptions& options);
 
+// The group for the run's chosen backend (core/cluster/transport_choice.h):
+// "gloo" as make_gloo_group, "nccl" an NCCL group (its timeout and prefix
+// from `options`; the stage's GPU must be current, device_placement.h's
+// make_current). Throws std::runtime_error for "nccl" in a build without it.
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const std::string& backend,
+                                                          const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                          int world, const GlooGroupOptions& options);
+
+// Whether this build makes NCCL groups: configured against a CUDA libtorch
+// that ships c10d's ProcessGroupNCCL (CMake sets PW_WITH_NCCL).
+bool nccl_built();
+
 }  // namespace pw::rt

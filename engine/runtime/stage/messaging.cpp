@@ -26,7 +26,7 @@ void StageExecutor::Impl::post_recv(Dir dir, int mb, int chunk) {
   if (peer == device) return;  // a local hand-off
   const auto& r = plan.stages[v];
   Comm c;
-  c.buf.push_back(at::empty(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1]));
+  c.buf.push_back(recv_buffer(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1], placement));
   c.work = pg->recv(c.buf, peer, tag(dir, mb, v));
   recvs.emplace(key, std::move(c));
 }
@@ -46,7 +46,7 @@ at::Tensor StageExecutor::Impl::take_recv(Dir dir, int mb, int chunk) {
   auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
   std::int64_t t0 = steady_now_ns();
   it->second.work->wait();
-  at::Tensor t = it->second.buf[0];
+  at::Tensor t = from_wire(it->second.buf[0], placement);
   recvs.erase(it);
   emit(EventKind::Recv, t0, mb, chunk, t.nbytes());
   return t;
@@ -60,7 +60,7 @@ void StageExecutor::Impl::send(Dir dir, int mb, int chunk, const at::Tensor& t) 
   }
   std::int64_t t0 = steady_now_ns();
   Comm c;
-  c.buf.push_back(t.contiguous());
+  c.buf.push_back(to_wire(t, placement));
   // The receiver's tag names the virtual stage that receives (activation)
   // or whose output the gradient belongs to.
   c.work = pg->send(c.buf, peer_of(to), tag(dir, mb, dir == kActivation ? to : to));

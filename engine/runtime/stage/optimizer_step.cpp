@@ -30,7 +30,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
       sum_sq += n * n;
       nonfinite += static_cast<double>(p.grad().isfinite().logical_not().sum().item<std::int64_t>());
     }
-  std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
+  std::vector<at::Tensor> buf{to_wire(at::tensor({sum_sq, nonfinite}, at::kDouble), placement)};  // NCCL: on the GPU
   pg->allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();

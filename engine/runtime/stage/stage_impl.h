@@ -74,6 +74,7 @@ struct StageExecutor::Impl {
   PG pg;
   TrainData& data;
   EventSink* sink;
+  StageDevice placement;  // where layers, batches and received tensors live
   std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
   std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -93,7 +94,7 @@ struct StageExecutor::Impl {
   std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
 
   // stage_executor.cpp: construction, the memory account, events.
-  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es);
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl);
   void update_static();
   void emit(EventKind k, std::int64_t t0, int mb, int chunk, std::int64_t bytes = 0);
 
