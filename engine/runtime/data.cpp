@@ -153,7 +153,9 @@ Batch TrainData::microbatch(int64_t iteration, int index) {
     idx[j] = permutation(p / n)[p % n].item<int64_t>();
   }
   auto ix = at::tensor(idx, at::kLong);
-  return {train_.inputs.index_select(0, ix), train_.labels.index_select(0, ix)};
+  Batch batch{train_.inputs.index_select(0, ix), train_.labels.index_select(0, ix)};
+  if (!device_.is_cpu()) batch = {batch.input.to(device_), batch.target.to(device_)};
+  return batch;
 }
 
 }  // namespace pw::rt

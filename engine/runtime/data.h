@@ -1,5 +1,6 @@
 #pragma once
 #include <ATen/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <map>
 #include <memory>
@@ -38,7 +39,9 @@ Dataset read_text_windows(const std::string& dir, int seq_len, bool masked, bool
 class TrainData {
  public:
   explicit TrainData(const JobSpec& job);
+  // On the device set_device chose (the CPU by default).
   Batch microbatch(int64_t iteration, int index);
+  void set_device(c10::Device d) { device_ = d; }
   const Dataset& train() const { return train_; }
   // The held-out set (fashion-mnist test split; synthetic: a fresh draw).
   Dataset test() const;
@@ -49,6 +52,7 @@ class TrainData {
   JobSpec job_;
   Dataset train_;
   std::map<int64_t, at::Tensor> perms_;
+  c10::Device device_{c10::kCPU};
 };
 
 }  // namespace pw::rt

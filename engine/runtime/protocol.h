@@ -13,6 +13,8 @@ inline std::string loss(long long it) { return "pw/loss/" + std::to_string(it); 
 inline std::string error(int rank) { return "pw/error/" + std::to_string(rank); }
 // Set before error(rank): the error's FailureKind (failure_kind.h) as text.
 inline std::string error_kind(int rank) { return "pw/error_kind/" + std::to_string(rank); }
+// JSON {host, local_rank, gpus}: what the stage sees, for the transport choice (transport_agreement.h).
+inline std::string site(int rank) { return "pw/site/" + std::to_string(rank); }
 inline std::string result(int rank) { return "pw/result/" + std::to_string(rank); }  // JSON
 // Requests from the run's controller (counters; see IterationAgreement).
 inline const std::string kPauseRequests = "pw/req/pause";

@@ -10,6 +10,7 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
+#include "runtime/device_placement.h"
 #include "runtime/memory.h"
 #include <torch/nn/modules/container/sequential.h>  // layer()
 
@@ -38,8 +39,10 @@ class EventClock;  // event_clock.h
 class StageExecutor {
  public:
   using PG = c10::intrusive_ptr<compat::CommGroup>;
+  // `placement`: where this stage computes and how its tensors reach the
+  // transport (device_placement.h); the default is a CPU stage.
   StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                TrainData& data, EventSink* sink = nullptr);
+                TrainData& data, EventSink* sink = nullptr, StageDevice placement = {});
   ~StageExecutor();
 
   // Runs this device's actions for one iteration (all microbatches and the
@@ -61,6 +64,7 @@ class StageExecutor {
 
   std::vector<at::Tensor> parameters() const;
   StageMemory& memory();
+  const StageDevice& placement() const;
   // Checkpoint: parameters and optimizer state.
   void save(const std::string& file) const;
   void load(const std::string& file);

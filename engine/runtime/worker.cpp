@@ -24,6 +24,7 @@
 #include "core/spec/job_spec.h"
 #include "runtime/checked_write.h"
 #include "runtime/data.h"
+#include "runtime/device_placement.h"
 #include "runtime/failure_kind.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
@@ -33,6 +34,7 @@
 #include "runtime/rendezvous.h"
 #include "runtime/run_extensions.h"
 #include "runtime/stage.h"
+#include "runtime/transport_agreement.h"
 
 namespace pw::rt {
 namespace {
@@ -149,8 +151,10 @@ WorkerEnv worker_env_from_environment() {
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
   if (const char* f = std::getenv("PW_STORE_FILE"); f && *f) e.store_file = f;
   if (e.store_file.empty()) e.master_port = env_int("MASTER_PORT");
-  if (const char* l = std::getenv("LOCAL_RANK"); l && *l) e.local_rank = env_int("LOCAL_RANK");
   e.rank = env_int("RANK");
+  // Unset (the workers `pipewright run` starts itself, one host): the stage index.
+  e.local_rank = e.rank;
+  if (const char* l = std::getenv("LOCAL_RANK"); l && *l) e.local_rank = env_int("LOCAL_RANK");
   e.world_size = env_int("WORLD_SIZE");
   if (e.rank >= e.world_size)
     throw std::runtime_error("RANK " + std::to_string(e.rank) + " must be < WORLD_SIZE " +
@@ -183,10 +187,18 @@ int run_worker(const WorkerEnv& env) {
     std::int64_t iterations = cfg.value("iterations", job.training.iterations);
     int ckpt_every = cfg.value("checkpoint_every", 0);
 
+    // The transport and this stage's device, decided alike by every stage
+    // from what all of them see (core/cluster/transport_choice.h).
+    StageDevice placement = StageDevice::from(
+        agree_transport(*store, env.rank, env.world_size, env.local_rank, job.cluster.backend), env.rank);
+    make_current(placement);
+    std::cerr << "pipewright-worker " << env.rank << ": " << placement.describe() << "\n";
     TrainData data(job);
+    data.set_device(placement.device);
     TensorBytes::install();
-    auto pg = make_gloo_group(store, env.rank, env.world_size,
-                              {.prefix = "pg", .timeout = std::chrono::seconds(300), .threads = 2, .device = gloo_device(env)});
+    auto pg = make_process_group(placement.backend, store, env.rank, env.world_size,
+                                 {.prefix = "pg", .timeout = std::chrono::seconds(300), .threads = 2,
+                                  .device = placement.backend == "gloo" ? gloo_device(env) : nullptr});
     EventLog log(run_dir.empty() ? "" : run_dir + "/events/stage" + std::to_string(env.rank) + ".jsonl");
     auto extensions = stage_extensions({job, plan, *schedule, env.rank, store, pg, data}, &log);
     EventSink* sink = &log;
@@ -199,7 +211,7 @@ int run_worker(const WorkerEnv& env) {
         if (const Plan* q = e->plan()) p = q;
       return *p;
     };
-    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, sink);
+    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, sink, placement);
     if (cfg.contains("resume_file")) {
       std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(env.rank) + ".pt";
       stage.load(f);
@@ -245,7 +257,10 @@ int run_worker(const WorkerEnv& env) {
                           {"budget_bytes", stage.memory().budget()},
                           {"params_bytes", mem.params},
                           {"optimizer_bytes", mem.optimizer},
-                          {"events", log.size()}};
+                          {"events", log.size()},
+                          {"transport", {{"backend", placement.backend},
+                                         {"device", placement.device.str()},
+                                         {"host_staged", placement.host_staged}}}};
     if (!std::isnan(accuracy)) result["accuracy"] = accuracy;
     result["iterations"] = iterations;  // fewer than the job's when the run was stopped
     if (!run_dir.empty()) {

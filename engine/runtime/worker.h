@@ -11,9 +11,9 @@ struct WorkerEnv {
   int master_port = 0;
   int rank = 0;
   int world_size = 1;
-  // The device index on this host. A CPU build has one device per host,
-  // which every rank shares: LOCAL_RANK is only checked (< WORLD_SIZE);
-  // a GPU build picks its device from it.
+  // The stage's GPU on this host (torchrun's convention; modulo the GPUs
+  // the process sees, core/cluster/transport_choice.h); without CUDA only
+  // checked (< WORLD_SIZE). Unset: the rank (one host, as `run` starts them).
   int local_rank = 0;
   std::string store_file;  // set: rendezvous through this FileStore, not MASTER_ADDR:MASTER_PORT
 };

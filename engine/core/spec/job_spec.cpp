@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/cluster/transport_choice.h"
 #include "core/plan/planner.h"
 #include "core/spec/bounded_json.h"
 #include "core/spec/json_fields.h"
@@ -113,6 +114,7 @@ ClusterSpec parse_cluster(JsonFields f) {
   using namespace bounds;
   ClusterSpec c;
   c.devices = f.integer<int>("devices", 1, kDevices, 1);
+  c.backend = f.choice("backend", transport_backend_choices(), "auto");
   std::string preset = f.str("device", "custom");
   if (preset != "custom") {
     auto d = device_preset(preset);

@@ -69,6 +69,9 @@ struct TrainingSpec {
 struct ClusterSpec {
   int devices = 1;
   DeviceSpec device;
+  // The transport between stages when the engine runs the job: gloo | nccl
+  // | auto (core/cluster/transport_choice.h decides, each worker logs why).
+  std::string backend = "auto";
 };
 
 struct PipelineSpec {

@@ -14,6 +14,7 @@
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"
 #include "runtime/run_extensions.h"
+#include "runtime/transport_agreement.h"
 
 namespace pw::rt::coordinator_impl {
 
@@ -23,6 +24,9 @@ void on_signal(int) { g_interrupted = 1; }
 }  // namespace
 
 RunResult Coordinator::run() {
+  // Our own workers share this host: a backend it cannot run (nccl without
+  // CUDA) is a job error (SpecError, exit 2) before anything is written or started.
+  if (!opt_.attach) local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages);
   // Before anything is written: a resume that cannot proceed leaves its
   // directory as it was (SpecError, exit 2, naming the field).
   if (!opt_.resume_dir.empty()) check_resume_compatible(opt_.resume_dir, opt_.job);

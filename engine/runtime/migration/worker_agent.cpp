@@ -177,7 +177,7 @@ struct WorkerAgent::Impl {
     // starts from there once the old stage is freed (not from now, which
     // still counts the old stage).
     std::int64_t baseline = stage.memory().baseline();
-    StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get());
+    StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get(), stage.placement());
     for (int l = 0; l < next.layer_count(); ++l) {
       if (device_of(next, l) != rank) continue;
       if (device_of(plan, l) == rank)

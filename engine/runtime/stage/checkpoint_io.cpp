@@ -27,7 +27,8 @@ void StageExecutor::save(const std::string& file) const {
 
 void StageExecutor::load(const std::string& file) {
   torch::serialize::InputArchive a;
-  a.load_from(file);
+  // Tensors saved on another device (a GPU run resumed on the CPU) land on this stage's.
+  a.load_from(file, impl_->placement.device);
   torch::NoGradGuard ng;
   for (size_t i = 0; i < impl_->params.size(); ++i) {
     at::Tensor t;

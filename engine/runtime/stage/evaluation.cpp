@@ -28,25 +28,25 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
       const auto& r = plan.stages[v];
       at::Tensor x;
       if (v == 0) {
-        x = test.inputs.narrow(0, k * b, n);
+        x = on_device(test.inputs.narrow(0, k * b, n), placement);
       } else if (peer_of(v - 1) == device) {
         x = handed;
       } else {
         auto shape = shapes[r.first_layer];
         shape[0] = n;
-        std::vector<at::Tensor> buf{at::empty(shape)};
+        std::vector<at::Tensor> buf{recv_buffer(shape, placement)};
         messenger.recv(buf, peer_of(v - 1), base + v)->wait();
-        x = buf[0];
+        x = from_wire(buf[0], placement);
       }
       for (int l = r.first_layer; l <= r.last_layer; ++l) x = layers[l]->forward(x);
       if (v < vstages - 1 && peer_of(v + 1) == device) {
         handed = x;
       } else if (v < vstages - 1) {
-        std::vector<at::Tensor> buf{x.contiguous()};
+        std::vector<at::Tensor> buf{to_wire(x, placement)};
         messenger.send(buf, peer_of(v + 1), base + v + 1)->wait();
       } else {
         // Classes, or tokens (positions labelled -100 are not scored).
-        auto labels = test.labels.narrow(0, k * b, n);
+        auto labels = on_device(test.labels.narrow(0, k * b, n), placement);
         auto scored = labels.ne(-100);
         correct += x.argmax(-1).eq(labels).logical_and(scored).sum().item<int64_t>();
         seen += scored.sum().item<int64_t>();

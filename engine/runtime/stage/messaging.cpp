@@ -28,7 +28,7 @@ void StageExecutor::Impl::post_recv(Dir dir, int mb, int chunk) {
   if (peer == device) return;  // a local hand-off
   const auto& r = plan.stages[v];
   Comm c;
-  c.buf.push_back(at::empty(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1]));
+  c.buf.push_back(recv_buffer(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1], placement));
   c.work = messenger.recv(c.buf, peer, tag(dir, mb, v));
   recvs.emplace(key, std::move(c));
 }
@@ -51,7 +51,7 @@ at::Tensor StageExecutor::Impl::take_recv(Dir dir, int mb, int chunk) {
                            std::to_string(v) + " needs a receive the comm order has not posted");
   std::int64_t t0 = clock->mark();
   it->second.work->wait();
-  at::Tensor t = it->second.buf[0];
+  at::Tensor t = from_wire(it->second.buf[0], placement);
   recvs.erase(it);
   emit(EventKind::Recv, t0, mb, chunk, t.nbytes());
   return t;
@@ -64,12 +64,12 @@ void StageExecutor::Impl::send(Dir dir, int mb, int chunk, const at::Tensor& t) 
     return;
   }
   if (messenger.ordered()) {  // posted by post_ordered, at its place in the order
-    ordered.outbox[std::make_tuple(static_cast<int>(dir), mb, to)] = t.contiguous();
+    ordered.outbox[std::make_tuple(static_cast<int>(dir), mb, to)] = to_wire(t, placement);
     return;
   }
   std::int64_t t0 = clock->mark();
   Comm c;
-  c.buf.push_back(t.contiguous());
+  c.buf.push_back(to_wire(t, placement));
   // The receiver's tag names the virtual stage that receives (activation)
   // or whose output the gradient belongs to.
   c.work = messenger.send(c.buf, peer_of(to), tag(dir, mb, to));

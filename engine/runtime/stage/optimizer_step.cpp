@@ -41,7 +41,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
       nonfinite += v[k + i];
     }
   }
-  std::vector<at::Tensor> buf{at::tensor({sum_sq, nonfinite}, at::kDouble)};
+  std::vector<at::Tensor> buf{to_wire(at::tensor({sum_sq, nonfinite}, at::kDouble), placement)};  // NCCL: on the GPU
   messenger.allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();

@@ -17,12 +17,13 @@
 namespace pw::rt {
 
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
-                          EventSink* es)
+                          EventSink* es, StageDevice pl)
     : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
       microbatches(s.microbatches()), pg(std::move(g)),
       messenger(pg, messaging_mode_from_string(cluster_messaging(j)).value()), data(dt), sink(es),
-      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(compute_device)),
-      clock(make_event_clock(compute_device)) {
+      placement(std::move(pl)),
+      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(placement.device)),
+      clock(make_event_clock(placement.device)) {
   async = !s.flushes();
   if (static_cast<int>(plan.stages.size()) != vstages)
     throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
@@ -38,6 +39,8 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
       layers[l] = nullptr;
       continue;
     }
+    // Built on the CPU from the job's seed (the same weights on any device), then moved.
+    if (!placement.device.is_cpu()) layers[l]->to(placement.device);
     for (auto& t : layers[l]->parameters()) params.push_back(t);
     for (auto& t : layers[l]->buffers()) buffers.push_back(t);
   }
@@ -120,8 +123,8 @@ std::vector<double> StageExecutor::Impl::take_losses(std::int64_t from, std::int
 }
 
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                             TrainData& data, EventSink* sink)
-    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink)) {
+                             TrainData& data, EventSink* sink, StageDevice placement)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink, std::move(placement))) {
   if (schedule.kind() == ScheduleKind::AsyncOneFOneB && schedule.chunks() != 1)
     throw std::invalid_argument("async 1F1B runs with one chunk per device");
 }
@@ -139,6 +142,7 @@ void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
 double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
 std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
 StageMemory& StageExecutor::memory() { return impl_->memory; }
+const StageDevice& StageExecutor::placement() const { return impl_->placement; }
 // For stage extensions (stage_extension.h).
 torch::nn::Sequential StageExecutor::layer(int l) const { return impl_->layers.at(l); }
 torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; }

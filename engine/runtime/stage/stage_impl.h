@@ -78,14 +78,14 @@ struct StageExecutor::Impl {
   Messenger messenger;  // every tensor this stage sends or receives
   TrainData& data;
   EventSink* sink;
+  // Where layers, batches and received tensors live; the memory meter and
+  // the event clock follow its device (declared before `memory` and `clock`).
+  StageDevice placement;
   std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
   std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<at::Tensor> params;
   std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
-  // The device this stage's tensors live on: its memory meter and event
-  // clock follow it (declared before `memory`, which is built from it).
-  c10::Device compute_device = c10::Device(c10::kCPU);
   StageMemory memory;
   // Event times: marks on the compute device's timeline (event_clock.h).
   // Where they are not host times yet, the events wait in `pending` for the
@@ -124,7 +124,7 @@ struct StageExecutor::Impl {
   std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
 
   // stage_executor.cpp: construction, the memory account, events.
-  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es);
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl);
   void update_static();
   // An event from mark t0 (clock->mark()) to now.
   void emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes = 0);
