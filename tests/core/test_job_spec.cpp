@@ -4,6 +4,7 @@
 
 #include "core/spec/job_spec.h"
 #include "core/spec/learning_rate.h"
+#include "core/spec/messaging_spec.h"
 #include "core/spec/spec_error.h"
 
 using namespace pw;
@@ -107,4 +108,24 @@ TEST(JobSpec, ShippedJobsAllLoad) {
     ++n;
   }
   EXPECT_GE(n, 4);
+}
+
+TEST(MessagingSpec, DefaultsToTaggedAndReadsOrdered) {
+  EXPECT_EQ(cluster_messaging(parse_job(minimal())), "tagged");
+  auto d = minimal();
+  d["cluster"]["messaging"] = "ordered";
+  EXPECT_EQ(cluster_messaging(parse_job(d)), "ordered");
+  // A job built in code, without a document, is tagged.
+  EXPECT_EQ(cluster_messaging(JobSpec{}), "tagged");
+}
+
+TEST(MessagingSpec, AnUnknownModeIsRefusedNamingTheField) {
+  auto d = minimal();
+  d["cluster"]["messaging"] = "fifo";
+  try {
+    parse_job(d);
+    FAIL() << "accepted messaging \"fifo\"";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.messaging"), std::string::npos) << e.what();
+  }
 }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gloo_pair.h"
 #include "runtime/failure_kind.h"
 #include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
@@ -52,16 +53,10 @@ TEST(FailureKind, BlamesTheStageWithItsOwnFailure) {
 // The type survives c10d: a receive whose peer's group goes away (as when
 // its process dies) rethrows Gloo's IoException from Work::wait.
 TEST(FailureKind, ARealGlooGroupLosingItsPeerIsPeerLost) {
-  LocalStoreDir dir;
-  auto store = c10::make_intrusive<c10d::FileStore>(dir.file(), 2);
-  GlooGroupOptions opt{.prefix = "t", .timeout = std::chrono::seconds(60), .threads = 1, .device = nullptr};
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> g0, g1;
-  std::thread t([&] { g1 = make_gloo_group(store, 1, 2, opt); });
-  g0 = make_gloo_group(store, 0, 2, opt);
-  t.join();
+  pw::rt::test::GlooPair pair("t");
   std::vector<at::Tensor> buf{at::empty({4})};
-  auto work = g0->recv(buf, 1, 7);
-  g1.reset();  // closes rank 1's pairs
+  auto work = pair.g0->recv(buf, 1, 7);
+  pair.g1.reset();  // closes rank 1's pairs
   try {
     work->wait();
     FAIL() << "the receive completed without a sender";

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "gloo_pair.h"
 #include "runtime/messenger.h"
 #include "runtime/process_group.h"
 #include "runtime/profiler.h"
@@ -19,14 +20,8 @@ namespace {
 // Rank 0 sends 1s (tag 5) then 2s (tag 7); rank 1 receives tag 7 first.
 // Returns what rank 1's two receives got (their first elements).
 std::pair<float, float> exchange(MessagingMode mode) {
-  LocalStoreDir dir;
-  auto store = c10::make_intrusive<c10d::FileStore>(dir.file(), 2);
-  GlooGroupOptions opt{.prefix = "m", .timeout = std::chrono::seconds(60), .threads = 1, .device = nullptr};
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> g0, g1;
-  std::thread t([&] { g1 = make_gloo_group(store, 1, 2, opt); });
-  g0 = make_gloo_group(store, 0, 2, opt);
-  t.join();
-  Messenger m0(g0, mode), m1(g1, mode);
+  test::GlooPair pair("m");
+  Messenger m0(pair.g0, mode), m1(pair.g1, mode);
   std::vector<at::Tensor> ones{at::ones({3})}, twos{at::full({3}, 2.0)};
   std::vector<at::Tensor> first{at::zeros({3})}, second{at::zeros({3})};
   auto s1 = m0.send(ones, 1, 5);
