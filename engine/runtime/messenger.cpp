@@ -32,15 +32,22 @@ std::optional<MessagingMode> messaging_mode_from_string(const std::string& s) {
 
 std::string to_string(MessagingMode m) { return m == MessagingMode::Tagged ? "tagged" : "ordered"; }
 
+// A null group is a stage used offline (re-partitioning a checkpoint: its
+// layers and optimizer only); it moves no tensor.
 Messenger::Messenger(PG pg, MessagingMode mode)
-    : pg_(std::move(pg)), mode_(pg_->getBackendName() == "nccl" ? MessagingMode::Ordered : mode) {}
+    : pg_(std::move(pg)), mode_(pg_ && pg_->getBackendName() == "nccl" ? MessagingMode::Ordered : mode) {}
+
+const Messenger::PG& Messenger::group() const {
+  if (!pg_) throw std::logic_error("Messenger: this stage has no process group (used offline)");
+  return pg_;
+}
 
 Messenger::Work Messenger::send(std::vector<at::Tensor>& buf, int peer, int tag) {
-  return in_group(pg_->send(buf, peer, ordered() ? 0 : tag));
+  return in_group(group()->send(buf, peer, ordered() ? 0 : tag));
 }
 
 Messenger::Work Messenger::recv(std::vector<at::Tensor>& buf, int peer, int tag) {
-  return in_group(pg_->recv(buf, peer, ordered() ? 0 : tag));
+  return in_group(group()->recv(buf, peer, ordered() ? 0 : tag));
 }
 
 Messenger::Work Messenger::in_group(Work w) {
@@ -52,12 +59,12 @@ Messenger::Work Messenger::in_group(Work w) {
 
 Messenger::Work Messenger::allreduce(std::vector<at::Tensor>& buf) {
   if (in_group_) throw std::logic_error("Messenger: a collective inside a point-to-point group");
-  return pg_->allreduce(buf);
+  return group()->allreduce(buf);
 }
 
 // Only NCCL groups operations; Gloo's ProcessGroup (and torch 2.x's Gloo
 // backend, which refuses coalescing) posts them as they come.
-bool Messenger::coalesces() const { return pg_->getBackendName() == "nccl"; }
+bool Messenger::coalesces() const { return pg_ && pg_->getBackendName() == "nccl"; }
 
 void Messenger::begin_group() {
   if (in_group_) throw std::logic_error("Messenger: groups do not nest");

@@ -56,6 +56,7 @@ class Messenger {
  private:
   Work in_group(Work w);  // records an operation posted inside a group
   bool coalesces() const;
+  const PG& group() const;  // pg_, or a logic_error when there is none
   PG pg_;
   MessagingMode mode_;
   bool in_group_ = false;

@@ -55,6 +55,18 @@ TEST(Messenger, ModeNamesAndGroupMisuse) {
   EXPECT_EQ(buf[0][0].item<float>(), 1.0f);
 }
 
+// A stage used offline (re-partitioning a checkpoint) has no group: its
+// Messenger is built and refuses to move anything, rather than crash.
+TEST(Messenger, WithoutAProcessGroupItIsBuiltButMovesNothing) {
+  Messenger m({}, MessagingMode::Tagged);
+  EXPECT_FALSE(m.ordered());
+  std::vector<at::Tensor> buf{at::ones({2})};
+  EXPECT_THROW(m.send(buf, 1, 0), std::logic_error);
+  EXPECT_THROW(m.allreduce(buf), std::logic_error);
+  m.begin_group();
+  m.end_group();
+}
+
 // The profiler's link probe posts its ping-pong through ordered messengers:
 // it completes (an order both ends share) and measures a positive link.
 TEST(Messenger, TheLinkProbeRunsOrdered) {
