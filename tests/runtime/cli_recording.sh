@@ -56,6 +56,17 @@ check "simulate (supernet)" "$T/nas-sim.sqlite" simulate
 "$PW" run "$MLP" --set training.iterations=3 --run-dir "$T/run" --db "$T/run.sqlite" --listen "$L" --quiet > "$T/out" 2>&1 ||
   fail "run: $(cat "$T/out")"
 check "run" "$T/run.sqlite" run
+# The same run directory and database again, a shorter run: the database
+# holds this run's events, as many as its workers logged, none of the last
+# run's (whose logs were still in the directory when it started).
+"$PW" run "$MLP" --set training.iterations=8 --run-dir "$T/again" --db "$T/again.sqlite" --quiet > "$T/out" 2>&1 ||
+  fail "run (first of two): $(cat "$T/out")"
+"$PW" run "$MLP" --set training.iterations=2 --run-dir "$T/again" --db "$T/again.sqlite" --overwrite --quiet > "$T/out" 2>&1 ||
+  fail "run (again, --overwrite): $(cat "$T/out")"
+logged=$(cat "$T"/again/events/stage*.jsonl | wc -l)
+recorded=$($PY -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM events').fetchone()[0])" "$T/again.sqlite")
+[ "$logged" -gt 0 ] && [ "$recorded" -eq "$logged" ] ||
+  fail "run again into the same directory: $recorded events recorded, its workers logged $logged"
 "$PW" run "$NAS" "${NAS_SETS[@]}" --run-dir "$T/nas-run" --db "$T/nas-run.sqlite" --listen "$L" --quiet > "$T/out" 2>&1 ||
   fail "run (supernet): $(cat "$T/out")"
 check "run (supernet)" "$T/nas-run.sqlite" run

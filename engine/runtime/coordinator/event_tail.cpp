@@ -12,6 +12,13 @@ namespace pw::rt {
 void EventTail::poll(std::vector<Event>& out) {
   std::ifstream in(file_, std::ios::binary);
   if (!in) return;
+  // Shorter than what was read: the file was started again (a worker
+  // truncates its log on opening), so what follows is a new stream.
+  in.seekg(0, std::ios::end);
+  if (in.tellg() < pos_) {
+    pos_ = 0;
+    partial_.clear();
+  }
   in.seekg(pos_);
   std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   pos_ += static_cast<std::streamoff>(chunk.size());

@@ -91,8 +91,14 @@ RunResult Coordinator::run() {
     opt_.commands->set_abilities(a);
   }
   if (!opt_.run_dir.empty())
-    for (int r = 0; r < world_; ++r)
-      tails_.emplace_back(opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl");
+    for (int r = 0; r < world_; ++r) {
+      // A reused run directory (--overwrite, a resume) still holds the last
+      // run's event logs: followed before this run's workers truncate them,
+      // they would be recorded as this run's events.
+      std::string log = opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl";
+      std::filesystem::remove(log);
+      tails_.emplace_back(log);
+    }
   store_->set(keys::kConfig, to_bytes(cfg.dump()));
   result_.start_iteration = start_it_;
   for (auto& e : extensions_) e->on_start(start_it_);
