@@ -58,6 +58,23 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
             << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
 }
 
+// Under training.microbatch_size "auto": the best plan of every size tried.
+void print_microbatch_search(const Plan& plan) {
+  if (plan.microbatch_search.empty()) return;
+  std::cout << "microbatch size (auto): the best " << plan.planner << " plan of each size\n\n"
+            << "  size  microbatches  iteration ms   samples/s   peak memory   feasible\n";
+  for (const auto& c : plan.microbatch_search) {
+    const bool planned = c.iteration_time_ms > 0;
+    std::cout << pad(std::to_string(c.microbatch_size), 6) << pad(std::to_string(c.microbatches), 14)
+              << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 15)
+              << pad(planned ? fixed(1e3 * c.microbatch_size * c.microbatches / c.iteration_time_ms, 1) : "-", 12)
+              << pad(planned ? gib(c.peak_memory_bytes) : "-", 14) << "   "
+              << (c.feasible ? "yes" : "no: " + c.reason)
+              << (c.microbatch_size == plan.microbatch_size ? "   <- chosen" : "") << "\n";
+  }
+  std::cout << "\n";
+}
+
 struct PlanArgs {
   std::string job_file, planner, profile;
   std::vector<std::string> overrides;
@@ -67,15 +84,17 @@ struct PlanArgs {
 int run_plan(const PlanArgs& a) {
   JobSpec job = load_job(a.job_file, a.overrides);
   if (!a.profile.empty()) job.model.profile = a.profile;
-  ModelProfile profile = job_profile(job);
+  PreparedJob prepared = prepare_job(job, a.planner);
+  const ModelProfile& profile = prepared.profile;
+  const Plan& plan = prepared.plan;
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& n : profile.assumptions) std::cerr << "note: " << n << "\n";
-  PlanRequest req = plan_request(job, profile);
-  Plan plan = run_planner(a.planner.empty() ? job.pipeline.planner : a.planner, req);
   if (a.json) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
   }
+  print_microbatch_search(plan);
+  job = prepared.job;
   print_plan_table(job, profile, plan);
   return 0;
 }

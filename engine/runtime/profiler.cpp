@@ -142,6 +142,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     lp.activation_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)) + lp.input_bytes;
     lp.workspace_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak));
     lp.param_bytes = pb;
+    lp.param_tensors = static_cast<int>(params.size());
     lp.optimizer_bytes = opt == "adam" ? 2 * pb : opt == "momentum" ? pb : 0;
     p.layers.push_back(lp);
   }

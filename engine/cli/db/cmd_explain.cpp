@@ -80,9 +80,15 @@ void print_human(const nlohmann::json& x) {
                 << fixed(p["threshold_ms"].get<double>(), 2) << " ms)\n";
   }
   std::cout << "\nsuggestions (each simulated";
+  if (x.contains("model_error") && x["model_error"].is_number())
+    std::cout << ", offered when its gain exceeds the model's error here, " << fixed(100 * x["model_error"].get<double>(), 1) << "%";
   if (!x["suggestions"].empty()) std::cout << "; --set to reproduce";
   std::cout << "):\n";
-  if (x["suggestions"].empty()) std::cout << "  none that shortens the simulated iteration\n";
+  const bool known_error = x.contains("model_error") && x["model_error"].is_number();
+  if (x["suggestions"].empty())
+    std::cout << (known_error ? "  none whose simulated gain exceeds the model's error on this run (" +
+                                    fixed(100 * x["model_error"].get<double>(), 1) + "%)\n"
+                              : std::string("  none that shortens the simulated iteration\n"));
   for (const auto& s : x["suggestions"]) {
     std::cout << "  - " << s["change"].get<std::string>() << ": iteration " << fixed(s["iteration_ms_before"].get<double>(), 2)
               << " -> " << fixed(s["iteration_ms_after"].get<double>(), 2) << " ms ("

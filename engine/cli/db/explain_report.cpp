@@ -77,6 +77,7 @@ std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, cons
   j["predicted_iteration_ms"] = d.predicted_iteration_ns / 1e6;
   j["ratio"] = d.predicted_iteration_ns > 0 ? static_cast<double>(d.measured_iteration_ns) / d.predicted_iteration_ns : 0.0;
   j["threshold_ms"] = d.threshold_ns / 1e6;
+  j["model_error"] = model_error(d);
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& k : d.kinds)
     kinds.push_back({{"stage", k.stage},
@@ -101,7 +102,7 @@ std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, cons
   return j;
 }
 
-nlohmann::json suggestions_json(const db::RunReader& r, nlohmann::json& notes) {
+nlohmann::json suggestions_json(const db::RunReader& r, double error, nlohmann::json& notes) {
   nlohmann::json out = nlohmann::json::array();
   auto job = r.job();
   if (!job.is_object()) {
@@ -110,7 +111,7 @@ nlohmann::json suggestions_json(const db::RunReader& r, nlohmann::json& notes) {
   }
   SuggestionReport rep;
   try {
-    rep = suggest_changes(job);
+    rep = suggest_changes(job, 5, error);
   } catch (const std::exception& e) {
     notes.push_back(std::string("suggestions: the recorded job cannot be simulated: ") + e.what());
     return out;
@@ -185,7 +186,11 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
     notes.push_back(std::string("predicted vs measured: ") + e.what());
     j["predicted_vs_measured"] = nullptr;
   }
-  j["suggestions"] = opt.suggestions ? suggestions_json(r, notes) : nlohmann::json::array();
+  // A suggestion must gain more than the model was off on this very run.
+  const nlohmann::json& pvm = j["predicted_vs_measured"];
+  const double error = pvm.is_object() ? pvm.value("model_error", -1.0) : -1.0;
+  j["model_error"] = error >= 0 ? nlohmann::json(error) : nlohmann::json(nullptr);
+  j["suggestions"] = opt.suggestions ? suggestions_json(r, error, notes) : nlohmann::json::array();
   j["notes"] = notes;
   return j;
 }

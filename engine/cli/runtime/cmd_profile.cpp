@@ -3,14 +3,22 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "core/calibrate/send_cost.h"
+#include "core/calibrate/microbatch_calibration.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
+#include "core/model/microbatch_profile.h"
 #include "core/model/profile_io.h"
+#include "core/plan/microbatch_search.h"
+#include "core/spec/spec_bounds.h"
 #include "runtime/coordinator.h"
 #include "runtime/profiler.h"
 
@@ -66,8 +74,87 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
 }
 
 
+// In-situ runs at every size of `sizes`, one partition for all (the first
+// run's plan), and the profile's tables calibrated per stage and size.
+ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& isolated, const std::vector<int>& sizes,
+                                        int iterations, int threads, const std::string& profile_file) {
+  namespace fs = std::filesystem;
+  std::map<int, std::vector<MeasuredStageCompute>> by_size;
+  std::vector<Event> all_events;
+  std::optional<Plan> plan;
+  std::map<int, double> iteration_ms;
+  for (int b : sizes) {
+    const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-" + std::to_string(b));
+    JobSpec probe = job;
+    resolve_auto_microbatch(probe, b);
+    probe.training.iterations = iterations;
+    probe.model.profile = profile_file;
+    rt::RunOptions o;
+    o.job = probe;
+    o.plan = plan;
+    o.threads_per_worker = threads;
+    o.run_dir = dir.string();
+    std::cerr << "calibrating in situ at microbatch " << b << ": " << iterations << " iterations on "
+              << job.pipeline.stages << " stages...\n";
+    rt::RunResult r = rt::run_job(o);
+    std::vector<Event> events = read_event_files(o.run_dir);
+    fs::remove_all(dir);
+    if (r.exit_code != 0) throw std::runtime_error("in-situ run at microbatch " + std::to_string(b) + " failed: " + r.error);
+    if (!plan) plan = r.plan;
+    auto measured = measure_stage_compute(events);
+    if (measured.empty()) throw std::runtime_error("in-situ run at microbatch " + std::to_string(b) + " recorded no forward or backward events");
+    by_size[b] = measured;
+    iteration_ms[b] = r.iteration_ms;
+    all_events.insert(all_events.end(), events.begin(), events.end());
+  }
+  std::vector<StageSizeFit> fits;
+  ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
+  std::cout << "in situ at " << sizes.size() << " microbatch sizes (" << iterations << " iterations each)\n"
+            << "  size   ms/iteration\n";
+  for (const auto& [b, ms] : iteration_ms) std::cout << pad(std::to_string(b), 6) << pad(fixed(ms, 2), 15) << "\n";
+  std::cout << "  stage  layers   forward ms per microbatch         backward ms per microbatch\n";
+  for (std::size_t s = 0; s < fits.size(); ++s) {
+    const auto& f = fits[s];
+    std::cout << pad(std::to_string(s), 7) << pad(std::to_string(f.range.first_layer) + "-" + std::to_string(f.range.last_layer), 8)
+              << "   " << fixed(f.fwd_fit.alpha_ms, 3) << " + " << fixed(f.fwd_fit.beta_ms, 4) << " x b"
+              << "             " << fixed(f.bwd_fit.alpha_ms, 3) << " + " << fixed(f.bwd_fit.beta_ms, 4) << " x b\n";
+  }
+  // The sends and the host time between actions are the job's (cluster.*):
+  // fitted over every size's events.
+  std::string sets;
+  if (auto send = fit_send_cost(all_events))
+    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
+  if (auto us = fit_action_overhead_us(all_events)) sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
+  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
+  return p;
+}
+
+// "1,2,4,8": distinct sizes, each in [1, the bound], increasing.
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int v = 0;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError("--microbatch-sizes: \"" + item + "\" is not an integer (expected e.g. 1,2,4,8)");
+    }
+    if (v < 1 || v > bounds::kMicrobatchSize)
+      throw UsageError("--microbatch-sizes: " + std::to_string(v) + " is outside [1, " + std::to_string(bounds::kMicrobatchSize) + "]");
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  if (out.empty()) throw UsageError("--microbatch-sizes: no size given");
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) throw UsageError("--microbatch-sizes: a size is repeated");
+  return out;
+}
+
 struct ProfileArgs {
-  std::string job_file, output;
+  std::string job_file, output, sizes;
   std::vector<std::string> overrides;
   int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0;
 };
@@ -80,15 +167,42 @@ int profile(const ProfileArgs& args) {
   po.threads = args.threads;
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
-  ModelProfile p = rt::measure_profile(job, po);
+  std::vector<int> sizes;
+  if (!args.sizes.empty()) {
+    sizes = parse_sizes(args.sizes);
+    // The job's own size is the profile's base: measured too.
+    if (!job.training.microbatch_size_auto && !std::binary_search(sizes.begin(), sizes.end(), job.training.microbatch_size)) {
+      sizes.push_back(job.training.microbatch_size);
+      std::sort(sizes.begin(), sizes.end());
+    }
+  }
+  ModelProfile p;
+  if (sizes.empty()) {
+    p = rt::measure_profile(job, po);
+  } else {
+    std::vector<ModelProfile> measured;
+    for (int b : sizes) {
+      std::cerr << "measuring every layer at microbatch " << b << "...\n";
+      JobSpec at = job;
+      resolve_auto_microbatch(at, b);
+      measured.push_back(rt::measure_profile(at, po));
+    }
+    const int base = job.training.microbatch_size_auto ? sizes.back() : job.training.microbatch_size;
+    p = merge_microbatch_profiles(measured, base);
+  }
   save_profile_file(p, out);
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
-            << ") written to " << out << "\n  layer          fwd ms    bwd ms   activations      params\n";
+            << (sizes.size() > 1 ? ", tables at " + args.sizes : std::string()) << ") written to " << out
+            << "\n  layer          fwd ms    bwd ms   activations      params\n";
   for (const auto& l : p.layers)
     std::cout << "  " << l.name << std::string(l.name.size() < 12 ? 12 - l.name.size() : 1, ' ')
               << pad(fixed(l.fwd_ms, 3), 9) << pad(fixed(l.bwd_ms, 3), 10) << pad(gib(l.activation_bytes), 14)
               << pad(gib(l.param_bytes), 12) << "\n";
-  if (in_situ > 0) {
+  if (in_situ > 0 && sizes.size() > 1) {
+    p = calibrate_in_situ_at_sizes(job, p, sizes, in_situ, po.threads, out);
+    save_profile_file(p, out);
+    std::cout << "calibrated profile written to " << out << "\n";
+  } else if (in_situ > 0) {
     p = calibrate_in_situ(job, p, in_situ, po.threads, out);
     save_profile_file(p, out);
     std::cout << "calibrated profile written to " << out << "\n";
@@ -106,7 +220,11 @@ Action define_profile(Args& args) {
                "timed runs of each layer (default " + std::to_string(a->repeats) + ")");
   args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads (default: libtorch's)");
   args.integer("--in-situ", a->in_situ, 2, 1'000'000, "ITERATIONS",
-               "then calibrate the compute by a run this long (the first iteration is not measured)");
+               "then calibrate the compute by a run this long (the first iteration is not measured); with "
+               "--microbatch-sizes, one run per size");
+  args.text("--microbatch-sizes", a->sizes, "B1,B2,...",
+            "measure every layer at each of these microbatch sizes (and the job's own): the profile keeps the "
+            "table and the planner reads any size from it");
   args.overrides(a->overrides);
   return [a] { return profile(*a); };
 }

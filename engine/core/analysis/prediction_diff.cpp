@@ -1,5 +1,7 @@
 #include "core/analysis/prediction_diff.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -129,6 +131,18 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
     }
   }
   return d;
+}
+
+double model_error(const PredictionDiff& d) {
+  double total = 0;
+  if (d.predicted_iteration_ns > 0)
+    total = std::abs(static_cast<double>(d.measured_iteration_ns) / static_cast<double>(d.predicted_iteration_ns) - 1.0);
+  double off = 0, measured = 0;
+  for (const auto& k : d.kinds) {
+    off += std::abs(k.measured_ms - k.predicted_ms) * k.measured_count;
+    measured += k.measured_ms * k.measured_count;
+  }
+  return std::max(total, measured > 0 ? off / measured : 0.0);
 }
 
 }  // namespace pw

@@ -35,6 +35,14 @@ struct PredictionDiff {
   std::int64_t threshold_ns = 0;
 };
 
+// How far the cost model was off on a run, as a fraction: the larger of
+// the iteration's relative error and the time-weighted error of its
+// actions (sum over stages and kinds of |measured - predicted| x count,
+// over the measured time). A model right on the total but wrong per action
+// (one scale factor per stage) still counts as wrong: a change that moves
+// work between kinds or sizes would be predicted with that error.
+double model_error(const PredictionDiff& d);
+
 // The iteration of each event: the one whose window (the attribution's) on
 // the event's stage holds its start; -1 outside every window.
 std::vector<int> iteration_of_events(const std::vector<Event>& events, const Attribution& a);

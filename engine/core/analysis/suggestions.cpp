@@ -1,6 +1,7 @@
 #include "core/analysis/suggestions.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "core/job/job_plan.h"
@@ -30,6 +31,12 @@ Outcome simulate_job(const nlohmann::json& doc, const std::vector<std::string>& 
   for (const auto& s : r.stages) o.peak = std::max(o.peak, s.peak_memory_bytes), o.budget = s.memory_budget_bytes;
   o.plan = p.plan;
   return o;
+}
+
+std::string percent(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * f);
+  return buf;
 }
 
 std::string range_text(int a, int b) { return a == b ? "layer " + std::to_string(a) : "layers " + std::to_string(a) + "-" + std::to_string(b); }
@@ -71,7 +78,7 @@ std::string describe_plan_change(const Plan& from, const Plan& to) {
   return s.empty() ? "the same plan" : s;
 }
 
-SuggestionReport suggest_changes(const nlohmann::json& doc, int max) {
+SuggestionReport suggest_changes(const nlohmann::json& doc, int max, double model_error) {
   SuggestionReport rep;
   JobSpec job = parse_job(doc);
   Outcome before = simulate_job(doc, {});
@@ -136,8 +143,30 @@ SuggestionReport suggest_changes(const nlohmann::json& doc, int max) {
   }
   std::stable_sort(rep.suggestions.begin(), rep.suggestions.end(),
                    [](const Suggestion& a, const Suggestion& b) { return a.iteration_ms_after < b.iteration_ms_after; });
+  withhold_within_error(rep, model_error);
   if (static_cast<int>(rep.suggestions.size()) > max) rep.suggestions.resize(max);
   return rep;
+}
+
+void withhold_within_error(SuggestionReport& rep, double model_error) {
+  rep.model_error = model_error;
+  if (model_error < 0) {
+    rep.notes.push_back("the model's error on this run is unknown (no recorded plan and profile to compare): "
+                        "suggestions are the simulator's, unchecked against the run");
+    return;
+  }
+  std::vector<Suggestion> kept;
+  for (auto& s : rep.suggestions) {
+    const double gain = 1.0 - s.iteration_ms_after / s.iteration_ms_before;
+    if (gain > model_error) {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    ++rep.withheld;
+    rep.notes.push_back(s.change + ": withheld, its simulated gain (" + percent(gain) +
+                        ") is within the model's error on this run (" + percent(model_error) + ")");
+  }
+  rep.suggestions = std::move(kept);
 }
 
 }  // namespace pw

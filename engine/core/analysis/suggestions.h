@@ -23,6 +23,10 @@ struct Suggestion {
 struct SuggestionReport {
   double iteration_ms = 0;  // the job as it is, simulated
   std::vector<Suggestion> suggestions;  // improving ones, best first
+  // Improving in simulation by no more than the model's error on the run:
+  // not offered (the advice would not hold), counted and named in `notes`.
+  int withheld = 0;
+  double model_error = -1;  // what was required of a gain; < 0: unknown
   std::vector<std::string> notes;       // candidates that could not be simulated, and why
 };
 
@@ -31,6 +35,13 @@ struct SuggestionReport {
 // GPipe; keeps the feasible ones that shorten the simulated iteration, at
 // most `max`. `job` is the job document as recorded (after overrides).
 SuggestionReport suggest_changes(const nlohmann::json& job, int max = 5);
+
+// Moves every suggestion whose simulated gain (1 - after / before) does not
+// exceed `model_error` out of `suggestions`, counting it in `withheld` and
+// naming it in `notes`; records the error. < 0 (unknown) withholds nothing
+// and notes that the advice is unchecked. The one rule for explain and the
+// studio's Apply.
+void withhold_within_error(SuggestionReport& rep, double model_error);
 
 // The plan change in words: layers moving between stages and per-layer
 // policy changes ("layers 11-12 move from stage 1 to stage 0; layer 7 swap -> recompute").

@@ -4,6 +4,9 @@
 #include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
 #include "core/model/profile_retarget.h"
+#include "core/plan/microbatch_search.h"
+
+#include <map>
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -88,9 +91,25 @@ void resolve_auto_schedule(JobSpec& job, const Plan& plan) {
 PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   PreparedJob p;
   p.job = job;
-  p.profile = job_profile(job);
-  PlanRequest req = plan_request(p.job, p.profile);
-  p.plan = run_planner(planner.empty() ? job.pipeline.planner : planner, req);
+  const std::string name = planner.empty() ? job.pipeline.planner : planner;
+  if (job.training.microbatch_size_auto) {
+    // Every size is planned with its own profile (the costs per size);
+    // each size gets an equal share of the planner's search budget.
+    std::map<int, ModelProfile> profiles;
+    const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, microbatch_candidates(job).size()));
+    p.plan = search_microbatch(p.job, [&](const JobSpec& at) {
+      ModelProfile& prof = profiles[at.training.microbatch_size] = job_profile(at);
+      PlanRequest req = plan_request(at, prof);
+      req.search_effort = effort;
+      return run_planner(name, req);
+    });
+    p.profile = std::move(profiles.at(p.job.training.microbatch_size));
+  } else {
+    p.profile = job_profile(job);
+    PlanRequest req = plan_request(p.job, p.profile);
+    p.plan = run_planner(name, req);
+    p.plan.microbatch_size = job.training.microbatch_size;
+  }
   resolve_auto_schedule(p.job, p.plan);
   p.schedule = make_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
                              p.job.pipeline.chunks);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 namespace pw {
 namespace {
@@ -12,10 +14,16 @@ struct Units {
   double act_scale;   // 1 for fp16 activations, 2 for fp32
   double weight_b;    // bytes per parameter on device (weights)
   double optim_b;     // optimizer-state bytes per parameter
+  double microbatch;  // samples per microbatch (the fixed part is per microbatch)
+  double penalty;     // DeviceSpec::small_batch_penalty
+  double dispatch_ms; // per layer phase (DeviceSpec::layer_dispatch_us)
+  double tensor_ms;   // optimizer step, per parameter tensor
 };
 
 Units units_for(const JobSpec& job) {
-  Units u{job.cluster.device.tflops, job.cluster.device.mem_bandwidth_gbs, 1, 2, 12};
+  const DeviceSpec& d = job.cluster.device;
+  Units u{d.tflops, d.mem_bandwidth_gbs, 1, 2, 12, static_cast<double>(std::max(1, job.training.microbatch_size)),
+          d.small_batch_penalty, d.layer_dispatch_us * 1e-3, d.optimizer_tensor_us * 1e-3};
   bool fp32 = job.model.precision == "fp32";
   u.act_scale = fp32 ? 2 : 1;
   u.weight_b = fp32 ? 4 : 2;
@@ -28,30 +36,41 @@ Units units_for(const JobSpec& job) {
 
 double compute_ms(double flops, const Units& u) { return flops / (u.tflops * 1e12) * 1e3; }
 
+// A phase that takes `ms` at full efficiency for the whole microbatch, as
+// the device runs it: plus its fixed part (DeviceSpec: small_batch_penalty
+// x one sample's time + `kernels` dispatches). Returns {time, fixed part}.
+std::pair<double, double> with_fixed(double ms, double kernels, const Units& u) {
+  if (ms <= 0) return {0, 0};
+  double fixed = u.penalty * ms / u.microbatch + kernels * u.dispatch_ms;
+  return {ms + fixed, fixed};
+}
+
 // Optimizer step streams weights, gradients and state through memory
 // (read + write).
-double optimizer_ms(double params, const Units& u) {
+double optimizer_ms(double params, int tensors, const Units& u) {
   double bytes = params * (2 * u.weight_b + 2 * u.optim_b + u.weight_b);
-  return bytes / (u.mem_gbs * 1e9) * 1e3;
+  return bytes / (u.mem_gbs * 1e9) * 1e3 + tensors * u.tensor_ms;
 }
 
 // w_flops: the weight-gradient share of bwd_flops (W of a split backward);
 // < 0 leaves it to weight_grad_ms's rule.
 LayerProfile make_layer(std::string name, std::string type, double fwd_flops, double bwd_flops,
                         double act_bytes, double in_bytes, double out_bytes, double params, const Units& u,
-                        double w_flops = -1) {
+                        double w_flops = -1, int tensors = -1) {
   LayerProfile l;
   l.name = std::move(name);
   l.type = std::move(type);
-  l.fwd_ms = compute_ms(fwd_flops, u);
-  l.bwd_ms = compute_ms(bwd_flops, u);
-  if (w_flops >= 0) l.bwd_weight_ms = compute_ms(std::min(w_flops, bwd_flops), u);
+  std::tie(l.fwd_ms, l.fwd_fixed_ms) = with_fixed(compute_ms(fwd_flops, u), 1, u);
+  std::tie(l.bwd_ms, l.bwd_fixed_ms) = with_fixed(compute_ms(bwd_flops, u), 2, u);
+  // W is its own kernels: its share of the penalty and one dispatch.
+  if (w_flops >= 0) l.bwd_weight_ms = std::min(l.bwd_ms, with_fixed(compute_ms(std::min(w_flops, bwd_flops), u), 1, u).first);
+  l.param_tensors = tensors >= 0 ? tensors : params > 0 ? 2 : 0;  // default: a weight and a bias
   l.activation_bytes = static_cast<std::uint64_t>(act_bytes);
   l.input_bytes = static_cast<std::uint64_t>(in_bytes);
   l.output_bytes = static_cast<std::uint64_t>(out_bytes);
   l.param_bytes = static_cast<std::uint64_t>(params * u.weight_b);
   l.optimizer_bytes = static_cast<std::uint64_t>(params * u.optim_b);
-  l.optimizer_ms = optimizer_ms(params, u);
+  l.optimizer_ms = optimizer_ms(params, l.param_tensors, u);
   return l;
 }
 
@@ -64,9 +83,10 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   double hidden_bytes = 2 * sbh;          // one [s,b,h] tensor
   // Embedding: a gather; costs are memory-bound, activation = dropout mask.
   double emb_params = (m.vocab + s) * h;
-  out.layers.push_back(make_layer("embedding", "embedding", 0, 0, sbh, tokens * 8, hidden_bytes, emb_params, u));
-  out.layers.back().fwd_ms = (tokens * h * 2 * u.weight_b) / (u.mem_gbs * 1e9) * 1e3;
-  out.layers.back().bwd_ms = 2 * out.layers.back().fwd_ms;
+  out.layers.push_back(make_layer("embedding", "embedding", 0, 0, sbh, tokens * 8, hidden_bytes, emb_params, u, -1, 2));
+  const double gather_ms = (tokens * h * 2 * u.weight_b) / (u.mem_gbs * 1e9) * 1e3;
+  std::tie(out.layers.back().fwd_ms, out.layers.back().fwd_fixed_ms) = with_fixed(gather_ms, 1, u);
+  std::tie(out.layers.back().bwd_ms, out.layers.back().bwd_fixed_ms) = with_fixed(2 * gather_ms, 2, u);
   // Its input is token ids: the whole backward is the table's gradient (W).
   out.layers.back().bwd_weight_ms = out.layers.back().bwd_ms;
 
@@ -79,7 +99,7 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
     // W: the four projections' weight gradients, one forward's worth of
     // their FLOPs; the score/context matmuls have no weights (all B).
     out.layers.push_back(make_layer(name, cross ? "cross_attention" : "attention", flops, 2 * flops, act,
-                                    hidden_bytes, hidden_bytes, params, u, tokens * 8 * h * h));
+                                    hidden_bytes, hidden_bytes, params, u, tokens * 8 * h * h, 10));
   };
   // FFN block: 2 sbh in + 8 sbh up + 8 sbh activation + sbh dropout mask,
   // scaled by the width multiple (4 in the formula), + 2 sbh LN.
@@ -87,7 +107,7 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
     double flops = tokens * 4 * f * h * h;
     double act = (2 + 4 * f + 1 + 2) * sbh;
     double params = 2 * f * h * h + f * h + h + 2 * h;
-    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, hidden_bytes, hidden_bytes, params, u, flops));
+    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, hidden_bytes, hidden_bytes, params, u, flops, 6));
   };
   int enc = m.kind == "transformer" ? m.encoder_layers : m.layers;
   int dec = m.kind == "transformer" ? m.decoder_layers : 0;
@@ -105,7 +125,7 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   double logits = tokens * m.vocab * 4;
   bool tied = m.kind == "gpt";  // GPT ties the head to the embedding
   out.layers.push_back(make_layer("head", "head", head_flops, 2 * head_flops, logits + hidden_bytes, hidden_bytes,
-                                  0, tied ? 0 : h * m.vocab, u, head_flops));
+                                  0, tied ? 0 : h * m.vocab, u, head_flops, tied ? 0 : 1));
 }
 
 void mlp_layers(const JobSpec& job, ModelProfile& out) {

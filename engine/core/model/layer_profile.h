@@ -5,6 +5,15 @@
 
 namespace pw {
 
+// A layer's times measured at one microbatch size (a row of a profile's
+// per-size table).
+struct MicrobatchTimes {
+  int microbatch = 0;
+  double fwd_ms = 0;
+  double bwd_ms = 0;
+  double bwd_weight_ms = -1;  // < 0: not measured apart
+};
+
 // What the planner and simulator know about one pipeline layer, for one
 // microbatch. Analytic models, measured engine profiles and imported
 // PipeDream profiles all produce this same structure.
@@ -27,6 +36,16 @@ struct LayerProfile {
   // kept (gradient buffers of its intermediates, e.g. a conv+relu+pool's
   // two full-size gradients). Measured profiles fill it; 0 when unknown.
   std::uint64_t workspace_bytes = 0;
+  // How the times change with the microbatch (docs/profiles.md, "Costs per
+  // microbatch size"). A table measured at several sizes wins: piecewise
+  // linear between them, affine beyond. Without one, t(b) = alpha + beta * b
+  // through the times above, alpha being these fixed parts (0: linear).
+  std::vector<MicrobatchTimes> by_microbatch;
+  double fwd_fixed_ms = 0;
+  double bwd_fixed_ms = 0;
+  // Parameter tensors the optimizer steps (each has a fixed cost besides
+  // its bytes); 0 when unknown.
+  int param_tensors = 0;
 };
 
 // W (weight gradients) of one layer per microbatch; B is bwd_ms minus it.
@@ -55,6 +74,12 @@ struct ModelProfile {
   std::vector<std::string> assumptions;
 
   int size() const { return static_cast<int>(layers.size()); }
+  // Whether some layer's times were measured at more than one microbatch size.
+  bool has_microbatch_tables() const {
+    for (const auto& l : layers)
+      if (l.by_microbatch.size() > 1) return true;
+    return false;
+  }
   std::uint64_t boundary_bytes(int after_layer) const {
     if (after_layer < 0 || after_layer + 1 >= size()) return 0;
     return cut_bytes.empty() ? layers[after_layer].output_bytes : cut_bytes[after_layer];

@@ -25,11 +25,25 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
                       {"param_bytes", l.param_bytes},
                       {"optimizer_bytes", l.optimizer_bytes},
                       {"optimizer_ms", l.optimizer_ms}});
-  // Only when known: a profile without it splits the backward by rule.
-  for (size_t i = 0; i < p.layers.size(); ++i)
-    if (p.layers[i].bwd_weight_ms >= 0) layers[i]["bwd_weight_ms"] = p.layers[i].bwd_weight_ms;
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerProfile& l = p.layers[i];
+    // Only when known: a profile without it splits the backward by rule.
+    if (l.bwd_weight_ms >= 0) layers[i]["bwd_weight_ms"] = l.bwd_weight_ms;
+    if (l.fwd_fixed_ms > 0) layers[i]["fwd_fixed_ms"] = l.fwd_fixed_ms;
+    if (l.bwd_fixed_ms > 0) layers[i]["bwd_fixed_ms"] = l.bwd_fixed_ms;
+    if (l.param_tensors > 0) layers[i]["param_tensors"] = l.param_tensors;
+    if (!l.by_microbatch.empty()) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& r : l.by_microbatch) {
+        nlohmann::json row{{"microbatch", r.microbatch}, {"fwd_ms", r.fwd_ms}, {"bwd_ms", r.bwd_ms}};
+        if (r.bwd_weight_ms >= 0) row["bwd_weight_ms"] = r.bwd_weight_ms;
+        rows.push_back(row);
+      }
+      layers[i]["by_microbatch"] = rows;
+    }
+  }
   nlohmann::json j{{"format", "pipewright-profile"},
-                   {"version", 1},
+                   {"version", 2},
                    {"microbatch_size", p.microbatch_size},
                    {"device", p.device},
                    {"source", p.source},
@@ -45,8 +59,12 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
 ModelProfile profile_from_json(const nlohmann::json& j) {
   if (j.value("format", "") != "pipewright-profile")
     throw std::runtime_error("not a Pipewright profile (\"format\" must be \"pipewright-profile\")");
-  if (j.value("version", 0) != 1)
-    throw std::runtime_error("unsupported profile version " + j.value("version", nlohmann::json()).dump());
+  // Version 1 knew one microbatch size; 2 adds the per-size tables, the
+  // fixed parts and the tensor counts, all optional, so 1 reads as 2.
+  const int version = j.value("version", 0);
+  if (version != 1 && version != 2)
+    throw std::runtime_error("unsupported profile version " + j.value("version", nlohmann::json()).dump() +
+                             " (this build reads 1 and 2)");
   ModelProfile p;
   p.microbatch_size = j.value("microbatch_size", 1);
   p.device = j.value("device", "");
@@ -68,6 +86,27 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
       l.param_bytes = e.value("param_bytes", std::uint64_t{0});
       l.optimizer_bytes = e.value("optimizer_bytes", std::uint64_t{0});
       l.optimizer_ms = e.value("optimizer_ms", 0.0);
+      l.fwd_fixed_ms = e.value("fwd_fixed_ms", 0.0);
+      l.bwd_fixed_ms = e.value("bwd_fixed_ms", 0.0);
+      l.param_tensors = e.value("param_tensors", 0);
+      if (l.fwd_ms < 0 || l.bwd_ms < 0 || l.fwd_fixed_ms < 0 || l.bwd_fixed_ms < 0)
+        throw std::runtime_error("times must be >= 0");
+      if (e.contains("by_microbatch")) {
+        int last = 0;
+        for (const auto& r : e.at("by_microbatch")) {
+          MicrobatchTimes t;
+          t.microbatch = r.at("microbatch").get<int>();
+          t.fwd_ms = r.at("fwd_ms").get<double>();
+          t.bwd_ms = r.at("bwd_ms").get<double>();
+          t.bwd_weight_ms = r.value("bwd_weight_ms", -1.0);
+          if (t.microbatch <= last)
+            throw std::runtime_error("by_microbatch: sizes must be positive and ascending, got " +
+                                     std::to_string(t.microbatch) + " after " + std::to_string(last));
+          if (t.fwd_ms < 0 || t.bwd_ms < 0) throw std::runtime_error("by_microbatch: times must be >= 0");
+          last = t.microbatch;
+          l.by_microbatch.push_back(t);
+        }
+      }
       p.layers.push_back(l);
     } catch (const nlohmann::json::exception& ex) {
       throw std::runtime_error("layers[" + std::to_string(i) + "]: " + ex.what());

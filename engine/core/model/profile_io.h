@@ -7,7 +7,9 @@
 namespace pw {
 
 // Pipewright's own profile format (JSON): {"format": "pipewright-profile",
-// "version": 1, "microbatch_size", "device", "source", "layers": [...],
+// "version": 2, "microbatch_size", "device", "source", "layers": [...] (each
+// with an optional "by_microbatch" table of sizes measured, fixed parts and
+// tensor count; version 1 files lack them and read as linear),
 // "cut_bytes": [...]}.
 nlohmann::json profile_to_json(const ModelProfile& p);
 ModelProfile profile_from_json(const nlohmann::json& j);

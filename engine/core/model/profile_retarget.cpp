@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/cost/microbatch_curve.h"
+
 namespace pw {
 namespace {
 
@@ -20,25 +22,62 @@ std::string ratio(double x) {
 
 }  // namespace
 
+namespace {
+
+// One phase's time at microbatch `to`, from the layer's table when it has
+// one, else affine through `ms` (measured at `from`) with fixed part `fixed`.
+double phase_at(const std::vector<MicrobatchTimes>& table, double MicrobatchTimes::*phase, double ms, double fixed,
+                int from, int to) {
+  if (table.size() > 1) {
+    std::vector<SizedTime> pts;
+    for (const auto& r : table) pts.push_back({static_cast<double>(r.microbatch), r.*phase});
+    return time_at_microbatch(pts, to);
+  }
+  const double alpha = std::clamp(fixed, 0.0, ms);
+  return alpha + (ms - alpha) * to / from;
+}
+
+}  // namespace
+
 ModelProfile rescale_microbatch(const ModelProfile& p, int to) {
   if (to <= 0 || p.microbatch_size <= 0 || p.microbatch_size == to) return p;
   ModelProfile q = p;
-  double f = static_cast<double>(to) / p.microbatch_size;
+  const int from = p.microbatch_size;
+  double f = static_cast<double>(to) / from;
+  int tables = 0, affine = 0;
   for (auto& l : q.layers) {
-    l.fwd_ms *= f;
-    l.bwd_ms *= f;
-    if (l.bwd_weight_ms > 0) l.bwd_weight_ms *= f;
+    const double bwd_before = l.bwd_ms;
+    const bool table = l.by_microbatch.size() > 1;
+    tables += table;
+    affine += !table && (l.fwd_fixed_ms > 0 || l.bwd_fixed_ms > 0);
+    l.fwd_ms = phase_at(l.by_microbatch, &MicrobatchTimes::fwd_ms, l.fwd_ms, l.fwd_fixed_ms, from, to);
+    l.bwd_ms = phase_at(l.by_microbatch, &MicrobatchTimes::bwd_ms, l.bwd_ms, l.bwd_fixed_ms, from, to);
+    bool w_measured = table && std::all_of(l.by_microbatch.begin(), l.by_microbatch.end(),
+                                           [](const MicrobatchTimes& r) { return r.bwd_weight_ms >= 0; });
+    if (w_measured)
+      l.bwd_weight_ms = std::min(l.bwd_ms, phase_at(l.by_microbatch, &MicrobatchTimes::bwd_weight_ms, 0, 0, from, to));
+    else if (l.bwd_weight_ms > 0 && bwd_before > 0)
+      l.bwd_weight_ms *= l.bwd_ms / bwd_before;  // W keeps its share of the backward
     l.activation_bytes = scaled(l.activation_bytes, f);
     l.input_bytes = scaled(l.input_bytes, f);
     l.output_bytes = scaled(l.output_bytes, f);
   }
   for (auto& c : q.cut_bytes) c = scaled(c, f);
   q.microbatch_size = to;
-  q.assumptions.push_back("times and activation bytes scaled linearly from the profiled minibatch " +
-                          std::to_string(p.microbatch_size) + " to microbatch " + std::to_string(to) + " (x" +
-                          ratio(f) + ")" + (f < 1 ? "; small microbatches use the device less well, so real times "
-                                                    "are likely higher"
-                                                  : ""));
+  const std::string sizes = "the profiled minibatch " + std::to_string(from) + " to microbatch " + std::to_string(to);
+  if (tables > 0)
+    q.assumptions.push_back("times at microbatch " + std::to_string(to) + " from the sizes measured (" +
+                            std::to_string(tables) + " of " + std::to_string(q.size()) +
+                            " layers: piecewise linear between sizes, affine beyond); bytes scaled linearly from " + sizes);
+  else if (affine > 0)
+    q.assumptions.push_back("times scaled from " + sizes + " as a fixed part per microbatch plus a part per sample "
+                            "(affine); bytes linearly (x" + ratio(f) + ")");
+  else
+    q.assumptions.push_back("times and activation bytes scaled linearly from " + sizes + " (x" + ratio(f) +
+                            "): the profile has no per-microbatch term" +
+                            (f < 1 ? "; small microbatches use the device less well, so real times are likely higher "
+                                     "(measure several sizes: pipewright profile --microbatch-sizes)"
+                                   : ""));
   return q;
 }
 
@@ -63,6 +102,13 @@ ModelProfile retarget_profile(const ModelProfile& p, const DeviceSpec& from, con
     l.fwd_ms *= f;
     l.bwd_ms *= f;
     if (l.bwd_weight_ms > 0) l.bwd_weight_ms *= f;
+    l.fwd_fixed_ms *= f;
+    l.bwd_fixed_ms *= f;
+    for (auto& r : l.by_microbatch) {
+      r.fwd_ms *= f;
+      r.bwd_ms *= f;
+      if (r.bwd_weight_ms > 0) r.bwd_weight_ms *= f;
+    }
     l.optimizer_ms *= memory;
   }
   q.device = to.preset;

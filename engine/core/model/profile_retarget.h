@@ -6,13 +6,14 @@
 
 namespace pw {
 
-// Measured costs scale linearly with the microbatch: times, activation,
-// input, output and cut bytes are multiplied by to / profile.microbatch_size;
-// parameters, optimizer state and optimizer time stay. Linear scaling is
-// optimistic for much smaller microbatches (kernels use the device less
-// well), which is stated in the assumption it records. A profile whose
-// microbatch is unknown (0) or equal is returned unchanged; `to` <= 0
-// means "as measured".
+// A profile at another microbatch size. Times follow each layer's table of
+// measured sizes where it has one (piecewise linear, affine beyond), else
+// alpha + beta * b through the profile's time with the layer's fixed part
+// as alpha (zero fixed part: linear, as an old profile says). Activation,
+// input, output and cut bytes scale linearly; parameters, optimizer state
+// and the optimizer step stay. The rule used is recorded in `assumptions`.
+// A profile whose microbatch is unknown (0) or equal is returned unchanged;
+// `to` <= 0 means "as measured".
 ModelProfile rescale_microbatch(const ModelProfile& p, int to);
 
 // Whether a layer's time is bound by compute (matrix products:

@@ -72,6 +72,19 @@ nlohmann::json to_json(const Plan& plan) {
     j["best_1f1b_iteration_ms"] = plan.best_1f1b_ms;
     j["speedup_over_1f1b"] = plan.iteration_time_ms > 0 ? plan.best_1f1b_ms / plan.iteration_time_ms : 0;
   }
+  if (plan.microbatch_size > 0) j["microbatch_size"] = plan.microbatch_size;
+  if (!plan.microbatch_search.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& c : plan.microbatch_search) {
+      nlohmann::json row{{"microbatch_size", c.microbatch_size}, {"microbatches", c.microbatches},
+                         {"iteration_time_ms", c.iteration_time_ms}, {"peak_memory_bytes", c.peak_memory_bytes},
+                         {"feasible", c.feasible}};
+      if (!c.schedule.empty()) row["schedule"] = c.schedule;
+      if (!c.reason.empty()) row["reason"] = c.reason;
+      rows.push_back(row);
+    }
+    j["microbatch_search"] = rows;
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& r = plan.stages[s];
@@ -105,6 +118,18 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.layers_moved = j.value("layers_moved", 0);
   p.schedule = j.value("schedule", "");
   p.best_1f1b_ms = j.value("best_1f1b_iteration_ms", 0.0);
+  p.microbatch_size = j.value("microbatch_size", 0);
+  for (const auto& row : j.value("microbatch_search", nlohmann::json::array())) {
+    MicrobatchChoice c;
+    c.microbatch_size = row.value("microbatch_size", 0);
+    c.microbatches = row.value("microbatches", 0);
+    c.iteration_time_ms = row.value("iteration_time_ms", 0.0);
+    c.peak_memory_bytes = row.value("peak_memory_bytes", std::uint64_t{0});
+    c.feasible = row.value("feasible", false);
+    c.schedule = row.value("schedule", "");
+    c.reason = row.value("reason", "");
+    p.microbatch_search.push_back(c);
+  }
   const auto& stages = j.at("stages");
   int layers = 0;
   for (const auto& st : stages) layers = std::max(layers, st.at("last_layer").get<int>() + 1);

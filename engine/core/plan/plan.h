@@ -27,6 +27,18 @@ struct StagePrediction {
   std::uint64_t memory_budget_bytes = 0;
 };
 
+// One microbatch size tried under training.microbatch_size "auto": the
+// best plan the planner made for it (core/plan/microbatch_search.h).
+struct MicrobatchChoice {
+  int microbatch_size = 0;
+  int microbatches = 0;
+  double iteration_time_ms = 0;
+  std::uint64_t peak_memory_bytes = 0;  // the largest device's
+  bool feasible = false;
+  std::string schedule;  // the family that won under schedule "auto"
+  std::string reason;    // why infeasible, or why it could not be planned
+};
+
 // A partition plus a per-layer memory policy. With interleaving or a V
 // (zb-v, dualpipe-v), `stages` holds stages x chunks virtual stages; the
 // schedule places them (Schedule::device_of_virtual_stage).
@@ -45,6 +57,10 @@ struct Plan {
   // compare (0 when no 1F1B plan was made).
   std::string schedule;
   double best_1f1b_ms = 0;
+  // The microbatch size planned for (0: not recorded, the job's), and under
+  // microbatch_size "auto" every size tried, in increasing size.
+  int microbatch_size = 0;
+  std::vector<MicrobatchChoice> microbatch_search;
   std::vector<StagePrediction> predicted;
 
   int layer_count() const { return static_cast<int>(policy.size()); }

@@ -4,15 +4,40 @@ namespace pw {
 namespace {
 constexpr std::uint64_t GiB = 1024ull * 1024 * 1024;
 
+DeviceSpec preset(std::string name, std::uint64_t memory, double tflops, double mem_gbs, double host_gbps,
+                  double link_gbps, double latency_us, double penalty, double dispatch_us, double tensor_us) {
+  DeviceSpec d;
+  d.preset = std::move(name);
+  d.memory_bytes = memory;
+  d.tflops = tflops;
+  d.mem_bandwidth_gbs = mem_gbs;
+  d.host_link_gbps = host_gbps;
+  d.link_gbps = link_gbps;
+  d.link_latency_us = latency_us;
+  d.small_batch_penalty = penalty;
+  d.layer_dispatch_us = dispatch_us;
+  d.optimizer_tensor_us = tensor_us;
+  return d;
+}
+
 // Effective TFLOP/s are ~45% of the fp16 tensor peak, which is what
 // transformer training reaches in practice (Megatron reports 40-52%).
+// The per-microbatch terms (docs/planners.md, "Costs per microbatch size"):
+// GPUs lose about a quarter per sample at microbatch 1 (Megatron-LM SC'21
+// 3.4: 23% for a GPT block on an A100; Mist's L4 operator tables: 29% for a
+// 2048x2048 linear at 1 vs 8; torchgpipe's AmoebaNet-D: 16% at 8x smaller
+// microbatches), so small_batch_penalty 0.25; a layer phase's kernels take
+// ~5 us to launch, and an unfused optimizer step ~10 us per tensor (its
+// handful of elementwise kernels). CPUs (libtorch eager): ~20 us of
+// dispatch per layer phase and 5 us per tensor, small GEMMs lose ~10%.
 const std::vector<DeviceSpec>& presets() {
   static const std::vector<DeviceSpec> p = {
-      {"rtx2080ti", 11 * GiB, 0.45 * 53.8, 616, 128, 100, 10},
-      {"v100-32g", 32 * GiB, 0.45 * 125, 900, 128, 2400, 8},
-      {"a100-80g", 80 * GiB, 0.45 * 312, 2039, 256, 4800, 6},
-      {"h200", 141 * GiB, 0.45 * 989, 4800, 512, 7200, 5},
-      {"cpu", 16 * GiB, 0.2, 40, 1000, 40, 30},
+      preset("rtx2080ti", 11 * GiB, 0.45 * 53.8, 616, 128, 100, 10, 0.25, 5, 10),
+      preset("v100-32g", 32 * GiB, 0.45 * 125, 900, 128, 2400, 8, 0.25, 5, 10),
+      preset("a100-80g", 80 * GiB, 0.45 * 312, 2039, 256, 4800, 6, 0.25, 5, 10),
+      preset("h100", 80 * GiB, 0.45 * 989, 3350, 512, 7200, 5, 0.25, 5, 10),
+      preset("h200", 141 * GiB, 0.45 * 989, 4800, 512, 7200, 5, 0.25, 5, 10),
+      preset("cpu", 16 * GiB, 0.2, 40, 1000, 40, 30, 0.1, 20, 5),
   };
   return p;
 }

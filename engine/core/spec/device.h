@@ -26,6 +26,17 @@ struct DeviceSpec {
   // next receives). It delays the stage's next action but is no compute.
   // Zero in the analytic model; `pipewright profile --in-situ` measures it.
   double action_overhead_us = 0;
+  // The per-microbatch terms of analytic costs (docs/planners.md, "Costs
+  // per microbatch size"): a layer phase at microbatch b costs
+  // alpha + beta * b with alpha = small_batch_penalty x beta + its dispatch
+  // (layer_dispatch_us for a forward, twice that for a backward), so one
+  // sample costs (1 + small_batch_penalty) x what it costs in a large
+  // microbatch; each parameter tensor adds optimizer_tensor_us to the
+  // optimizer step. Zero for a custom device unless set: its costs are what
+  // the job states.
+  double small_batch_penalty = 0;
+  double layer_dispatch_us = 0;
+  double optimizer_tensor_us = 0;
 };
 
 // Known presets; nullopt for an unknown name.

@@ -92,8 +92,19 @@ TrainingSpec parse_training(JsonFields f) {
   t.optimizer = f.choice("optimizer", {"sgd", "momentum", "adam"}, "adam");
   t.lr = f.number("lr", 0, kLearningRate, 1e-3);
   t.lr_schedule = f.choice("lr_schedule", {"constant", "cosine"}, "constant");
-  t.microbatch_size = f.integer<int>("microbatch_size", 1, kMicrobatchSize, 1);
-  t.batch_size = f.integer<int>("batch_size", 1, kBatchSize, t.microbatch_size);
+  // "auto": the planner chooses the size (core/plan/microbatch_search.h);
+  // until it has, the job is one microbatch of the whole batch.
+  nlohmann::json mb = f.has("microbatch_size") ? f.raw("microbatch_size") : nlohmann::json();
+  t.microbatch_size_auto = mb.is_string() && mb.get<std::string>() == "auto";
+  if (t.microbatch_size_auto) {
+    t.batch_size = f.integer<int>("batch_size", 1, kBatchSize);
+    t.microbatch_size = t.batch_size;
+  } else {
+    if (mb.is_string())
+      throw SpecError(f.path_of("microbatch_size"), "must be an integer or \"auto\", got \"" + mb.get<std::string>() + "\"");
+    t.microbatch_size = f.integer<int>("microbatch_size", 1, kMicrobatchSize, 1);
+    t.batch_size = f.integer<int>("batch_size", 1, kBatchSize, t.microbatch_size);
+  }
   if (t.batch_size % t.microbatch_size != 0)
     throw SpecError(f.path_of("batch_size"), "must be a multiple of microbatch_size (" +
                                                  std::to_string(t.microbatch_size) + "), got " +
@@ -140,6 +151,9 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.send_cpu_us = f.number("send_cpu_us", 0, kMicroseconds, c.device.send_cpu_us);
   c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, kRate, c.device.send_cpu_gbps);
   c.device.action_overhead_us = f.number("action_overhead_us", 0, kMicroseconds, c.device.action_overhead_us);
+  c.device.small_batch_penalty = f.number("small_batch_penalty", 0, 100, c.device.small_batch_penalty);
+  c.device.layer_dispatch_us = f.number("layer_dispatch_us", 0, kMicroseconds, c.device.layer_dispatch_us);
+  c.device.optimizer_tensor_us = f.number("optimizer_tensor_us", 0, kMicroseconds, c.device.optimizer_tensor_us);
   f.choice("messaging", {"tagged", "ordered"}, "tagged");  // validated here, read by cluster_messaging()
   f.finish();
   return c;
@@ -156,6 +170,9 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError("training.batch_size", "batch_size / microbatch_size must be <= " +
                                                std::to_string(bounds::kMicrobatches) + " microbatches, got " +
                                                std::to_string(derived));
+  if (t.microbatch_size_auto && f.has("microbatches"))
+    throw SpecError(f.path_of("microbatches"), "training.microbatch_size \"auto\" chooses the microbatch count with "
+                                               "the size; leave microbatches out");
   p.microbatches = f.integer<int>("microbatches", 1, bounds::kMicrobatches, derived);
   if (p.microbatches != derived)
     throw SpecError(f.path_of("microbatches"),
@@ -178,11 +195,11 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && !v_shape && (p.planner == "exact" || p.planner == "pipedream"))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
-  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages)
+  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && !t.microbatch_size_auto)
     throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +
                                                    std::to_string(2 * p.stages) + "), got " +
                                                    std::to_string(p.microbatches));
-  if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0)
+  if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0 && !t.microbatch_size_auto)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +
                                                    std::to_string(p.microbatches));

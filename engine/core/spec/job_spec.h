@@ -62,6 +62,9 @@ struct TrainingSpec {
   bool skip_nonfinite = false;
   int batch_size = 0;
   int microbatch_size = 0;
+  // training.microbatch_size "auto": the planner searches the size
+  // (microbatch_search.h) and resolve_auto_microbatch sets the one chosen.
+  bool microbatch_size_auto = false;
   int iterations = 1;
   std::uint64_t seed = 0;
 };
