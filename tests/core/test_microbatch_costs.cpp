@@ -5,7 +5,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/calibrate/microbatch_calibration.h"
 #include "core/cost/microbatch_curve.h"
+#include "core/model/microbatch_profile.h"
 #include "core/job/job_plan.h"
 #include "core/model/analytic_profile.h"
 #include "core/model/profile_io.h"
@@ -258,6 +260,95 @@ TEST(MicrobatchSearch, SpecErrorsNameTheField) {
   } catch (const SpecError& e) {
     EXPECT_EQ(e.path(), "training.microbatch_size");
   }
+}
+
+}  // namespace
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+// Four layers, a table at 2, 4 and 8 where every layer costs 0.1 + 0.05 b
+// forward and twice that backward.
+ModelProfile tabled_profile() {
+  ModelProfile p;
+  p.microbatch_size = 4;
+  for (int l = 0; l < 4; ++l) {
+    LayerProfile x;
+    x.name = "l" + std::to_string(l);
+    for (int b : {2, 4, 8}) x.by_microbatch.push_back({b, 0.1 + 0.05 * b, 0.2 + 0.1 * b, -1});
+    x.fwd_ms = 0.3;
+    x.bwd_ms = 0.6;
+    x.optimizer_ms = 1.0;
+    p.layers.push_back(x);
+  }
+  return p;
+}
+
+MeasuredStageCompute stage(int first, int last, int device, double fwd, double bwd, double opt) {
+  MeasuredStageCompute m;
+  m.range = {first, last};
+  m.device = device;
+  m.fwd_ms = fwd;
+  m.bwd_ms = bwd;
+  m.optimizer_ms = opt;
+  m.microbatches = 10;
+  return m;
+}
+
+TEST(InSituAtSizes, StageSumsEqualWhatEachSizeMeasuredAndTheFitFindsTheStagesAlpha) {
+  // Stage 0 (layers 0-1) measured 1 + 0.2 b forward and 2 + 0.4 b backward:
+  // a fixed millisecond per microbatch the isolated profile did not see.
+  // Stage 1 measured exactly its profile.
+  auto s0f = [](double b) { return 1.0 + 0.2 * b; };
+  auto s0b = [](double b) { return 2.0 + 0.4 * b; };
+  auto prof = [](double b) { return 2 * (0.1 + 0.05 * b); };  // two layers' forward
+  std::map<int, std::vector<MeasuredStageCompute>> runs;
+  for (int b : {2, 8}) runs[b] = {stage(0, 1, 0, s0f(b), s0b(b), 4.0), stage(2, 3, 1, prof(b), 2 * prof(b), 2.0)};
+  std::vector<StageSizeFit> fits;
+  ModelProfile c = calibrate_profile_at_sizes(tabled_profile(), runs, &fits);
+  for (int b : {2, 8}) {
+    ModelProfile at = rescale_microbatch(c, b);
+    EXPECT_NEAR(at.layers[0].fwd_ms + at.layers[1].fwd_ms, s0f(b), 1e-12) << b;
+    EXPECT_NEAR(at.layers[0].bwd_ms + at.layers[1].bwd_ms, s0b(b), 1e-12) << b;
+    EXPECT_NEAR(at.layers[2].fwd_ms + at.layers[3].fwd_ms, prof(b), 1e-12) << b;
+  }
+  ASSERT_EQ(fits.size(), 2u);
+  EXPECT_NEAR(fits[0].fwd_fit.alpha_ms, 1.0, 1e-12);
+  EXPECT_NEAR(fits[0].fwd_fit.beta_ms, 0.2, 1e-12);
+  EXPECT_NEAR(fits[0].bwd_fit.alpha_ms, 2.0, 1e-12);
+  // The profile's own size (4) lies between the runs: its time is the
+  // table's, interpolated, and one scale factor would have missed it.
+  EXPECT_NEAR(c.layers[0].fwd_ms, c.layers[0].by_microbatch[1].fwd_ms, 1e-12);
+  // The optimizer: 4 ms measured over 2 ms profiled on device 0.
+  EXPECT_NEAR(c.layers[0].optimizer_ms, 2.0, 1e-12);
+  EXPECT_NEAR(c.layers[2].optimizer_ms, 1.0, 1e-12);
+}
+
+TEST(InSituAtSizes, RunsOfDifferentPartitionsAreRefused) {
+  std::map<int, std::vector<MeasuredStageCompute>> runs;
+  runs[2] = {stage(0, 1, 0, 1, 1, 1), stage(2, 3, 1, 1, 1, 1)};
+  runs[8] = {stage(0, 0, 0, 1, 1, 1), stage(1, 3, 1, 1, 1, 1)};
+  EXPECT_THROW(calibrate_profile_at_sizes(tabled_profile(), runs), std::invalid_argument);
+}
+
+TEST(MergeSizes, EveryLayerGetsARowPerSizeAndTheBaseKeepsItsFields) {
+  ModelProfile a = tabled_profile(), b = tabled_profile();
+  for (auto* p : {&a, &b})
+    for (auto& l : p->layers) l.by_microbatch.clear();
+  a.microbatch_size = 2;
+  b.microbatch_size = 16;
+  b.layers[1].fwd_ms = 7.0;
+  b.layers[1].activation_bytes = 1600;
+  ModelProfile m = merge_microbatch_profiles({b, a}, 16);
+  EXPECT_EQ(m.microbatch_size, 16);
+  ASSERT_EQ(m.layers[1].by_microbatch.size(), 2u);
+  EXPECT_EQ(m.layers[1].by_microbatch[0].microbatch, 2);
+  EXPECT_DOUBLE_EQ(m.layers[1].by_microbatch[1].fwd_ms, 7.0);
+  EXPECT_EQ(m.layers[1].activation_bytes, 1600u);
+  EXPECT_THROW(merge_microbatch_profiles({a, b}, 4), std::invalid_argument);
+  b.layers[2].name = "other";
+  EXPECT_THROW(merge_microbatch_profiles({a, b}, 16), std::invalid_argument);
 }
 
 }  // namespace
