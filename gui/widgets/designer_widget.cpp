@@ -245,7 +245,8 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "training.optimizer", tr("Optimizer"), combo({"sgd", "momentum", "adam"}));
   addField(f, "training.lr", tr("Learning rate"), dspin(0, 10, 6));
   addField(f, "training.batch_size", tr("Batch size"), spin(1, 1 << 24));
-  addField(f, "training.microbatch_size", tr("Microbatch size"), spin(1, 1 << 20));
+  addField(f, "training.microbatch_size", tr("Microbatch size"), spin(1, 1 << 20, tr("auto")), {},
+           tr("auto: the planner chooses the size with the plan (batch size stays yours)"));
   addField(f, "training.iterations", tr("Iterations"), spin(1, 1 << 30));
   addField(f, "training.seed", tr("Seed"), spin(0, 1 << 30));
 
@@ -315,11 +316,26 @@ QLabel* DesignerWidget::errorLabelFor(const QString& path) const {
 
 QString DesignerWidget::generalError() const { return general_error_->isVisible() ? general_error_->text() : QString(); }
 
+// The microbatch size's "auto" is a value the job says, not an unset field.
+constexpr auto kMicrobatchSize = "training.microbatch_size";
+
 QVariant DesignerWidget::editorValue(const Field& f) const {
-  return form::value(f.editor, f.path == "model.widths" || f.path == "model.channels" || f.path == "model.input.shape");
+  QVariant v = form::value(f.editor, f.path == "model.widths" || f.path == "model.channels" || f.path == "model.input.shape");
+  if (f.path == kMicrobatchSize && !v.isValid()) return QStringLiteral("auto");
+  return v;
 }
 
-void DesignerWidget::setEditorValue(const Field& f, const QVariant& v) { form::set_value(f.editor, v); }
+void DesignerWidget::setEditorValue(const Field& f, const QVariant& v) {
+  if (f.path == kMicrobatchSize && v.typeId() == QMetaType::QString && v.toString() == QStringLiteral("auto")) {
+    form::set_value(f.editor, QVariant());
+    return;
+  }
+  if (f.path == kMicrobatchSize && !v.isValid()) {
+    form::set_value(f.editor, 1);  // absent: the parser's default
+    return;
+  }
+  form::set_value(f.editor, v);
+}
 
 void DesignerWidget::loadFromModel() {
   loading_ = true;

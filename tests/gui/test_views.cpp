@@ -663,6 +663,27 @@ class StudioViewsTest : public QObject {
     QVERIFY2(ink > 50, qPrintable(QStringLiteral("%1 pixels of text in the bar area").arg(ink)));
   }
 
+  void designerMicrobatchSizeAutoRoundTrips() {
+    win_->showTab("designer");
+    DesignerWidget* d = win_->designer();
+    const auto saved = win_->job()->document();
+    auto doc = saved;
+    doc["training"]["microbatch_size"] = "auto";
+    doc["pipeline"].erase("microbatches");
+    win_->job()->setDocument(doc);
+    QVERIFY2(win_->job()->isValid(), qPrintable(win_->job()->errorMessage()));
+    auto* size = qobject_cast<QSpinBox*>(d->editorFor("training.microbatch_size"));
+    QVERIFY(size);
+    QCOMPARE(size->text(), QStringLiteral("auto"));
+    // The prediction plans every size and says which it chose.
+    QVERIFY(wait_until([&] { return !d->predictionPending() && d->prediction().chosen() && d->prediction().chosen()->ok; }, 20000));
+    size->setValue(8);
+    QCOMPARE(win_->job()->document()["training"]["microbatch_size"], nlohmann::json(8));
+    size->setValue(size->minimum());
+    QCOMPARE(win_->job()->document()["training"]["microbatch_size"], nlohmann::json("auto"));
+    win_->job()->setDocument(saved);
+  }
+
   void designerShowsErrorsAtTheFieldAndUpdatesThePrediction() {
     win_->showTab("designer");
     DesignerWidget* d = win_->designer();
