@@ -12,7 +12,10 @@
 
 #include "bench_quick.h"
 #include "core/job/job_plan.h"
+#include "core/model/profile_retarget.h"
+#include "core/plan/microbatch_search.h"
 #include "core/plan/planner.h"
+#include "core/spec/job_spec.h"
 #include "planner_instances.h"
 
 using namespace pw;
@@ -119,6 +122,40 @@ void timing() {
                   auto_ms, reps, auto_ms / one_ms, one_ms, auto_cpu, auto_cpu / one_cpu, one_cpu, a.schedule.c_str(),
                   a.iteration_time_ms / v.iteration_time_ms);
     }
+    if (L == 100) {
+      // microbatch_size auto over 6 sizes (batch 32 x m): every size planned
+      // with its own costs (a fixed part of a fifth of each layer's time at
+      // the instance's size), each with a sixth of vpipe's budget.
+      ModelProfile base = *x.profile;
+      base.microbatch_size = 8;
+      for (auto& l : base.layers) l.fwd_fixed_ms = 0.2 * l.fwd_ms, l.bwd_fixed_ms = 0.2 * l.bwd_ms;
+      JobSpec job;
+      job.training.batch_size = 32 * m / 8;
+      job.training.microbatch_size_auto = true;
+      job.pipeline.stages = p;
+      job.pipeline.schedule = ScheduleKind::OneFOneB;
+      const std::size_t sizes = microbatch_candidates(job).size();
+      double best = 1e300;
+      Plan chosen;
+      for (int rep = 0; rep < bench::quick_or(2, 5); ++rep) {
+        JobSpec j = job;
+        std::vector<ModelProfile> keep;
+        keep.reserve(sizes);
+        const auto t0 = std::chrono::steady_clock::now();
+        chosen = search_microbatch(j, [&](const JobSpec& at) {
+          keep.push_back(rescale_microbatch(base, at.training.microbatch_size));
+          PlanRequest r = x.req;
+          r.profile = &keep.back();
+          r.microbatches = at.pipeline.microbatches;
+          r.microbatch_size = at.training.microbatch_size;
+          r.search_effort = 1.0 / static_cast<double>(sizes);
+          return run_planner("vpipe", r);
+        });
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("    microbatch auto over %zu sizes: %.2f ms wall, best of %d (target < 50 ms); chose %d x %d\n", sizes,
+                  best, bench::quick_or(2, 5), chosen.microbatch_size, job.training.batch_size / chosen.microbatch_size);
+    }
     ModelProfile changed = *x.profile;
     changed.layers[L / 3].fwd_ms *= 1.5;
     changed.layers[L / 3].bwd_ms *= 1.5;
@@ -137,12 +174,53 @@ void timing() {
 
 }  // namespace
 
-// Sections: scenarios, gaps, timing (all when none is named); schedule
+// vpipe against gpipe when each chooses its microbatch size (microbatch_size
+// "auto", the analytic presets' fixed part per microbatch), beside the
+// ratio at the job's fixed size: the scenario jobs, and bert24 on 4 cards
+// of 11 / 8 / 6 / 4 GB.
+void microbatch() {
+  std::printf("vpipe vs gpipe, each with its best microbatch size (simulated; presets with a fixed part per microbatch)\n");
+  std::printf("  %-34s %10s %14s %18s %14s\n", "job", "fixed b", "vpipe/gpipe", "auto: b vpipe, gpipe", "vpipe/gpipe");
+  std::vector<std::pair<std::string, JobSpec>> jobs;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PW_SOURCE_DIR) + "/resources/jobs/scenarios")) {
+    std::string f = e.path().string();
+    if (f.find(".profile.json") == std::string::npos && f.size() > 5 && f.substr(f.size() - 5) == ".json")
+      jobs.push_back({f, load_job(f)});
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (double gb : {11.0, 8.0, 6.0, 4.0}) {
+    JobSpec j = load_job(std::string(PW_SOURCE_DIR) + "/resources/jobs/bert24-4gpu.json");
+    j.cluster.device.memory_bytes = static_cast<std::uint64_t>(gb * 1024 * 1024 * 1024);
+    j.name = "bert24 4 x " + std::to_string(static_cast<int>(gb)) + " GB";
+    jobs.push_back({j.name, j});
+  }
+  if (bench::quick()) jobs.resize(std::min<std::size_t>(jobs.size(), 2));
+  auto throughput = [](const Plan& p) { return p.feasible ? p.throughput_samples_per_s : 0.0; };
+  auto cell = [](double v, double g) {
+    char buf[32];
+    if (g <= 0) return std::string("gpipe OOM");
+    std::snprintf(buf, sizeof buf, "%.2fx", v / g);
+    return std::string(buf);
+  };
+  for (auto& [name, job] : jobs) {
+    const double vf = throughput(prepare_job(job, "vpipe").plan), gf = throughput(prepare_job(job, "gpipe").plan);
+    JobSpec a = job;
+    a.training.microbatch_size_auto = true;
+    PreparedJob va = prepare_job(a, "vpipe"), ga = prepare_job(a, "gpipe");
+    char bs[32];
+    std::snprintf(bs, sizeof bs, "%d, %d", va.plan.microbatch_size, ga.plan.microbatch_size);
+    std::printf("  %-34s %10d %14s %18s %14s\n", job.name.c_str(), job.training.microbatch_size, cell(vf, gf).c_str(), bs,
+                cell(throughput(va.plan), throughput(ga.plan)).c_str());
+  }
+  std::printf("\n");
+}
+
+// Sections: scenarios, gaps, timing, microbatch (all when none is named); schedule
 // names (1f1b, zb-v, ...) restrict the gap table to those schedules.
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto named = [&](const std::string& s) { return std::find(args.begin(), args.end(), s) != args.end(); };
-  const bool all = !named("scenarios") && !named("gaps") && !named("timing");
+  const bool all = !named("scenarios") && !named("gaps") && !named("timing") && !named("microbatch");
   if (all || named("scenarios")) scenarios();
   if (all || named("gaps")) {
     std::printf("optimality gap of vpipe vs exact (simulated iteration time), random small instances\n");
@@ -160,5 +238,6 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   if (all || named("timing")) timing();
+  if (all || named("microbatch")) microbatch();
   return 0;
 }

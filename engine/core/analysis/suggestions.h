@@ -34,7 +34,11 @@ struct SuggestionReport {
 // (moving layers between stages, other memory policies) and 1F1B instead of
 // GPipe; keeps the feasible ones that shorten the simulated iteration, at
 // most `max`. `job` is the job document as recorded (after overrides).
-SuggestionReport suggest_changes(const nlohmann::json& job, int max = 5);
+// `model_error` (model_error(), a fraction) is how far the simulator was
+// off on the run the job made: suggestions whose simulated gain does not
+// exceed it are withheld (withhold_within_error); < 0 (unknown, nothing
+// recorded to compare) withholds nothing and says so in `notes`.
+SuggestionReport suggest_changes(const nlohmann::json& job, int max = 5, double model_error = -1);
 
 // Moves every suggestion whose simulated gain (1 - after / before) does not
 // exceed `model_error` out of `suggestions`, counting it in `withheld` and

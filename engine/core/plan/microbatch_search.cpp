@@ -38,7 +38,12 @@ void resolve_auto_microbatch(JobSpec& job, int b) {
   job.training.microbatch_size = b;
   job.pipeline.microbatches = job.training.batch_size / b;
   job.training.microbatch_size_auto = false;
-  if (job.raw.is_object()) job.raw["training"]["microbatch_size"] = b;
+  if (job.raw.is_object()) {
+    job.raw["training"]["microbatch_size"] = b;
+    auto pipeline = job.raw.find("pipeline");
+    if (pipeline != job.raw.end() && pipeline->is_object() && pipeline->contains("microbatches"))
+      (*pipeline)["microbatches"] = job.pipeline.microbatches;
+  }
 }
 
 Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& plan_at) {

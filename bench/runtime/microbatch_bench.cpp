@@ -1,0 +1,197 @@
+// pw_bench_microbatch: costs that know the microbatch, against real runs.
+//   1. fidelity per microbatch size: the demo CNN and the tiny GPT on 2
+//      stages, real runs at microbatch 2, 4, 8, 16, 32 against the
+//      simulator's prediction with (a) the new model: every layer measured
+//      at those sizes, calibrated in situ at 2, 8 and 32 only (4 and 16 are
+//      out of sample), and (b) the old linear model: one size measured
+//      (the job's), calibrated in situ at that size, scaled linearly.
+//   2. the size chosen: the plan with microbatch_size "auto" on the new
+//      model against the best size of the real sweep (target within 3%).
+//   3. advice that holds: every suggestion explain's rule offers for the
+//      chosen job, applied and run, against the job as chosen.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "bench_quick.h"
+#include "core/analysis/suggestions.h"
+#include "core/calibrate/microbatch_calibration.h"
+#include "core/calibrate/send_cost.h"
+#include "core/calibrate/stage_compute.h"
+#include "core/events/event_json.h"
+#include "core/job/job_plan.h"
+#include "core/model/microbatch_profile.h"
+#include "core/model/profile_io.h"
+#include "core/plan/microbatch_search.h"
+#include "runtime/coordinator.h"
+#include "runtime/profiler.h"
+
+using namespace pw;
+namespace fs = std::filesystem;
+
+namespace {
+
+int worker_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2); }
+
+struct Measured {
+  double iteration_ms = 0;
+  std::vector<Event> events;
+};
+
+Measured run(JobSpec job, int iterations) {
+  job.training.iterations = iterations;
+  rt::RunOptions o;
+  o.job = job;
+  o.worker_binary = PW_WORKER_BIN;
+  o.threads_per_worker = worker_threads();
+  o.run_dir = (fs::temp_directory_path() / ("pw-bench-mb-" + std::to_string(getpid()))).string();
+  rt::RunResult r = rt::run_job(o);
+  Measured m;
+  m.events = read_event_files(o.run_dir);
+  fs::remove_all(o.run_dir);
+  if (r.exit_code != 0) throw std::runtime_error("run failed: " + r.error);
+  m.iteration_ms = r.iteration_ms;
+  return m;
+}
+
+JobSpec at_size(JobSpec job, int b) {
+  resolve_auto_microbatch(job, b);
+  return job;
+}
+
+// The job's cluster.* host costs fitted from a calibration's events, in the
+// spec and in the document (what suggestions re-plan from).
+void fit_host_costs(JobSpec& job, const std::vector<Event>& events) {
+  auto set = [&](const char* field, double& into, double v) {
+    into = v;
+    job.raw["cluster"][field] = v;
+  };
+  if (auto send = fit_send_cost(events)) {
+    set("send_cpu_us", job.cluster.device.send_cpu_us, send->per_message_us);
+    set("send_cpu_gbps", job.cluster.device.send_cpu_gbps, send->gbps);
+  }
+  if (auto us = fit_action_overhead_us(events)) set("action_overhead_us", job.cluster.device.action_overhead_us, *us);
+}
+
+void use_profile(JobSpec& job, const std::string& file) {
+  job.model.profile = file;
+  job.raw["model"]["profile"] = file;
+}
+
+double predicted_ms(JobSpec job, int b, const std::string& profile_file) {
+  job = at_size(job, b);
+  use_profile(job, profile_file);
+  return prepare_job(job).plan.iteration_time_ms;
+}
+
+void model(const char* label, JobSpec job, int iterations) {
+  const std::vector<int> sizes = bench::quick_or<std::vector<int>>({2, 8}, {2, 4, 8, 16, 32});
+  const std::vector<int> in_situ = bench::quick_or<std::vector<int>>({2, 8}, {2, 8, 32});
+  const int base = job.training.microbatch_size;
+  const int reps = bench::quick_or(2, 10);
+  const std::string dir = fs::temp_directory_path().string();
+  const std::string new_file = dir + "/pw-bench-mb-new.json", old_file = dir + "/pw-bench-mb-old.json";
+
+  // (a) every size measured, calibrated in situ at three sizes.
+  std::vector<ModelProfile> each;
+  std::vector<int> measured_sizes = sizes;
+  if (std::find(sizes.begin(), sizes.end(), base) == sizes.end()) measured_sizes.push_back(base);
+  for (int b : measured_sizes) each.push_back(rt::measure_profile(at_size(job, b), {reps, worker_threads()}));
+  ModelProfile tables = merge_microbatch_profiles(each, base);
+  save_profile_file(tables, new_file);
+  std::map<int, std::vector<MeasuredStageCompute>> by_size;
+  std::vector<Event> all;
+  JobSpec probe = job;
+  use_profile(probe, new_file);
+  for (int b : in_situ) {
+    Measured m = run(at_size(probe, b), iterations);
+    by_size[b] = measure_stage_compute(m.events);
+    all.insert(all.end(), m.events.begin(), m.events.end());
+  }
+  JobSpec new_job = job;
+  fit_host_costs(new_job, all);
+  save_profile_file(calibrate_profile_at_sizes(tables, by_size), new_file);
+
+  // (b) the old model: the job's size only, one scale factor per stage.
+  ModelProfile single = rt::measure_profile(job, {reps, worker_threads()});
+  save_profile_file(single, old_file);
+  JobSpec old_probe = job;
+  use_profile(old_probe, old_file);
+  Measured one = run(old_probe, iterations);
+  JobSpec old_job = job;
+  fit_host_costs(old_job, one.events);
+  save_profile_file(calibrate_profile(single, measure_stage_compute(one.events)), old_file);
+
+  std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
+  for (int b : in_situ) std::printf(" %d", b);
+  std::printf("; the old model at %d)\n     size  microbatches   measured ms   new model        old (linear) model\n", base);
+  std::map<int, double> measured;
+  double worst_new = 0, worst_old = 0;
+  for (int b : sizes) {
+    JobSpec real = at_size(new_job, b);
+    use_profile(real, new_file);
+    const double meas = run(real, iterations).iteration_ms;
+    measured[b] = meas;
+    const double pn = predicted_ms(new_job, b, new_file), po = predicted_ms(old_job, b, old_file);
+    const double en = 100 * (pn - meas) / meas, eo = 100 * (po - meas) / meas;
+    worst_new = std::max(worst_new, std::abs(en));
+    worst_old = std::max(worst_old, std::abs(eo));
+    std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)%s\n", b, job.training.batch_size / b, meas, pn, en, po,
+                eo, std::find(in_situ.begin(), in_situ.end(), b) == in_situ.end() ? "   out of sample" : "");
+  }
+  std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%\n", worst_new, worst_old);
+
+  // 2. The size the planner chooses on the new model.
+  JobSpec a = new_job;
+  use_profile(a, new_file);
+  a.training.microbatch_size_auto = true;
+  PreparedJob chosen = prepare_job(a);
+  const int cb = chosen.job.training.microbatch_size;
+  double best = 1e300;
+  int best_b = 0;
+  for (auto [b, ms] : measured)
+    if (ms < best) best = ms, best_b = b;
+  if (measured.count(cb))
+    std::printf("2. %s: auto chose microbatch %d (%.1f ms measured); the sweep's best is %d (%.1f ms): %.3fx "
+                "(target <= 1.03)\n",
+                label, cb, measured[cb], best_b, best, measured[cb] / best);
+  else
+    std::printf("2. %s: auto chose microbatch %d, outside the sweep; the sweep's best is %d (%.1f ms)\n", label, cb,
+                best_b, best);
+
+  // 3. Explain's rule on the chosen job: offered suggestions, run.
+  const double chosen_ms = measured.count(cb) ? measured[cb] : run(chosen.job, iterations).iteration_ms;
+  const double error = std::abs(chosen.plan.iteration_time_ms - chosen_ms) / chosen_ms;
+  SuggestionReport rep = suggest_changes(chosen.job.raw, 5, error);
+  std::printf("3. %s: model error on the chosen job %.1f%%; %zu suggestion(s) offered, %d withheld\n", label, 100 * error,
+              rep.suggestions.size(), rep.withheld);
+  for (const auto& s : rep.suggestions) {
+    nlohmann::json doc = chosen.job.raw;
+    for (const auto& o : s.overrides) apply_override(doc, o);
+    JobSpec applied = parse_job(doc);
+    const double ms = run(applied, iterations).iteration_ms;
+    std::printf("     %s: predicted %.1f -> %.1f ms, ran %.1f -> %.1f ms: %s\n", s.change.c_str(), s.iteration_ms_before,
+                s.iteration_ms_after, chosen_ms, ms, ms < chosen_ms ? "faster" : "NOT faster");
+  }
+  fs::remove(new_file);
+  fs::remove(old_file);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const int iterations = argc > 1 ? std::atoi(argv[1]) : bench::quick_or(3, 30);
+  std::printf("pw_bench_microbatch (%d iterations per run, %d threads per worker)\n\n", iterations, worker_threads());
+  // Through --set overrides: the workers read the job document, not JobSpec.
+  const std::string jobs = std::string(PW_SOURCE_DIR) + "/resources/jobs/";
+  model("CNN demo", load_job(jobs + "demo-fmnist-cnn.json", {"training.batch_size=64", "training.microbatch_size=16"}),
+        iterations);
+  model("tiny GPT", load_job(jobs + "tiny-lm-4stage.json", {"training.batch_size=64", "training.microbatch_size=8",
+                                                             "cluster.devices=2", "pipeline.stages=2"}),
+        iterations);
+  return 0;
+}
