@@ -11,10 +11,12 @@
 //      chosen job, applied and run, against the job as chosen.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "bench_quick.h"
 #include "core/analysis/suggestions.h"

@@ -126,6 +126,8 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
   suggestions_->header()->setStretchLastSection(false);
 
   connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshBars);
+  // The advice rule needs the model's error on the run: the prediction comes with the result.
+  connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshSuggestions);
   connect(model_, &ExplainModel::suggestionsUpdated, this, &ExplainDock::refreshSuggestions);
   connect(model_, &ExplainModel::predictionAvailabilityChanged, this, &ExplainDock::refreshPredictedAction);
   connect(show_predicted_, &QAction::toggled, model_, &ExplainModel::setShowPredicted);
@@ -205,8 +207,22 @@ void ExplainDock::refreshSuggestions() {
     it->setDisabled(true);
     return;
   }
+  // explain's rule (core withhold_within_error): with the run's prediction
+  // at hand, a suggestion whose gain is within the model's error on this
+  // run is shown withheld, without Apply.
+  const auto& predicted = model_->result().predicted;
+  const double error = predicted ? model_error(predicted->diff) : -1.0;
   for (int i = 0; i < static_cast<int>(s.report.suggestions.size()); ++i) {
     const Suggestion& g = s.report.suggestions[static_cast<std::size_t>(i)];
+    const double gain = 1.0 - g.iteration_ms_after / g.iteration_ms_before;
+    if (error >= 0 && gain <= error) {
+      auto* it = new QTreeWidgetItem(suggestions_, {QString::fromStdString(g.change),
+                                                    tr("withheld: %1% gain is within the model's %2% error on this run")
+                                                        .arg(100 * gain, 0, 'f', 1)
+                                                        .arg(100 * error, 0, 'f', 1)});
+      it->setDisabled(true);
+      continue;
+    }
     auto* it = new QTreeWidgetItem(suggestions_);
     it->setText(0, QString::fromStdString(g.change));
     it->setText(1, tr("%1 -> %2 ms (%3%)")
@@ -221,6 +237,9 @@ void ExplainDock::refreshSuggestions() {
     apply->setObjectName(QStringLiteral("applySuggestion%1").arg(i));
     apply->setToolTip(tr("Set %1 in the designer's job").arg(sets.join(QStringLiteral(", "))));
     apply->setEnabled(job_ != nullptr);
+    if (error < 0)
+      apply->setToolTip(apply->toolTip() + tr("\n(unchecked against the run: turn on Show predicted to compare the "
+                                              "model with it first)"));
     connect(apply, &QPushButton::clicked, this, [this, i] { applySuggestion(i); });
     suggestions_->setItemWidget(it, 2, apply);
   }
