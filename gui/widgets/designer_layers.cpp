@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QTabWidget>
 
+#include "core/io/checked_write.h"
 #include "core/model/profile_io.h"
 #include "gui/models/job_model.h"
 #include "gui/models/layer_table_model.h"
@@ -75,10 +76,11 @@ bool DesignerWidget::runProfiler(bool measure) {
   const QString dir = QDir::temp().filePath(QStringLiteral("pipewright-studio"));
   QDir().mkpath(dir);
   const QString stem = dir + "/" + QFileInfo(inspected_path_).completeBaseName() + "-" + QString::number(QCoreApplication::applicationPid());
-  QFile f(stem + ".job.json");
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
-  f.write(QByteArray::fromStdString(doc.dump(2)));
-  f.close();
+  try {
+    write_file_atomically((stem + ".job.json").toStdString(), doc.dump(2), "job");  // the studio's own temporary job
+  } catch (const std::exception&) {
+    return false;
+  }
   if (!profiler_) {
     profiler_ = new QProcess(this);
     profiler_->setProcessChannelMode(QProcess::MergedChannels);

@@ -10,6 +10,7 @@
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
+#include "core/io/checked_write.h"
 #include "core/model/profile_io.h"
 #include "runtime/coordinator.h"
 #include "runtime/profiler.h"
@@ -70,6 +71,7 @@ struct ProfileArgs {
   std::string job_file, output;
   std::vector<std::string> overrides;
   int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0;
+  bool overwrite = false;
 };
 
 int profile(const ProfileArgs& args) {
@@ -80,8 +82,10 @@ int profile(const ProfileArgs& args) {
   po.threads = args.threads;
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
+  const OutputTarget target{out, "-o", args.overwrite};
+  check_output(target);  // before measuring: a refused file is not found out minutes later
   ModelProfile p = rt::measure_profile(job, po);
-  save_profile_file(p, out);
+  write_output(target, profile_file_text(p));
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
             << ") written to " << out << "\n  layer          fwd ms    bwd ms   activations      params\n";
   for (const auto& l : p.layers)
@@ -90,7 +94,7 @@ int profile(const ProfileArgs& args) {
               << pad(gib(l.param_bytes), 12) << "\n";
   if (in_situ > 0) {
     p = calibrate_in_situ(job, p, in_situ, po.threads, out);
-    save_profile_file(p, out);
+    write_output({out, "-o", true}, profile_file_text(p));  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   }
   return 0;
@@ -100,8 +104,9 @@ int profile(const ProfileArgs& args) {
 Action define_profile(Args& args) {
   auto a = std::make_shared<ProfileArgs>();
   args.positional("JOB.json", a->job_file, "the job file");
-  args.text("-o,--output", a->output, "FILE", "the profile file to write");
+  args.output("-o,--output", a->output, "FILE", "the profile file to write");
   args.required("-o");
+  args.overwrite(a->overwrite);
   args.integer("--repeats", a->repeats, 1, 1'000'000, "N",
                "timed runs of each layer (default " + std::to_string(a->repeats) + ")");
   args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads (default: libtorch's)");

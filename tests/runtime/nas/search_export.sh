@@ -23,7 +23,7 @@ check "supernet run" 0 "$PW" run "$NAS" --db "$DB" --run-dir "$T/run" --quiet "$
 # Run from another folder: the database alone finds the weights.
 (cd / && check "search RUN.sqlite" 0 "$PW" search "$DB" --set search_space.search.evaluations=20 \
    --set search_space.search.population=8)
-expect_text "search prints the front" "accuracy / predicted latency front" "$PW" search "$DB" \
+expect_text "search prints the front" 0 "accuracy / predicted latency front" "$PW" search "$DB" \
   --set search_space.search.evaluations=12 --set search_space.search.population=6
 
 py_check "stored searches: front by definition, latency from the job's FLOPs" "
@@ -116,7 +116,7 @@ for f in ('$T/fast.pt', '$T/list.pt'):
 # Refusals, exit 2 with the reason.
 check "simulated ordinary job" 0 "$PW" simulate "$SRC/resources/jobs/gpt32-8gpu.json" --db "$T/plain.sqlite" --json
 check "search: not a supernet run" 2 "$PW" search "$T/plain.sqlite"
-expect_text "search: says why" "not a supernet run" "$PW" search "$T/plain.sqlite"
+expect_text "search: says why" 2 "not a supernet run" "$PW" search "$T/plain.sqlite"
 check "export: not a supernet run" 2 "$PW" export-subnet "$T/plain.sqlite" -o "$T/x.pt"
 check "export: unknown id" 2 "$PW" export-subnet "$DB" --subnet 999999 -o "$T/x.pt"
 check "export: choice out of range" 2 "$PW" export-subnet "$DB" --subnet "[0,1,2,9]" -o "$T/x.pt"
