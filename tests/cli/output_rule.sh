@@ -15,28 +15,11 @@ T=$(mktemp -d); trap 'chmod -R u+w "$T"; rm -rf "$T"' EXIT
 chmod 755 "$T"
 
 # A real run database, in a folder any user may write (a reader of a WAL
-# database creates its -shm file). Root writes anywhere, so there the
-# unwritable-directory cases run as nobody.
+# database creates its -shm file; the unwritable-directory cases run as
+# nobody under root, cli_checks.sh).
 mkdir -p "$T/pub"; chmod 1777 "$T/pub"
 "$PW" simulate "$U" --db "$T/pub/run.sqlite" > /dev/null || { echo "FAIL: cannot record a run"; exit 1; }
 chmod 644 "$T/pub/run.sqlite"
-AS=()
-if [ "$(id -u)" = 0 ]; then AS=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
-
-# refused NAME OPTION FILE command...: exit 2, the message names OPTION,
-# FILE unchanged (checksum), and no *.tmp beside it.
-refused() {
-  local name="$1" opt="$2" file="$3"; shift 3
-  local before after leftovers
-  before=$(sha256sum < "$file")
-  out=$("$@" 2>&1); rc=$?
-  after=$(sha256sum < "$file")
-  leftovers=$(find "$(dirname "$file")" -maxdepth 1 -name '*.tmp' | wc -l)
-  if [ "$rc" != 2 ] || ! grep -qF -- "$opt" <<<"$out" || [ "$before" != "$after" ] || [ "$leftovers" != 0 ]; then
-    echo "FAIL $name: exit $rc (want 2), names '$opt': $(grep -cF -- "$opt" <<<"$out"), unchanged: $([ "$before" = "$after" ] && echo yes || echo no), temporary files: $leftovers"
-    echo "$out" | head -10; fail=$((fail+1))
-  else passed=$((passed+1)); fi
-}
 
 # trio NAME OPTION INNER command-with-@OUT@...: the cases for one option.
 # @OUT@ becomes the output path; with INNER (keys DIR, --csv DIR) the path is
@@ -49,15 +32,15 @@ trio() {
     if [ -n "$inner" ]; then mkdir -p "$OUT"; FILE="$OUT/$inner"; fi
   }
   place "$d/db"; cp "$T/pub/run.sqlite" "$FILE"
-  refused "$name: existing run database" "$opt" "$FILE" "${@//@OUT@/$OUT}"
-  refused "$name: existing run database, --overwrite" "$opt" "$FILE" "${@//@OUT@/$OUT}" --overwrite
+  refused_output "$name: existing run database" "$opt" "$FILE" "${@//@OUT@/$OUT}"
+  refused_output "$name: existing run database, --overwrite" "$opt" "$FILE" "${@//@OUT@/$OUT}" --overwrite
   place "$d/text"; printf 'notes the user keeps\n' > "$FILE"
-  refused "$name: existing text file" "$opt" "$FILE" "${@//@OUT@/$OUT}"
+  refused_output "$name: existing text file" "$opt" "$FILE" "${@//@OUT@/$OUT}"
   local text="$FILE" text_out="$OUT"
   # An unwritable directory: even --overwrite cannot replace the file in it.
   place "$d/ro"; printf 'notes in a read-only folder\n' > "$FILE"; chmod 644 "$FILE"
   chmod 555 "$d/ro"; [ -n "$inner" ] && chmod 555 "$OUT"
-  refused "$name: unwritable directory" "$opt" "$FILE" "${AS[@]}" "${@//@OUT@/$OUT}" --overwrite
+  refused_output "$name: unwritable directory" "$opt" "$FILE" "${UNPRIVILEGED[@]}" "${@//@OUT@/$OUT}" --overwrite
   # --overwrite replaces a text file.
   local before; before=$(sha256sum < "$text")
   check "$name: --overwrite replaces a text file" 0 "${@//@OUT@/$text_out}" --overwrite

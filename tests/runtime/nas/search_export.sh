@@ -122,4 +122,21 @@ check "export: unknown id" 2 "$PW" export-subnet "$DB" --subnet 999999 -o "$T/x.
 check "export: choice out of range" 2 "$PW" export-subnet "$DB" --subnet "[0,1,2,9]" -o "$T/x.pt"
 check "export: no -o" 2 "$PW" export-subnet "$DB"
 [ -e "$T/x.pt" ] && { echo "FAIL: a refused export wrote a file"; fail=$((fail+1)); }
+
+# The output rule (docs/cli.md "Output files"): -o never replaces a run
+# database, an existing file only with --overwrite, and a directory it cannot
+# write into leaves the file there as it was; checked before the worker starts.
+chmod 755 "$T"
+check "export: -o the run database itself" 2 "$PW" export-subnet "$DB" -o "$DB" --overwrite
+refused_output "export: -o onto another run database" --out "$T/plain.sqlite" "$PW" export-subnet "$DB" -o "$T/plain.sqlite" --overwrite
+printf 'my notes\n' > "$T/mine.pt"
+refused_output "export: -o onto an existing file" --out "$T/mine.pt" "$PW" export-subnet "$DB" -o "$T/mine.pt"
+mkdir "$T/ro"; printf 'kept\n' > "$T/ro/m.pt"; chmod 555 "$T/ro"
+refused_output "export: -o into an unwritable directory" --out "$T/ro/m.pt" "${UNPRIVILEGED[@]}" "$PW" export-subnet "$DB" -o "$T/ro/m.pt" --overwrite
+chmod 755 "$T/ro"
+check "export: --overwrite replaces a file" 0 "$PW" export-subnet "$DB" --subnet best -o "$T/mine.pt" --overwrite
+py_check "export: the replaced file is the model" "$EVAL
+acc, params, m = accuracy('$T/mine.pt')
+assert params == json.loads('$BEST_JSON')['parameters'], params
+"
 checks_done
