@@ -76,8 +76,9 @@ bool DesignerWidget::runProfiler(bool measure) {
   const QString dir = QDir::temp().filePath(QStringLiteral("pipewright-studio"));
   QDir().mkpath(dir);
   const QString stem = dir + "/" + QFileInfo(inspected_path_).completeBaseName() + "-" + QString::number(QCoreApplication::applicationPid());
+  const QString job_file = stem + ".job.json";
   try {
-    write_file_atomically((stem + ".job.json").toStdString(), doc.dump(2), "job");  // the studio's own temporary job
+    write_file_atomically(job_file.toStdString(), doc.dump(2), "job");  // the studio's own temporary job
   } catch (const std::exception&) {
     return false;
   }
@@ -112,8 +113,10 @@ bool DesignerWidget::runProfiler(bool measure) {
   profiler_->setProperty("measure", measure);
   measure_->setEnabled(false);
   if (measure) layer_source_->setText(tr("Measuring every layer on this machine (pipewright profile)…"));
-  profiler_->start(find_pipewright(), {QStringLiteral("profile"), f.fileName(), QStringLiteral("-o"), stem + ".profile.json",
-                                        QStringLiteral("--repeats"), measure ? QStringLiteral("10") : QStringLiteral("1")});
+  // --overwrite: the profile file is the studio's own, written again by each inspection.
+  profiler_->start(find_pipewright(), {QStringLiteral("profile"), job_file, QStringLiteral("-o"), stem + ".profile.json",
+                                        QStringLiteral("--overwrite"), QStringLiteral("--repeats"),
+                                        measure ? QStringLiteral("10") : QStringLiteral("1")});
   return true;
 }
 
