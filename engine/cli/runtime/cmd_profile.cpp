@@ -82,10 +82,16 @@ int profile(const ProfileArgs& args) {
   po.threads = args.threads;
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
-  const OutputTarget target{out, "-o", args.overwrite};
-  check_output(target);  // before measuring: a refused file is not found out minutes later
+  // Checked before measuring (a refused file is not found out minutes later),
+  // written beside the target, moved into place under the output rule.
+  auto save = [&](const ModelProfile& p, bool overwrite) {
+    OutputByOther file({out, "-o", overwrite});
+    save_profile_file(p, file.temp_path());
+    file.place();
+  };
+  check_output({out, "-o", args.overwrite});
   ModelProfile p = rt::measure_profile(job, po);
-  write_output(target, profile_file_text(p));
+  save(p, args.overwrite);
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
             << ") written to " << out << "\n  layer          fwd ms    bwd ms   activations      params\n";
   for (const auto& l : p.layers)
@@ -94,7 +100,7 @@ int profile(const ProfileArgs& args) {
               << pad(gib(l.param_bytes), 12) << "\n";
   if (in_situ > 0) {
     p = calibrate_in_situ(job, p, in_situ, po.threads, out);
-    write_output({out, "-o", true}, profile_file_text(p));  // replaces the file written above, its own
+    save(p, true);  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   }
   return 0;

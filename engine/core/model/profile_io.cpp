@@ -132,10 +132,10 @@ ModelProfile load_profile_file(const std::string& path, int microbatch_size) {
   return profile_from_text(text, path, microbatch_size);
 }
 
-std::string profile_file_text(const ModelProfile& p) { return profile_to_json(p).dump(1) + "\n"; }
-
+// Through the checked writer (core/io/checked_write.h); a file the user
+// names is first reserved under the output rule (OutputByOther, profile -o).
 void save_profile_file(const ModelProfile& p, const std::string& path) {
-  write_file_atomically(path, profile_file_text(p), "profile");
+  write_file_atomically(path, profile_to_json(p).dump(1) + "\n", "profile");
 }
 
 void save_profile_pipedream(const ModelProfile& p, const std::string& path) {

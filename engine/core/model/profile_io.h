@@ -22,10 +22,6 @@ ModelProfile profile_from_json(const nlohmann::json& j);
 ModelProfile load_profile_file(const std::string& path, int microbatch_size);
 // Same, from text already read; `name` is used in error messages.
 ModelProfile profile_from_text(const std::string& text, const std::string& name, int microbatch_size);
-// What a profile file holds (JSON); save_profile_file writes it to a file
-// the program owns, through the checked writer (core/io/checked_write.h). A
-// file the user names goes through write_output with this text.
-std::string profile_file_text(const ModelProfile& p);
 void save_profile_file(const ModelProfile& p, const std::string& path);
 // PipeDream's graph.txt (see core/model/pipedream_graph.h for what the
 // format keeps: no optimizer state, activation_size = output bytes).
