@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "core/io/checked_write.h"
 #include "db/search_tables.h"
 #include "db/sqlite_util.h"
 
@@ -107,8 +108,7 @@ void check_file(const std::string& path) {
   if (!in) throw DbRefused(path + ": cannot open for reading");
   in.read(reinterpret_cast<char*>(h), sizeof h);
   auto got = in.gcount();
-  static const char kMagic[16] = "SQLite format 3";
-  if (got < 16 || std::string(reinterpret_cast<char*>(h), 16) != std::string(kMagic, 16))
+  if (!has_sqlite_header(h, static_cast<std::size_t>(got)))
     throw DbRefused(path + ": not a Pipewright run database (not an SQLite file)");
   if (got < 100) throw DbRefused(path + ": truncated (" + std::to_string(got) + " bytes, shorter than an SQLite header)");
   std::uint32_t page = (std::uint32_t(h[16]) << 8) | h[17];

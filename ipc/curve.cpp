@@ -15,6 +15,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/io/checked_write.h"
 #include "core/spec/refusal.h"
 #include "ipc/protocol.h"
 
@@ -142,15 +143,6 @@ std::string field(const std::string& text, const std::string& name, const std::s
   throw std::runtime_error(path + ": no " + name);
 }
 
-void write_file(const std::string& path, const std::string& text, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
-  if (fd < 0) throw std::runtime_error("cannot create " + path + " (exists already?)");
-  ::fchmod(fd, mode);  // regardless of the umask
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  if (!ok) throw std::runtime_error("cannot write " + path);
-}
-
 std::string key_text(const CurveKeys& k, bool with_secret, const std::string& what) {
   std::string t = "# Pipewright CURVE " + what + (with_secret ? " key pair: keep this file private (mode 0600)\n" : " public key\n");
   t += "public-key = \"" + k.public_key + "\"\n";
@@ -166,15 +158,20 @@ CurveKeys generate_curve_keys() {
   return {pub, sec};
 }
 
-void write_curve_key_dir(const std::string& dir) {
-  std::filesystem::create_directories(dir);
+void write_curve_key_dir(const std::string& dir, bool overwrite, const std::string& option) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw OutputRefused(option + " " + dir + ": cannot create the directory: " + ec.message());
   CurveKeys server = generate_curve_keys(), client = generate_curve_keys();
-  write_file(dir + "/server.key", key_text(server, true, "server"), 0600);
-  write_file(dir + "/server.pub", key_text(server, false, "server"), 0644);
-  write_file(dir + "/client.key", key_text(client, true, "client"), 0600);
-  write_file(dir + "/client.pub", key_text(client, false, "client"), 0644);
-  write_file(dir + "/authorized_clients", "# public keys of the clients this server accepts, one per line\n" +
-                                              client.public_key + "\n", 0644);
+  const std::pair<std::string, std::string> files[] = {
+      {"server.key", key_text(server, true, "server")},
+      {"server.pub", key_text(server, false, "server")},
+      {"client.key", key_text(client, true, "client")},
+      {"client.pub", key_text(client, false, "client")},
+      {"authorized_clients", "# public keys of the clients this server accepts, one per line\n" + client.public_key + "\n"}};
+  auto target = [&](const std::string& name) { return OutputTarget{dir + "/" + name, option, overwrite}; };
+  for (const auto& [name, text] : files) check_output(target(name));
+  for (const auto& [name, text] : files) write_output(target(name), text, name.ends_with(".key") ? 0600 : 0644);
 }
 
 CurveKeys read_secret_key_file(const std::string& path) {

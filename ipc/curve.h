@@ -34,8 +34,11 @@ CurveKeys generate_curve_keys();
 
 // `pipewright keys DIR`: writes server.key and client.key (public + secret,
 // mode 0600), server.pub and client.pub (public only), and
-// authorized_clients (client.pub's key) into DIR. Refuses to overwrite.
-void write_curve_key_dir(const std::string& dir);
+// authorized_clients (client.pub's key) into DIR (created). Through the
+// output rule (core/io/checked_write.h): all five files are checked before
+// any is written, so an existing one (without `overwrite`) leaves DIR as it
+// was; throws OutputRefused naming `option`.
+void write_curve_key_dir(const std::string& dir, bool overwrite = false, const std::string& option = "keys DIR");
 
 // Reads a .key file (public + secret). Refuses files that group or others
 // can read: a secret key must be private to its owner.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <zmq.hpp>
 
+#include "core/io/checked_write.h"
 #include "core/spec/refusal.h"
 #include "ipc/curve.h"
 
@@ -65,13 +66,7 @@ std::string bind_socket(zmq::socket_t& s, const std::string& endpoint, bool allo
 void write_endpoints_file(const std::string& file, const std::string& run_id, const std::string& telemetry,
                           const std::string& control) {
   nlohmann::json j{{"run_id", run_id}, {"telemetry", telemetry}, {"control", control}, {"pid", ::getpid()}};
-  std::string tmp = file + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
-  }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp + " to " + file);
+  write_file_atomically(file, j.dump(2) + "\n", "endpoints file");
 }
 
 }  // namespace pw::ipc

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/io/checked_write.h"
 #include "core/spec/job_spec.h"
 
 namespace pw::cli {
@@ -80,6 +81,7 @@ struct LaunchArgs {
   std::string job_file, hosts, ifname, sbatch, output;
   std::vector<std::string> overrides;
   int per_host = 0, port = 29500;
+  bool overwrite = false;
 };
 
 int run_launch(const LaunchArgs& a) {
@@ -101,9 +103,7 @@ int run_launch(const LaunchArgs& a) {
   std::string text = !a.sbatch.empty() ? sbatch_script(L) : shell_script(L);
   const std::string& out_path = !a.sbatch.empty() ? a.sbatch : a.output;
   if (!out_path.empty()) {
-    std::ofstream out(out_path);
-    if (!out) throw std::runtime_error("cannot write \"" + out_path + "\"");
-    out << text;
+    write_output({out_path, !a.sbatch.empty() ? "--sbatch" : "--output", a.overwrite}, text);
     std::cout << "wrote " << out_path << "\n";
   } else {
     std::cout << text;
@@ -121,8 +121,9 @@ Action define_launch(Args& args) {
   args.integer("--nproc-per-host", a->per_host, 1, 4096, "N", "workers per host (default: the stages spread evenly)");
   args.integer("--port", a->port, 1, 65535, "P", "rendezvous port on the first host (default 29500)");
   args.text("--ifname", a->ifname, "IF", "network interface for Gloo (GLOO_SOCKET_IFNAME)");
-  args.text("--sbatch", a->sbatch, "FILE", "write a Slurm batch script");
-  args.text("--output", a->output, "FILE", "write the shell commands to FILE instead of printing them");
+  args.output("--sbatch", a->sbatch, "FILE", "write a Slurm batch script");
+  args.output("--output", a->output, "FILE", "write the shell commands to FILE instead of printing them");
+  args.overwrite(a->overwrite);
   args.excludes("--sbatch", "--output");
   // Declared so that the refusal says why.
   args.overrides(a->overrides, "refused: overrides would not reach the remote hosts; write them into the job file");

@@ -59,13 +59,12 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
   const std::string& trace = args.trace;
   nas::NasJob nj = nas::prepare_nas_job(job);
   auto mode = nas::supernet_mode(job);
-  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<OutputStream> trace_file;
   std::unique_ptr<ChromeTraceWriter> writer;
   Tee tee;
   if (!trace.empty()) {
-    trace_file = std::make_unique<std::ofstream>(trace);
-    if (!*trace_file) throw std::runtime_error("cannot write trace \"" + trace + "\"");
-    writer = std::make_unique<ChromeTraceWriter>(*trace_file, job.pipeline.stages, "pipewright simulate " + job.name);
+    trace_file = std::make_unique<OutputStream>(trace_target(args));
+    writer = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
     tee.sinks.push_back(writer.get());
   }
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});
@@ -83,7 +82,10 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
   auto r = nas::simulate_supernet(nas::supernet_sim_input(nj, mode), tee.sinks.empty() ? nullptr : &tee,
                                   recording ? &deps : nullptr);
   deps.finish();
-  if (writer) writer->finish();
+  if (writer) {
+    writer->finish();
+    trace_file->commit();
+  }
   auto seq_in = nas::supernet_sim_input(nj, nas::SupernetMode::Sequential);
   auto seq = nas::simulate_supernet(seq_in);
   double samples = job.training.batch_size;

@@ -7,7 +7,7 @@
 #include "core/nas/search_space.h"
 #include "cli/format.h"
 #include "cli/interrupt.h"
-#include "cli/output_file.h"
+#include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
 #include "core/events/run_records.h"
@@ -101,10 +101,10 @@ int run_simulate(const SimulateArgs& args) {
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& a : p.profile.assumptions) std::cerr << "note: " << a << "\n";
 
-  std::unique_ptr<OutputFile> trace_file;
+  std::unique_ptr<OutputStream> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
   if (!args.trace.empty()) {
-    trace_file = std::make_unique<OutputFile>(args.trace, "trace");
+    trace_file = std::make_unique<OutputStream>(trace_target(args));
     trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
   Fanout out;
@@ -158,7 +158,7 @@ int run_simulate(const SimulateArgs& args) {
   if (trace) {
     trace->finish();
     try {
-      trace_file->close();  // a full disk shows here, not as a truncated file and exit 0
+      trace_file->commit();  // a full disk shows here, not as a truncated file and exit 0
     } catch (const std::exception& e) {
       end_run(RunStatus::Failed, e.what(), nullptr, 0);
       throw;
@@ -187,7 +187,7 @@ Action define_simulate(Args& args) {
   args.planner(a->planner);
   args.profile(a->profile);
   args.json(a->json);
-  args.text("--trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace of every event");
+  args.output("--trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace of every event");
   args.run_outputs(a->outputs);
   args.number("--linger", a->linger_s, 0, 86400, "S", "with --listen: keep answering late joiners this long after the end");
   args.number("--pace", a->pace, 0, 1e9, "F", "with --listen: run at F simulated seconds per wall second (0: full speed)");

@@ -138,6 +138,25 @@ void Args::text(const std::string& names, std::string& into, const std::string& 
   entries_.push_back({names, value, help});
 }
 
+void Args::output(const std::string& names, std::string& into, const std::string& value, const std::string& help) {
+  text(names, into, value, help);
+  outputs_.push_back(split_names(names).back());
+}
+
+void Args::overwrite(bool& into) {
+  flag("--overwrite", into, "replace existing output files (a run database only through --db; never another SQLite file)");
+  // After parsing, once every output is declared: --overwrite alone is a mistake.
+  app_.final_callback([this] {
+    if (!given("--overwrite") || outputs_.empty()) return;
+    std::string names;
+    for (const auto& o : outputs_) {
+      if (given(o)) return;
+      names += (names.empty() ? "" : " or ") + o;
+    }
+    throw CLI::ValidationError("--overwrite requires " + names);
+  });
+}
+
 void Args::integer(const std::string& names, int& into, int min, int max, const std::string& value,
                    const std::string& help) {
   app_.add_option(names, into, help)->type_name(value)->check(in_range<long long>(min, max));
@@ -183,12 +202,11 @@ void Args::profile(std::string& into) {
 }
 
 void Args::run_outputs(RunOutputOptions& o) {
-  text("--db", o.db_path, "RUN.sqlite", "record the run into this run database");
-  flag("--overwrite", o.overwrite, "replace an existing run database given to --db");
+  output("--db", o.db_path, "RUN.sqlite", "record the run into this run database");
+  overwrite(o.overwrite);
   text("--listen", o.listen, "ENDPOINT", "publish live telemetry and take control requests (tcp://127.0.0.1:PORT)");
   flag("--allow-remote", o.allow_remote, "let --listen bind beyond loopback (needs --curve-dir)");
   text("--curve-dir", o.curve_dir, "DIR", "CURVE server keys from `pipewright keys`, for --listen");
-  needs("--overwrite", "--db");
   needs("--allow-remote", "--listen");
   needs("--curve-dir", "--listen");
 }

@@ -33,6 +33,13 @@ class Args {
   void positional(const std::string& name, std::string& into, const std::string& help, bool required = true);
   void flag(const std::string& names, bool& into, const std::string& help);
   void text(const std::string& names, std::string& into, const std::string& value, const std::string& help);
+  // A file the command writes for the user (--trace FILE, -o FILE): declared
+  // like text(), listed as an output. The action writes it through the output
+  // rule (core/io/checked_write.h: OutputTarget{path, option, overwrite}).
+  void output(const std::string& names, std::string& into, const std::string& value, const std::string& help);
+  // --overwrite: let the command's outputs replace existing files (never an
+  // SQLite file but through --db). Refused unless one of the outputs is given.
+  void overwrite(bool& into);
   // Range-checked while parsing, in the option's own type: a value outside
   // [min, max] or not a number is a usage error naming the option.
   void integer(const std::string& names, int& into, int min, int max, const std::string& value,
@@ -70,6 +77,7 @@ class Args {
   Entry& entry(const std::string& name);
   CLI::App& app_;
   std::vector<Entry> entries_;
+  std::vector<std::string> outputs_;  // output(): the names --overwrite needs one of
 };
 
 // What a command does once its arguments are parsed; its exit status.

@@ -2,7 +2,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
 #include "cli/run_outputs.h"
+#include "core/io/checked_write.h"
 
 namespace pw::cli {
 
@@ -16,5 +18,12 @@ struct SimulateArgs {
   RunOutputOptions outputs;  // --db, --listen, ...
   double linger_s = 0, pace = 0;
 };
+
+// --trace through the output rule; --overwrite covers it as it covers --db.
+inline OutputTarget trace_target(const SimulateArgs& a) {
+  if (!a.outputs.db_path.empty() && a.outputs.db_path == a.trace)
+    throw UsageError("--trace and --db name the same file " + a.trace);
+  return {a.trace, "--trace", a.outputs.overwrite};
+}
 
 }  // namespace pw::cli

@@ -22,7 +22,7 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/data.h"
 #include "runtime/device_placement.h"
 #include "runtime/failure_kind.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gui/models/nas_core.h"
+#include "gui/models/saved_file.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::gui {
@@ -223,12 +224,12 @@ bool JobModel::load(const QString& file, QString* error) {
 }
 
 bool JobModel::save(const QString& file, QString* error) {
-  QFile f(file);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    if (error) *error = QStringLiteral("cannot write \"%1\": %2").arg(file, f.errorString());
+  // Reached from the save dialog (its confirmation replaces a file) or Save
+  // of the job's own file.
+  if (QString why = save_confirmed_file(file, QByteArray::fromStdString(doc_.dump(2) + "\n")); !why.isEmpty()) {
+    if (error) *error = why;
     return false;
   }
-  f.write(QByteArray::fromStdString(doc_.dump(2) + "\n"));
   file_ = file;
   modified_ = false;
   emit fileChanged();

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QTabWidget>
 
+#include "core/io/checked_write.h"
 #include "core/model/profile_io.h"
 #include "gui/models/job_model.h"
 #include "gui/models/layer_table_model.h"
@@ -75,10 +76,12 @@ bool DesignerWidget::runProfiler(bool measure) {
   const QString dir = QDir::temp().filePath(QStringLiteral("pipewright-studio"));
   QDir().mkpath(dir);
   const QString stem = dir + "/" + QFileInfo(inspected_path_).completeBaseName() + "-" + QString::number(QCoreApplication::applicationPid());
-  QFile f(stem + ".job.json");
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
-  f.write(QByteArray::fromStdString(doc.dump(2)));
-  f.close();
+  const QString job_file = stem + ".job.json";
+  try {
+    write_file_atomically(job_file.toStdString(), doc.dump(2), "job");  // the studio's own temporary job
+  } catch (const std::exception&) {
+    return false;
+  }
   if (!profiler_) {
     profiler_ = new QProcess(this);
     profiler_->setProcessChannelMode(QProcess::MergedChannels);
@@ -110,8 +113,10 @@ bool DesignerWidget::runProfiler(bool measure) {
   profiler_->setProperty("measure", measure);
   measure_->setEnabled(false);
   if (measure) layer_source_->setText(tr("Measuring every layer on this machine (pipewright profile)…"));
-  profiler_->start(find_pipewright(), {QStringLiteral("profile"), f.fileName(), QStringLiteral("-o"), stem + ".profile.json",
-                                        QStringLiteral("--repeats"), measure ? QStringLiteral("10") : QStringLiteral("1")});
+  // --overwrite: the profile file is the studio's own, written again by each inspection.
+  profiler_->start(find_pipewright(), {QStringLiteral("profile"), job_file, QStringLiteral("-o"), stem + ".profile.json",
+                                        QStringLiteral("--overwrite"), QStringLiteral("--repeats"),
+                                        measure ? QStringLiteral("10") : QStringLiteral("1")});
   return true;
 }
 

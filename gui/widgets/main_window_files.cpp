@@ -14,7 +14,6 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <fstream>
 #include <qcustomplot.h>
 
 #include "gui/models/explain_model.h"
@@ -22,6 +21,7 @@
 #include "gui/models/run_export.h"
 #include "gui/models/run_model.h"
 #include "gui/models/run_source.h"
+#include "gui/models/saved_file.h"
 #include "gui/widgets/compare_widget.h"
 #include "gui/widgets/plot_export.h"
 #include "gui/widgets/timeline_view.h"
@@ -121,12 +121,13 @@ void MainWindow::onExportTrace(bool csv) {
                                               csv ? QStringLiteral("events.csv") : QStringLiteral("trace.json"),
                                               csv ? tr("CSV (*.csv)") : tr("Chrome trace (*.json)"));
   if (file.isEmpty()) return;
-  std::ofstream out(file.toStdString());
-  if (!out) {
-    QMessageBox::warning(this, tr("Export"), tr("cannot write \"%1\"").arg(file));
+  QString err = save_confirmed_file(file, [&](std::ostream& out) {
+    csv ? export_events_csv(*run_, out) : export_chrome_trace(*run_, out);
+  });
+  if (!err.isEmpty()) {
+    QMessageBox::warning(this, tr("Export"), err);
     return;
   }
-  csv ? export_events_csv(*run_, out) : export_chrome_trace(*run_, out);
   statusBar()->showMessage(tr("Exported %1").arg(file), 4000);
 }
 

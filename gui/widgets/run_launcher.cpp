@@ -16,8 +16,9 @@
 #include <QMessageBox>
 #include <QProcess>
 #include <QStandardPaths>
-#include <fstream>
+#include <exception>
 
+#include "core/io/checked_write.h"
 #include "gui/models/engine_process.h"
 #include "gui/models/job_model.h"
 #ifdef PW_STUDIO_HAVE_DB
@@ -61,10 +62,10 @@ bool LaunchDialog::ask(QWidget* parent, const JobModel& job, LaunchRequest& out)
   if (d.exec() != QDialog::Accepted) return false;
 
   if (out.job_file != job.fileName()) {
-    std::ofstream f(out.job_file.toStdString());
-    f << job.document().dump(2) << "\n";
-    if (!f) {
-      QMessageBox::warning(parent, QObject::tr("Launch"), QObject::tr("cannot write \"%1\"").arg(out.job_file));
+    try {  // the studio's own file (a stamped name in its temporary folder)
+      write_file_atomically(out.job_file.toStdString(), job.document().dump(2) + "\n", "job");
+    } catch (const std::exception& e) {
+      QMessageBox::warning(parent, QObject::tr("Launch"), QString::fromStdString(e.what()));
       return false;
     }
   }

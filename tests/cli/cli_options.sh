@@ -6,13 +6,6 @@
 set -u
 PW=$(realpath "$1"); SRC="$2"
 . "$SRC/tests/cli_checks.sh"
-both() {  # name, exit, text, command...: that exit status and the text in the output
-  local name="$1" want="$2" text="$3"; shift 3
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL $name: exit $rc (want $want), output lacks '$text' or has it"; echo "$out" | head -20; fail=$((fail+1))
-  else passed=$((passed+1)); fi
-}
 lacks() {  # name, text, command...: the output does not contain text
   local name="$1" text="$2"; shift 2
   out=$("$@" 2>&1)
@@ -37,73 +30,73 @@ out=$("$PW" plan --help 2>&1)
 for o in JOB.json --planner --profile --json "--set a.b=v"; do
   grep -qF -- "$o" <<<"$out" && passed=$((passed+1)) || { echo "FAIL plan --help lacks $o"; echo "$out"; fail=$((fail+1)); }
 done
-expect_text "help shows ranges" "--port P" "$PW" launch --help
-expect_text "help shows the range of --port" "[1, 65535]" "$PW" launch --help
-both "help wins over a bad option" 0 "usage: pipewright plan" "$PW" plan --bogus --help
-both "pipewright help CMD" 0 "usage: pipewright simulate JOB.json" "$PW" help simulate
-expect_text "launch says why --set is refused" "refused: overrides would not reach the remote hosts" "$PW" launch --help
-both "launch --set refused" 2 "--set is not carried to remote hosts" "$PW" launch "$B" --hosts h1 --set pipeline.stages=2
+expect_text "help shows ranges" 0 "--port P" "$PW" launch --help
+expect_text "help shows the range of --port" 0 "[1, 65535]" "$PW" launch --help
+expect_text "help wins over a bad option" 0 "usage: pipewright plan" "$PW" plan --bogus --help
+expect_text "pipewright help CMD" 0 "usage: pipewright simulate JOB.json" "$PW" help simulate
+expect_text "launch says why --set is refused" 0 "refused: overrides would not reach the remote hosts" "$PW" launch --help
+expect_text "launch --set refused" 2 "--set is not carried to remote hosts" "$PW" launch "$B" --hosts h1 --set pipeline.stages=2
 
 # Numbers are checked in their own type and name the option; bounds are inclusive.
-both "launch --port 0" 2 '--port: must be an integer in [1, 65535], got "0"' "$PW" launch "$B" --hosts h1,h2 --port 0
-both "launch --port 65536" 2 '--port: must be an integer in [1, 65535], got "65536"' "$PW" launch "$B" --hosts h1,h2 --port 65536
-both "launch --port 65535" 0 "MASTER_PORT=65535" "$PW" launch "$B" --hosts h1,h2 --port 65535
-both "launch --port=29600" 0 "MASTER_PORT=29600" "$PW" launch "$B" --hosts h1,h2 --port=29600
-both "launch --port 1e3" 2 '--port: must be an integer in [1, 65535], got "1e3"' "$PW" launch "$B" --hosts h1,h2 --port 1e3
-both "launch --port 80x" 2 '--port: must be an integer in [1, 65535], got "80x"' "$PW" launch "$B" --hosts h1,h2 --port 80x
-both "launch --nproc-per-host -1" 2 '--nproc-per-host: must be an integer in [1, 4096], got "-1"' "$PW" launch "$B" --hosts h1 --nproc-per-host -1
-both "usage line after a range error" 2 "usage: pipewright launch JOB.json --hosts h1,h2,..." "$PW" launch "$B" --hosts h1 --port 0
-both "launch needs --hosts" 2 "--hosts is required" "$PW" launch "$B"
-both "--sbatch excludes --output" 2 "--sbatch excludes --output" "$PW" launch "$B" --hosts h1 --sbatch "$tmp/a" --output "$tmp/b"
+expect_text "launch --port 0" 2 '--port: must be an integer in [1, 65535], got "0"' "$PW" launch "$B" --hosts h1,h2 --port 0
+expect_text "launch --port 65536" 2 '--port: must be an integer in [1, 65535], got "65536"' "$PW" launch "$B" --hosts h1,h2 --port 65536
+expect_text "launch --port 65535" 0 "MASTER_PORT=65535" "$PW" launch "$B" --hosts h1,h2 --port 65535
+expect_text "launch --port=29600" 0 "MASTER_PORT=29600" "$PW" launch "$B" --hosts h1,h2 --port=29600
+expect_text "launch --port 1e3" 2 '--port: must be an integer in [1, 65535], got "1e3"' "$PW" launch "$B" --hosts h1,h2 --port 1e3
+expect_text "launch --port 80x" 2 '--port: must be an integer in [1, 65535], got "80x"' "$PW" launch "$B" --hosts h1,h2 --port 80x
+expect_text "launch --nproc-per-host -1" 2 '--nproc-per-host: must be an integer in [1, 4096], got "-1"' "$PW" launch "$B" --hosts h1 --nproc-per-host -1
+expect_text "usage line after a range error" 2 "usage: pipewright launch JOB.json --hosts h1,h2,..." "$PW" launch "$B" --hosts h1 --port 0
+expect_text "launch needs --hosts" 2 "--hosts is required" "$PW" launch "$B"
+expect_text "--sbatch excludes --output" 2 "--sbatch excludes --output" "$PW" launch "$B" --hosts h1 --sbatch "$tmp/a" --output "$tmp/b"
 if has run; then
-  both "run --threads 0" 2 '--threads: must be an integer in [1, 1024], got "0"' "$PW" run "$U" --threads 0
-  both "run --checkpoint-every abc" 2 '--checkpoint-every: must be an integer' "$PW" run "$U" --checkpoint-every abc
-  both "run --attach needs --port" 2 "--attach requires --port" "$PW" run "$U" --attach
+  expect_text "run --threads 0" 2 '--threads: must be an integer in [1, 1024], got "0"' "$PW" run "$U" --threads 0
+  expect_text "run --checkpoint-every abc" 2 '--checkpoint-every: must be an integer' "$PW" run "$U" --checkpoint-every abc
+  expect_text "run --attach needs --port" 2 "--attach requires --port" "$PW" run "$U" --attach
 fi
 if has profile; then
-  both "profile --repeats -1" 2 '--repeats: must be an integer in [1, 1000000], got "-1"' "$PW" profile "$U" -o "$tmp/p.json" --repeats -1
-  both "profile --in-situ 1" 2 '--in-situ: must be an integer in [2, 1000000], got "1"' "$PW" profile "$U" -o "$tmp/p.json" --in-situ 1
-  both "profile needs -o" 2 "is required" "$PW" profile "$U"
+  expect_text "profile --repeats -1" 2 '--repeats: must be an integer in [1, 1000000], got "-1"' "$PW" profile "$U" -o "$tmp/p.json" --repeats -1
+  expect_text "profile --in-situ 1" 2 '--in-situ: must be an integer in [2, 1000000], got "1"' "$PW" profile "$U" -o "$tmp/p.json" --in-situ 1
+  expect_text "profile needs -o" 2 "is required" "$PW" profile "$U"
   [ ! -e "$tmp/p.json" ] && passed=$((passed+1)) || { echo "FAIL a refused profile wrote its file"; fail=$((fail+1)); }
 fi
 if has watch; then
-  both "watch --timeout abc" 2 '--timeout: must be a number in [0, 86400], got "abc"' "$PW" watch tcp://127.0.0.1:9 --timeout abc
-  both "watch --timeout inf" 2 '--timeout: must be a number' "$PW" watch tcp://127.0.0.1:9 --timeout inf
-  both "watch --interval -0.5" 2 '--interval: must be a number in [0, 86400], got "-0.5"' "$PW" watch tcp://127.0.0.1:9 --interval -0.5
-  both "watch keys go together" 2 "--server-key requires --client-key" "$PW" watch tcp://127.0.0.1:9 --server-key "$tmp/s.pub"
+  expect_text "watch --timeout abc" 2 '--timeout: must be a number in [0, 86400], got "abc"' "$PW" watch tcp://127.0.0.1:9 --timeout abc
+  expect_text "watch --timeout inf" 2 '--timeout: must be a number' "$PW" watch tcp://127.0.0.1:9 --timeout inf
+  expect_text "watch --interval -0.5" 2 '--interval: must be a number in [0, 86400], got "-0.5"' "$PW" watch tcp://127.0.0.1:9 --interval -0.5
+  expect_text "watch keys go together" 2 "--server-key requires --client-key" "$PW" watch tcp://127.0.0.1:9 --server-key "$tmp/s.pub"
 fi
 if has explain; then
-  both "explain --threshold-ms -1" 2 '--threshold-ms: must be a number in [0, 1e+09], got "-1"' "$PW" explain "$tmp/none.sqlite" --threshold-ms -1
+  expect_text "explain --threshold-ms -1" 2 '--threshold-ms: must be a number in [0, 1e+09], got "-1"' "$PW" explain "$tmp/none.sqlite" --threshold-ms -1
 fi
-both "simulate --linger needs --listen" 2 "--linger requires --listen" "$PW" simulate "$U" --linger 1
-both "--overwrite needs --db" 2 "--overwrite requires --db" "$PW" simulate "$U" --overwrite
+expect_text "simulate --linger needs --listen" 2 "--linger requires --listen" "$PW" simulate "$U" --linger 1
+expect_text "--overwrite needs --db" 2 "--overwrite requires --trace or --db" "$PW" simulate "$U" --overwrite
 
 # Misspelt options: the nearest option of that command; nothing for a word far from all of them.
-both "--plannr" 2 "unknown option --plannr; did you mean --planner?" "$PW" plan "$U" --plannr greedy
-both "--jsno (transposed)" 2 "did you mean --json?" "$PW" simulate "$U" --jsno
-both "--trace=x misspelt" 2 "unknown option --trce; did you mean --trace?" "$PW" simulate "$U" --trce=x.json
-both "--hots for launch" 2 "did you mean --hosts?" "$PW" launch "$B" --hots h1
-both "--zzzzzzzz unknown" 2 "unknown option --zzzzzzzz" "$PW" plan "$U" --zzzzzzzz
+expect_text "--plannr" 2 "unknown option --plannr; did you mean --planner?" "$PW" plan "$U" --plannr greedy
+expect_text "--jsno (transposed)" 2 "did you mean --json?" "$PW" simulate "$U" --jsno
+expect_text "--trace=x misspelt" 2 "unknown option --trce; did you mean --trace?" "$PW" simulate "$U" --trce=x.json
+expect_text "--hots for launch" 2 "did you mean --hosts?" "$PW" launch "$B" --hots h1
+expect_text "--zzzzzzzz unknown" 2 "unknown option --zzzzzzzz" "$PW" plan "$U" --zzzzzzzz
 lacks "--zzzzzzzz no suggestion" "did you mean" "$PW" plan "$U" --zzzzzzzz
-both "extra argument" 2 "unexpected argument \"$U\"" "$PW" plan "$U" "$U"
-both "missing job" 2 "JOB.json is required" "$PW" plan
-both "--set without a value" 2 "--set needs a value (a.b=v)" "$PW" plan "$U" --set
+expect_text "extra argument" 2 "unexpected argument \"$U\"" "$PW" plan "$U" "$U"
+expect_text "missing job" 2 "JOB.json is required" "$PW" plan
+expect_text "--set without a value" 2 "--set needs a value (a.b=v)" "$PW" plan "$U" --set
 
 # Unknown commands: the nearest command, and the list.
-both "simluate" 2 'unknown command "simluate"; did you mean "simulate"?' "$PW" simluate "$U"
-both "pln" 2 'did you mean "plan"?' "$PW" pln "$U"
-both "unknown command lists commands" 2 "commands:" "$PW" frobnicate
+expect_text "simluate" 2 'unknown command "simluate"; did you mean "simulate"?' "$PW" simluate "$U"
+expect_text "pln" 2 'did you mean "plan"?' "$PW" pln "$U"
+expect_text "unknown command lists commands" 2 "commands:" "$PW" frobnicate
 lacks "frobnicate no suggestion" "did you mean" "$PW" frobnicate
 
 # --set repeats, one value each: a --set before the job does not take the job file.
-expect_text "--set before the job" '"microbatches": 32' "$PW" simulate --set training.batch_size=128 "$U" --json
-expect_text "--set=a.b=v" '"microbatches": 32' "$PW" simulate "$U" --json --set=training.batch_size=128
-both "two --set" 0 '"microbatches": 16' "$PW" simulate "$U" --json --set training.batch_size=128 --set training.microbatch_size=8
+expect_text "--set before the job" 0 '"microbatches": 32' "$PW" simulate --set training.batch_size=128 "$U" --json
+expect_text "--set=a.b=v" 0 '"microbatches": 32' "$PW" simulate "$U" --json --set=training.batch_size=128
+expect_text "two --set" 0 '"microbatches": 16' "$PW" simulate "$U" --json --set training.batch_size=128 --set training.microbatch_size=8
 
 # `--` ends the options: a job file whose name starts with '-'.
 cp "$U" "$tmp/-u.json"
 (cd "$tmp" && both "-- then -u.json" 0 '"throughput_samples_per_s"' "$PW" simulate --json -- -u.json
- both "-u.json without --" 2 "unknown option -u.json" "$PW" simulate --json -u.json
+ expect_text "-u.json without --" 2 "unknown option -u.json" "$PW" simulate --json -u.json
  echo "$passed $fail" > counts)
 read passed fail < "$tmp/counts"
 

@@ -3,13 +3,6 @@
 set -u
 PW="$1"; SRC="$2"
 . "$SRC/tests/cli_checks.sh"
-refused() {  # name, text naming the JSON path, command...: exit 2 with that text
-  local name="$1" text="$2"; shift 2
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != 2 ] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL $name: exit $rc (want 2), output lacks '$text' or has it"; echo "$out" | head -20; fail=$((fail+1))
-  else passed=$((passed+1)); fi
-}
 J="$SRC/resources/jobs"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -18,57 +11,62 @@ check "version" 0 "$PW" --version
 check "no args" 2 "$PW"
 check "unknown command" 2 "$PW" frobnicate
 check "missing file" 2 "$PW" simulate "$tmp/none.json"
-expect_text "stages 0 names field" "pipeline.stages: must be in [1, 4096], got 0" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
+expect_text "stages 0 names field" 2 "pipeline.stages: must be in [1, 4096], got 0" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
 check "stages 0 exit 2" 2 "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
-expect_text "typo names field" "model.layer: unknown field" "$PW" simulate "$J/uniform-8stage.json" --set model.layer=3
-expect_text "bad schedule" "pipeline.schedule: must be one of" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.schedule=zigzag
+expect_text "typo names field" 2 "model.layer: unknown field" "$PW" simulate "$J/uniform-8stage.json" --set model.layer=3
+expect_text "bad schedule" 2 "pipeline.schedule: must be one of" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.schedule=zigzag
 echo '{"name": "x", "model": ' > "$tmp/broken.json"
 check "broken json exit 2" 2 "$PW" simulate "$tmp/broken.json"
 
 # Numbers are range-checked in their own type, naming the path (issues 20, 22).
 U="$J/uniform-8stage.json"; B="$J/bert24-4gpu.json"
 for cmd in plan simulate; do
-  refused "$cmd microbatches 1e12" "pipeline.microbatches: must be in [1, 65536], got 1000000000000" "$PW" $cmd "$U" --set pipeline.microbatches=1e12
-  refused "$cmd hidden 1e30" "model.hidden: must be in [1, 131072]" "$PW" $cmd "$B" --set model.hidden=1e30
-  refused "$cmd layers 1e8" "model.layers: must be in [1, 10000], got 100000000" "$PW" $cmd "$U" --set model.layers=100000000
-  refused "$cmd heads 2^32" "model.heads: must be in [1, 1024], got 4294967296" "$PW" $cmd "$B" --set model.heads=4294967296
-  refused "$cmd microbatch_size 2^32" "training.microbatch_size: must be in [1, 65536], got 4294967296" "$PW" $cmd "$B" --set training.microbatch_size=4294967296
-  refused "$cmd seq_len 2^31" "model.seq_len: must be in [1, 131072], got 2147483648" "$PW" $cmd "$B" --set model.seq_len=2147483648
-  refused "$cmd --set 1e400" "model.fwd_ms: number out of range" "$PW" $cmd "$U" --set model.fwd_ms=1e400
+  expect_text "$cmd microbatches 1e12" 2 "pipeline.microbatches: must be in [1, 65536], got 1000000000000" "$PW" $cmd "$U" --set pipeline.microbatches=1e12
+  expect_text "$cmd hidden 1e30" 2 "model.hidden: must be in [1, 131072]" "$PW" $cmd "$B" --set model.hidden=1e30
+  expect_text "$cmd layers 1e8" 2 "model.layers: must be in [1, 10000], got 100000000" "$PW" $cmd "$U" --set model.layers=100000000
+  expect_text "$cmd heads 2^32" 2 "model.heads: must be in [1, 1024], got 4294967296" "$PW" $cmd "$B" --set model.heads=4294967296
+  expect_text "$cmd microbatch_size 2^32" 2 "training.microbatch_size: must be in [1, 65536], got 4294967296" "$PW" $cmd "$B" --set training.microbatch_size=4294967296
+  expect_text "$cmd seq_len 2^31" 2 "model.seq_len: must be in [1, 131072], got 2147483648" "$PW" $cmd "$B" --set model.seq_len=2147483648
+  expect_text "$cmd --set 1e400" 2 "model.fwd_ms: number out of range" "$PW" $cmd "$U" --set model.fwd_ms=1e400
 done
 sed 's/"fwd_ms": 1.0/"fwd_ms": 1e400/' "$U" > "$tmp/huge.json"
-refused "1e400 in a file names the path" "model.fwd_ms: number out of range" "$PW" simulate "$tmp/huge.json"
+expect_text "1e400 in a file names the path" 2 "model.fwd_ms: number out of range" "$PW" simulate "$tmp/huge.json"
 python3 -c 'import sys; sys.stdout.write("{\"name\": \"x\", \"model\": " + "[" * 200000 + "]" * 200000 + "}")' > "$tmp/deep.json"
-refused "200000-deep nesting refused" "nested deeper than 64 levels" "$PW" simulate "$tmp/deep.json"
-refused "a directory as JOB" "is not a regular file" "$PW" simulate "$tmp"
-refused "/dev/zero as JOB" "is not a regular file" "$PW" plan /dev/zero
+expect_text "200000-deep nesting refused" 2 "nested deeper than 64 levels" "$PW" simulate "$tmp/deep.json"
+expect_text "a directory as JOB" 2 "is not a regular file" "$PW" simulate "$tmp"
+expect_text "/dev/zero as JOB" 2 "is not a regular file" "$PW" plan /dev/zero
 head -c $((17 << 20)) /dev/zero | tr '\0' ' ' > "$tmp/big.json"
-refused "a 17 MiB job file" "over the bound of 16 MiB" "$PW" simulate "$tmp/big.json"
+expect_text "a 17 MiB job file" 2 "over the bound of 16 MiB" "$PW" simulate "$tmp/big.json"
 # The data and runtime sections are checked by every command, not only run.
-refused "plan checks data" "data.kind: must be one of" "$PW" plan "$U" --set data.kind=video
-refused "simulate checks runtime" "runtime.slowdown: must be an array of 8" "$PW" simulate "$U" --set 'runtime.slowdown=[1,2]'
-refused "simulate checks runtime layers" "runtime.migrate[0].policy: must list one memory policy per layer (32)" \
+expect_text "plan checks data" 2 "data.kind: must be one of" "$PW" plan "$U" --set data.kind=video
+expect_text "simulate checks runtime" 2 "runtime.slowdown: must be an array of 8" "$PW" simulate "$U" --set 'runtime.slowdown=[1,2]'
+expect_text "simulate checks runtime layers" 2 "runtime.migrate[0].policy: must list one memory policy per layer (32)" \
   "$PW" simulate "$U" --set 'runtime.migrate=[{"iteration": 1, "policy": ["keep"]}]'
 # A profile the job names is read by its own reader; errors still exit 2.
 printf 'garbage\n' > "$tmp/bad.graph.txt"
-refused "bad profile exits 2" "model.profile:" "$PW" plan "$J/tiny-resnet-profile.json" --profile "$tmp/bad.graph.txt"
-expect_text "json output" '"throughput_samples_per_s"' "$PW" simulate "$J/uniform-8stage.json" --json
+expect_text "bad profile exits 2" 2 "model.profile:" "$PW" plan "$J/tiny-resnet-profile.json" --profile "$tmp/bad.graph.txt"
+expect_text "json output" 0 '"throughput_samples_per_s"' "$PW" simulate "$J/uniform-8stage.json" --json
 check "trace" 0 "$PW" simulate "$J/bert24-4gpu.json" --trace "$tmp/t.json"
 python3 -c "import json,sys; d=json.load(open('$tmp/t.json')); assert len(d['traceEvents'])>100" 2>/dev/null \
   && passed=$((passed+1)) || { echo "FAIL trace is not valid JSON with events"; fail=$((fail+1)); }
-expect_text "override sweeps" '"microbatches": 32' "$PW" simulate "$J/uniform-8stage.json" --json --set training.batch_size=128
-expect_text "oom reported" '"feasible": false' "$PW" simulate "$J/uniform-8stage.json" --json --set cluster.memory_gb=1
-expect_text "oom names stage" 'out of memory: stage 0' "$PW" simulate "$J/uniform-8stage.json" --set cluster.memory_gb=1
+expect_text "override sweeps" 0 '"microbatches": 32' "$PW" simulate "$J/uniform-8stage.json" --json --set training.batch_size=128
+expect_text "oom reported" 0 '"feasible": false' "$PW" simulate "$J/uniform-8stage.json" --json --set cluster.memory_gb=1
+expect_text "oom names stage" 0 'out of memory: stage 0' "$PW" simulate "$J/uniform-8stage.json" --set cluster.memory_gb=1
 
-expect_text "launch shell" "MASTER_ADDR=h1 MASTER_PORT=29500 WORLD_SIZE=4 RANK=3 LOCAL_RANK=1" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
-expect_text "launch coordinator" "--attach --port 29500" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+expect_text "launch shell" 0 "MASTER_ADDR=h1 MASTER_PORT=29500 WORLD_SIZE=4 RANK=3 LOCAL_RANK=1" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+expect_text "launch coordinator" 0 "--attach --port 29500" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
 check "launch too few slots" 2 "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2 --nproc-per-host 1
 check "launch sbatch" 0 "$PW" launch "$J/bert24-4gpu.json" --hosts n1,n2 --sbatch "$tmp/run.sbatch"
 grep -q "#SBATCH --nodes=2" "$tmp/run.sbatch" && bash -n "$tmp/run.sbatch" && passed=$((passed+1)) || { echo "FAIL sbatch script"; fail=$((fail+1)); }
 
 # Output files are checked to the last byte: a full disk is an error.
-out=$("$PW" simulate "$J/uniform-8stage.json" --trace /dev/full 2>&1); rc=$?
-[ "$rc" = 1 ] && grep -q 'writing trace "/dev/full" failed: No space left on device' <<<"$out" && passed=$((passed+1)) || { echo "FAIL --trace /dev/full: exit $rc"; echo "$out" | head -5; fail=$((fail+1)); }
+# A write that fails part way (a file-size limit, as a full disk): exit 1
+# naming the option, the file and the reason; the old file is left whole and
+# no temporary file stays (the output rule: docs/cli.md "Output files").
+echo "the old trace" > "$tmp/big.json"
+out=$( (trap '' XFSZ; ulimit -f 4; exec "$PW" simulate "$J/uniform-8stage.json" --trace "$tmp/big.json" --overwrite) 2>&1); rc=$?
+[ "$rc" = 1 ] && grep -qF "writing --trace $tmp/big.json: File too large" <<<"$out" && [ "$(cat "$tmp/big.json")" = "the old trace" ] &&
+  [ -z "$(find "$tmp" -name '*.tmp')" ] && passed=$((passed+1)) || { echo "FAIL --trace past a file-size limit: exit $rc"; echo "$out" | head -5; fail=$((fail+1)); }
 # A 10 MB field value is named, not echoed in full.
 /usr/bin/python3 -c "
 import json, sys

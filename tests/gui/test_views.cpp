@@ -841,6 +841,39 @@ class StudioViewsTest : public QObject {
     QVERIFY(QFileInfo(f).size() > 200);
   }
 
+  void saveDialogsNeverReplaceARunDatabase() {
+    // The dialog confirmed replacing: a text file is replaced, a run
+    // database (any SQLite file) never, and a refused save leaves it whole.
+    QTemporaryDir dir;
+    const QString db = dir.filePath("run.png");
+    QByteArray sqlite("SQLite format 3\0rest of a recorded run", 38);
+    {
+      QFile f(db);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(sqlite);
+    }
+    QString err = export_plot(win_->timeline()->plot(), db);
+    QVERIFY2(err.contains("SQLite"), qPrintable(err));
+    QFile back(db);
+    QVERIFY(back.open(QIODevice::ReadOnly));
+    QCOMPARE(back.readAll(), sqlite);
+    JobModel job;
+    job.setDocument(nlohmann::json{{"name", "x"}});
+    QString why;
+    QVERIFY(!job.save(db, &why));
+    QVERIFY2(why.contains("SQLite"), qPrintable(why));
+    const QString text = dir.filePath("notes.png");
+    {
+      QFile f(text);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("notes");
+    }
+    err = export_plot(win_->timeline()->plot(), text);
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    QVERIFY(QFileInfo(text).size() > 500);
+    QCOMPARE(QDir(dir.path()).entryList(QStringList{"*.tmp"}, QDir::Files).size(), 0);
+  }
+
   void darkTheme() {
     // Mean grey level of the window and of its plots under a theme: the dark
     // theme must darken both (a palette the plots ignore would not).

@@ -3,6 +3,8 @@
 seeded random point, repeated.
 
 usage: fault_trials.py PIPEWRIGHT WORKER JOB.json KIND...
+  JOB.json: a pipeline job (WORKER: pipewright-worker) or a supernet job
+            (WORKER: pw_nas_worker; its CSP run under the same faults, issue 31)
   KIND: worker-kill worker-stop coordinator-kill coordinator-stop disk
 env:  PW_FAULT_TRIALS  trials per kind (default 3; raise it for a longer soak)
       PW_FAULT_BUDGET_S  no new round of trials starts after this many seconds
@@ -33,7 +35,15 @@ TRIALS = int(os.environ.get("PW_FAULT_TRIALS", "3"))
 BUDGET_S = float(os.environ.get("PW_FAULT_BUDGET_S", "60"))
 RNG = random.Random(int(os.environ.get("PW_FAULT_SEED", "22")))
 TIMING = os.environ.get("PW_TIMING") == "1"
-ENV = dict(os.environ, PW_WORKER=WORKER)
+with open(JOB) as _f:
+    SUPERNET = "search_space" in json.load(_f)
+ENV = dict(os.environ, **{"PW_NAS_WORKER" if SUPERNET else "PW_WORKER": WORKER})
+# Long enough that every fault lands mid-run. A supernet run trains one
+# subnet per iteration on a small slice of Fashion-MNIST; it has no
+# checkpoints (--checkpoint-every is a pipeline option).
+RUN_SETS = (["--set", "training.iterations=20000", "--set", "data.train_samples=640", "--set", "data.test_samples=100"]
+            if SUPERNET else ["--set", "training.iterations=1000000"])
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 SKIP = 77
 # Detection bounds (timing entry only): the coordinator polls every 50 ms,
 # a worker's heartbeat times out after 2 s, a stopped worker is killed 1 s
@@ -142,8 +152,8 @@ def trial(kind, n, tmp):
     run_dir = os.path.join(run_root, "run")
     db = os.path.join(db_dir, "run.sqlite")
     err_path = os.path.join(tmp, "stderr")
-    args = [PW, "run", JOB, "--run-dir", run_dir, "--db", db, "--quiet", "--set", "training.iterations=1000000"]
-    if kind == "disk":
+    args = [PW, "run", JOB, "--run-dir", run_dir, "--db", db, "--quiet"] + RUN_SETS
+    if kind == "disk" and not SUPERNET:
         args += ["--checkpoint-every", "3"]
     try:
         with open(err_path, "w") as err:
@@ -240,6 +250,9 @@ def run_trial(kind, coord, db, run_dir, err_path, disk):
 
 
 def main():
+    if SUPERNET and not os.path.exists(FASHION_MNIST):
+        print(f"SKIP: no Fashion-MNIST at {FASHION_MNIST} for the supernet job")
+        return SKIP
     results, skipped = [], []
     started = time.monotonic()
     for n in range(TRIALS):  # rounds over the kinds, so a budget cut keeps every kind

@@ -1,5 +1,5 @@
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -7,17 +7,12 @@
 #include "cli/db/explain_report.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/analysis/steps_per_iteration.h"
+#include "core/io/checked_write.h"
 #include "core/trace/chrome_trace.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
 namespace {
-
-std::ofstream open_out(const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write \"" + path + "\"");
-  return out;
-}
 
 std::string csv_quote(const std::string& s) {
   std::string q = "\"";
@@ -30,8 +25,9 @@ std::string opt(std::int64_t v) { return v < 0 ? "" : std::to_string(v); }
 // Streams the run into a Chrome/Perfetto trace; migrations and subnet
 // dependency edges become flow arrows between stage tracks; each stage's
 // idle time, attributed to causes, is a track of its own.
-std::uint64_t export_chrome(const db::RunReader& r, const std::string& path) {
-  auto out = open_out(path);
+std::uint64_t export_chrome(const db::RunReader& r, const OutputTarget& target) {
+  OutputStream file(target);
+  std::ostream& out = file.stream();
   int stages = r.run().stages;
   for (const auto& s : r.stage_stats()) stages = std::max(stages, s.stage + 1);
   ChromeTraceWriter w(out, stages, "pipewright " + r.run().source + " " + r.run().name + " (" + r.run().run_id + ")");
@@ -57,62 +53,69 @@ std::uint64_t export_chrome(const db::RunReader& r, const std::string& path) {
   w.declare_idle_tracks();
   for (const auto& i : a.intervals) w.on_idle(i);
   w.finish();
-  if (!out) throw std::runtime_error("writing \"" + path + "\" failed");
+  file.commit();
   return n;
 }
 
-void export_csv(const db::RunReader& r, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  {
-    auto out = open_out(dir + "/events.csv");
+constexpr const char* kCsvTables[] = {"events", "memory", "throughput", "migrations",
+                                      "subnet_states", "subnet_edges", "logs", "plans"};
+
+// Every table's file is checked before the first is written: a refused one
+// leaves DIR as it was, not half replaced.
+void export_csv(const db::RunReader& r, const std::string& dir, bool overwrite) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw OutputRefused("--csv " + dir + ": cannot create the directory: " + ec.message());
+  auto target = [&](const std::string& table) { return OutputTarget{dir + "/" + table + ".csv", "--csv", overwrite}; };
+  for (const char* t : kCsvTables) check_output(target(t));
+  // One table: its file, streamed, committed when the block ends well.
+  auto table = [&](const char* name, const std::function<void(std::ostream&)>& write) {
+    OutputStream file(target(name));
+    write(file.stream());
+    file.commit();
+  };
+  table("events", [&](std::ostream& out) {
     out << "stage,kind,start_ns,end_ns,microbatch,chunk,first_layer,last_layer,bytes\n";
     r.for_each_event([&](const Event& e) {
       out << e.stage << ',' << to_string(e.kind) << ',' << e.start_ns << ',' << e.end_ns << ',' << e.microbatch << ','
           << e.chunk << ',' << e.first_layer << ',' << e.last_layer << ',' << e.bytes << '\n';
     });
-  }
-  {
-    auto out = open_out(dir + "/memory.csv");
+  });
+  table("memory", [&](std::ostream& out) {
     out << "t_ns,stage,bytes,parameters,optimizer,stashed,activations,swapped_out,prefetched,budget\n";
     r.for_each_memory([&](const MemorySample& m) {
       out << m.t_ns << ',' << m.stage << ',' << m.bytes << ',' << opt(m.parameters) << ',' << opt(m.optimizer) << ','
           << opt(m.stashed) << ',' << opt(m.activations) << ',' << opt(m.swapped_out) << ',' << opt(m.prefetched) << ','
           << opt(m.budget) << '\n';
     });
-  }
-  {
-    auto out = open_out(dir + "/throughput.csv");
+  });
+  table("throughput", [&](std::ostream& out) {
     out << "t_ns,iteration,samples_per_s,iteration_ms\n";
     for (const auto& t : r.throughput()) out << t.t_ns << ',' << opt(t.iteration) << ',' << t.samples_per_s << ',' << t.iteration_ms << '\n';
-  }
-  {
-    auto out = open_out(dir + "/migrations.csv");
+  });
+  table("migrations", [&](std::ostream& out) {
     out << "start_ns,end_ns,layer,from_stage,to_stage,bytes,plan_version\n";
     for (const auto& m : r.migrations())
       out << m.start_ns << ',' << m.end_ns << ',' << m.layer << ',' << m.from_stage << ',' << m.to_stage << ',' << m.bytes
           << ',' << opt(m.plan_version) << '\n';
-  }
-  {
-    auto out = open_out(dir + "/subnet_states.csv");
+  });
+  table("subnet_states", [&](std::ostream& out) {
     out << "t_ns,subnet,stage,phase\n";
     for (const auto& s : r.subnet_states()) out << s.t_ns << ',' << s.subnet << ',' << s.stage << ',' << to_string(s.phase) << '\n';
-  }
-  {
-    auto out = open_out(dir + "/subnet_edges.csv");
+  });
+  table("subnet_edges", [&](std::ostream& out) {
     out << "t_ns,resolved_ns,waiter,waited_for,stage,layer\n";
     for (const auto& e : r.subnet_edges())
       out << e.t_ns << ',' << opt(e.resolved_ns) << ',' << e.waiter << ',' << e.waited_for << ',' << e.stage << ',' << e.layer << '\n';
-  }
-  {
-    auto out = open_out(dir + "/logs.csv");
+  });
+  table("logs", [&](std::ostream& out) {
     out << "t_ns,level,source,message\n";
     for (const auto& l : r.logs()) out << l.t_ns << ',' << to_string(l.level) << ',' << csv_quote(l.source) << ',' << csv_quote(l.message) << '\n';
-  }
-  {
-    auto out = open_out(dir + "/plans.csv");
+  });
+  table("plans", [&](std::ostream& out) {
     out << "version,t_ns,reason,plan_json\n";
     for (const auto& p : r.plans()) out << p.version << ',' << p.t_ns << ',' << csv_quote(p.reason) << ',' << csv_quote(p.plan.dump()) << '\n';
-  }
+  });
 }
 
 }  // namespace
@@ -120,21 +123,26 @@ void export_csv(const db::RunReader& r, const std::string& dir) {
 Action define_export(Args& args) {
   struct A {
     std::string db, trace, csv;
+    bool overwrite = false;
   };
   auto a = std::make_shared<A>();
   args.positional("RUN.sqlite", a->db, "the run database");
-  args.text("--chrome-trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace (streamed)");
-  args.text("--csv", a->csv, "DIR", "write the run's tables as CSV files into DIR");
+  args.output("--chrome-trace", a->trace, "OUT.json", "write a Chrome/Perfetto trace (streamed)");
+  args.output("--csv", a->csv, "DIR", "write the run's tables as CSV files into DIR");
+  args.overwrite(a->overwrite);
   return [a] {
     if (a->trace.empty() && a->csv.empty())
       throw UsageError("nothing to do: give --chrome-trace OUT.json and/or --csv DIR");
+    if (!a->trace.empty() && a->trace == a->db) throw UsageError("--chrome-trace names the run database itself");
+    const OutputTarget trace{a->trace, "--chrome-trace", a->overwrite};
+    if (!a->trace.empty()) check_output(trace);  // before the database is read
     db::RunReader r(a->db);
     if (!a->trace.empty()) {
-      auto n = export_chrome(r, a->trace);
+      auto n = export_chrome(r, trace);
       std::cout << "Chrome trace: " << a->trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
     }
     if (!a->csv.empty()) {
-      export_csv(r, a->csv);
+      export_csv(r, a->csv, a->overwrite);
       std::cout << "CSV tables: " << a->csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
     }
     return 0;

@@ -7,8 +7,8 @@
 namespace pw::cli {
 
 namespace {
-int write_keys(const std::string& dir) {
-  ipc::write_curve_key_dir(dir);
+int write_keys(const std::string& dir, bool overwrite) {
+  ipc::write_curve_key_dir(dir, overwrite, "keys DIR");
   std::cout << "wrote CURVE keys to " << dir << "/\n"
             << "  server.key  server key pair (mode 0600): stays with the run (--curve-dir " << dir << ")\n"
             << "  server.pub  the server's public key: give it to clients (--server-key)\n"
@@ -20,9 +20,14 @@ int write_keys(const std::string& dir) {
 }  // namespace
 
 Action define_keys(Args& args) {
-  auto dir = std::make_shared<std::string>();
-  args.positional("DIR", *dir, "the directory to write the keys into (created)");
-  return [dir] { return write_keys(*dir); };
+  struct A {
+    std::string dir;
+    bool overwrite = false;
+  };
+  auto a = std::make_shared<A>();
+  args.positional("DIR", a->dir, "the directory to write the keys into (created)");
+  args.overwrite(a->overwrite);
+  return [a] { return write_keys(a->dir, a->overwrite); };
 }
 
 }  // namespace pw::cli

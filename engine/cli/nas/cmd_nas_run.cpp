@@ -18,6 +18,7 @@
 #include "cli/nas/nas_run.h"
 #include "cli/run_outputs.h"
 #include "core/events/run_records.h"
+#include "core/io/checked_write.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
@@ -93,7 +94,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   l.workers = job.pipeline.stages;
   l.out_dir = args.run_dir.empty() ? default_run_dir(job.name) : args.run_dir;
   std::filesystem::create_directories(l.out_dir);
-  std::ofstream(l.out_dir + "/job.json") << job.raw.dump(2) << "\n";  // `pipewright search RUN_DIR` reads it
+  write_file_atomically(l.out_dir + "/job.json", job.raw.dump(2) + "\n", "job");  // `pipewright search RUN_DIR` reads it
   const std::string& db_path = args.outputs.db_path;
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "run", job.pipeline.stages});
   if (outputs.recording()) {
@@ -120,6 +121,11 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   rt::nas::CspRunResult r;
   try {
     r = rt::nas::launch_csp_run(l);
+  } catch (const rt::nas::CspInterrupted& e) {
+    // As the pipeline engine's run: recorded "interrupted", exit 128 + signal.
+    finish(RunStatus::Interrupted, "interrupted", {{"error", e.what()}});
+    std::cerr << "pipewright run: " << e.what() << "\n";
+    return 128 + e.signal;
   } catch (const std::exception& e) {
     finish(RunStatus::Failed, e.what(), {{"error", e.what()}});
     std::cerr << "error: " << e.what() << "\n";

@@ -20,6 +20,7 @@
 #include "cli/nas/nas_run.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/pareto.h"
+#include "core/io/checked_write.h"
 #include "core/nas/subnet_cost.h"
 #include "core/spec/refusal.h"
 #include "runtime/child_process.h"
@@ -57,6 +58,7 @@ struct TempFile {
 struct NasSearchArgs {
   std::string target, worker, run_dir, subnet = "best", out, search;
   std::vector<std::string> overrides;
+  bool overwrite = false;
 };
 
 std::string worker_of(const NasSearchArgs& args) { return args.worker.empty() ? nas_worker_binary() : args.worker; }
@@ -260,6 +262,8 @@ int export_subnet(const NasSearchArgs& args) {
 #if PW_HAVE_DB
   const std::string& db = args.target;
   const std::string& out = args.out;
+  if (out == db) throw UsageError("--out names the run database itself");
+  check_output({out, "--out", args.overwrite});  // before the run is opened and the worker started
   SupernetRun run = open_supernet_run(db, args, "export-subnet");
   Chosen c = choose_subnet(db, args.subnet, args.search.empty() ? std::nullopt : std::optional<std::string>(args.search));
   nas::NasJob nj = nas::prepare_nas_job(load_job(run.job_file));
@@ -271,9 +275,13 @@ int export_subnet(const NasSearchArgs& args) {
     throw UsageError(std::string("--subnet: ") + e.what());
   }
   TempFile answer("export");
-  int rc = run_worker({worker_of(args), "export", run.job_file, "--out", run.run_dir, "--subnet", list, "--model", out,
-                       "--results", answer.path});
+  // The worker writes beside the target; the file is moved into place under
+  // the output rule only once the worker succeeded.
+  OutputByOther model({out, "--out", args.overwrite});
+  int rc = run_worker({worker_of(args), "export", run.job_file, "--out", run.run_dir, "--subnet", list, "--model",
+                       model.temp_path(), "--results", answer.path});
   if (rc != 0) return rc;
+  model.place();
   nlohmann::json r = answer.read();
   double file_acc = r.at("file_accuracy").get<double>();
   std::cout << "wrote " << out << ": subnet " << nas::to_string(c.choices)
@@ -312,8 +320,9 @@ Action define_export_subnet(Args& args) {
   args.positional("RUN.sqlite", a->target, "the run database of a searched supernet run");
   args.text("--subnet", a->subnet, "best|ID|[c0,...]",
             "the most accurate subnet of the latest search (default), a stored subnet id, or a choice list");
-  args.text("-o,--out", a->out, "MODEL.pt", "the TorchScript file to write");
+  args.output("-o,--out", a->out, "MODEL.pt", "the TorchScript file to write");
   args.required("--out");
+  args.overwrite(a->overwrite);
   args.text("--search", a->search, "N", "with --subnet best: the stored search to take it from (default: the latest)");
   args.text("--run-dir", a->run_dir, "DIR", "the run's directory, if it moved since the run");
   args.text("--worker", a->worker, "BIN", "the supernet worker program (default: pw_nas_worker next to this one)");

@@ -15,6 +15,7 @@
 #include "core/calibrate/microbatch_calibration.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
+#include "core/io/checked_write.h"
 #include "core/model/microbatch_profile.h"
 #include "core/model/profile_io.h"
 #include "core/plan/microbatch_search.h"
@@ -157,6 +158,7 @@ struct ProfileArgs {
   std::string job_file, output, sizes;
   std::vector<std::string> overrides;
   int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0;
+  bool overwrite = false;
 };
 
 int profile(const ProfileArgs& args) {
@@ -167,6 +169,14 @@ int profile(const ProfileArgs& args) {
   po.threads = args.threads;
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
+  // Checked before measuring (a refused file is not found out minutes later),
+  // written beside the target, moved into place under the output rule.
+  auto save = [&](const ModelProfile& p, bool overwrite) {
+    OutputByOther file({out, "-o", overwrite});
+    save_profile_file(p, file.temp_path());
+    file.place();
+  };
+  check_output({out, "-o", args.overwrite});
   std::vector<int> sizes;
   if (!args.sizes.empty()) {
     sizes = parse_sizes(args.sizes);
@@ -190,7 +200,7 @@ int profile(const ProfileArgs& args) {
     const int base = job.training.microbatch_size_auto ? sizes.back() : job.training.microbatch_size;
     p = merge_microbatch_profiles(measured, base);
   }
-  save_profile_file(p, out);
+  save(p, args.overwrite);
   std::cout << "profile of " << job.name << " (" << p.size() << " layers, microbatch " << p.microbatch_size
             << (sizes.size() > 1 ? ", tables at " + args.sizes : std::string()) << ") written to " << out
             << "\n  layer          fwd ms    bwd ms   activations      params\n";
@@ -200,11 +210,11 @@ int profile(const ProfileArgs& args) {
               << pad(gib(l.param_bytes), 12) << "\n";
   if (in_situ > 0 && sizes.size() > 1) {
     p = calibrate_in_situ_at_sizes(job, p, sizes, in_situ, po.threads, out);
-    save_profile_file(p, out);
+    save(p, true);  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   } else if (in_situ > 0) {
     p = calibrate_in_situ(job, p, in_situ, po.threads, out);
-    save_profile_file(p, out);
+    save(p, true);  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   }
   return 0;
@@ -214,8 +224,9 @@ int profile(const ProfileArgs& args) {
 Action define_profile(Args& args) {
   auto a = std::make_shared<ProfileArgs>();
   args.positional("JOB.json", a->job_file, "the job file");
-  args.text("-o,--output", a->output, "FILE", "the profile file to write");
+  args.output("-o,--output", a->output, "FILE", "the profile file to write");
   args.required("-o");
+  args.overwrite(a->overwrite);
   args.integer("--repeats", a->repeats, 1, 1'000'000, "N",
                "timed runs of each layer (default " + std::to_string(a->repeats) + ")");
   args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads (default: libtorch's)");

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/io/checked_write.h"
 #include "core/model/pipedream_graph.h"
 #include "core/model/profile_retarget.h"
 #include "core/spec/bounded_json.h"
@@ -170,16 +171,14 @@ ModelProfile load_profile_file(const std::string& path, int microbatch_size) {
   return profile_from_text(text, path, microbatch_size);
 }
 
+// Through the checked writer (core/io/checked_write.h); a file the user
+// names is first reserved under the output rule (OutputByOther, profile -o).
 void save_profile_file(const ModelProfile& p, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write profile \"" + path + "\"");
-  out << profile_to_json(p).dump(1) << "\n";
+  write_file_atomically(path, profile_to_json(p).dump(1) + "\n", "profile");
 }
 
 void save_profile_pipedream(const ModelProfile& p, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write profile \"" + path + "\"");
-  out << pipedream_graph_text(p);
+  write_file_atomically(path, pipedream_graph_text(p), "profile");
 }
 
 }  // namespace pw

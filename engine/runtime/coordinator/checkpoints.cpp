@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "core/spec/spec_error.h"
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/protocol.h"
 

@@ -1,7 +1,7 @@
 // The run's result: the stages' reports, what the extensions make of them, result.json.
 #include "runtime/coordinator/coordinator_impl.h"
 
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/protocol.h"
 
 namespace pw::rt::coordinator_impl {

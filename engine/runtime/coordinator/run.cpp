@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/spec/resume_check.h"
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"
 #include "runtime/run_extensions.h"

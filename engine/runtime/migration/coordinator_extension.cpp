@@ -2,7 +2,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/coordinator.h"
 #include "runtime/migration/keys.h"
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <optional>
+#include <stdexcept>
 
 #include "core/events/event.h"
 #include "core/nas/supernet_sim.h"
@@ -37,9 +38,19 @@ struct CspRunResult {
   double subnets_per_s() const { return seconds > 0 ? subnets / seconds : 0; }
 };
 
+// SIGINT or SIGTERM reached the launcher: the workers were ended.
+struct CspInterrupted : std::runtime_error {
+  explicit CspInterrupted(int sig);
+  int signal;
+};
+
 // Starts a private FileStore (runtime/rendezvous.h), spawns `workers` processes of
 // the worker binary, waits for them and reads their results. Throws
-// std::runtime_error naming the worker that failed.
+// std::runtime_error naming the stage that failed first and how ("stage 1
+// worker killed by signal 9", "stage 0 worker exited with status 1: writing
+// subnet records F: No space left on device", "stage 1 worker stopped
+// responding (stopped by signal 19)"), the other workers ended within a
+// second; CspInterrupted on SIGINT/SIGTERM.
 CspRunResult launch_csp_run(const CspLaunch& l);
 
 }  // namespace pw::rt::nas

@@ -22,7 +22,7 @@
 #include "core/nas/subnet_log.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/supernet_partition.h"
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/data.h"
 #include "runtime/process_group.h"
 #include "runtime/rendezvous.h"
@@ -180,8 +180,9 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   int idle_waits = 0;
   // The studio's dependency data (subnet states, wait edges) and events,
   // streamed to the launcher through a file it follows.
-  std::ofstream record_file(cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl", std::ios::trunc);
-  if (!record_file) throw std::runtime_error("cannot write " + cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl");
+  const std::string record_path = cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl";
+  std::ofstream record_file(record_path, std::ios::trunc);
+  if (!record_file) throw WriteError("subnet records", record_path, errno ? errno : EIO);
   pw::nas::SubnetLogWriter records(record_file);
   pw::nas::WaitReporter waits_seen;
   pg->barrier()->wait();
@@ -234,6 +235,9 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   };
 
   while (!csp.all_done()) {
+    // A full disk ends the stage when it happens, naming the file (the
+    // stream keeps no errno of its own; the failed write's is still set).
+    if (!record_file) throw WriteError("subnet records", record_path, errno ? errno : EIO);
     int id;
     at::Tensor t;
     while (act_in && act_in->poll(&id, &t)) {
@@ -378,8 +382,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   // The stream keeps no errno of its own; the failed write's is still set.
   errno = 0;
   record_file.flush();
-  if (!record_file)
-    throw WriteError("subnet records", cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl", errno ? errno : EIO);
+  if (!record_file) throw WriteError("subnet records", record_path, errno ? errno : EIO);
   write_file_atomically(cfg.out_dir + "/stage" + std::to_string(s) + ".json", out.dump() + "\n", "stage results");
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/checked_write.h"
 #include "core/spec/spec_error.h"
 #include "runtime/nas/csp_launch.h"
 #include "runtime/nas/csp_trainer.h"
@@ -57,9 +58,7 @@ void write_results(const CspWorkerConfig& w, const std::string& run_dir, const S
   nlohmann::json j{{"validation_samples", r.validation_samples},
                    {"evolution", list(r.evolution)},
                    {"random", list(r.random)}};
-  std::ofstream o(file);
-  o << j.dump() << "\n";
-  if (!o.flush()) throw std::runtime_error("cannot write \"" + file + "\"");
+  pw::write_file_atomically(file, j.dump() + "\n", "search results");
 }
 
 int export_subnet(const CspWorkerConfig& w, const std::string& run_dir, const std::string& text,
@@ -92,9 +91,7 @@ int export_subnet(const CspWorkerConfig& w, const std::string& run_dir, const st
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::ofstream o(results);
-  o << j.dump() << "\n";
-  if (!o.flush()) throw std::runtime_error("cannot write \"" + results + "\"");
+  pw::write_file_atomically(results, j.dump() + "\n", "export results");
   return 0;
 }
 }  // namespace
@@ -106,7 +103,7 @@ int main(int argc, char** argv) {
   CspWorkerConfig w;
   w.job_file = a[1];
   int workers = 2;
-  std::string results, subnet_text, model_file;
+  std::string results, subnet_text, model_file, error_file;
   std::string out = (std::filesystem::temp_directory_path() / ("pw-nas-" + std::to_string(getpid()))).string();
   try {
     for (size_t i = 2; i < a.size(); ++i) {
@@ -126,6 +123,7 @@ int main(int argc, char** argv) {
       else if (a[i] == "--subnet") subnet_text = val();
       else if (a[i] == "--model") model_file = val();
       else if (a[i] == "--t0") w.t0_ns = std::stoll(val());
+      else if (a[i] == "--error-file") error_file = val();
       else throw std::invalid_argument("unknown option " + a[i]);
     }
     w.out_dir = out;
@@ -172,6 +170,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "pw_nas_worker " << mode << " (rank " << w.rank << "): " << e.what() << std::endl;
+    if (!error_file.empty()) {  // the launcher names the cause with it
+      try {
+        pw::write_file_atomically(error_file, e.what(), "worker error");
+      } catch (const std::exception&) {
+      }
+    }
     // A failed stage leaves receiver threads blocked on its neighbours:
     // exit now rather than run destructors that would wait for them.
     if (mode == "worker") std::_Exit(1);

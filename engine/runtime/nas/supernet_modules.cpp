@@ -1,6 +1,6 @@
 #include "runtime/nas/supernet_modules.h"
 
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 
 namespace pw::rt {
 

@@ -20,7 +20,7 @@
 #include "core/model/profile_io.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/spec_error.h"
-#include "runtime/checked_write.h"
+#include "core/io/checked_write.h"
 #include "runtime/profiler.h"
 
 namespace pw::rt {

@@ -23,7 +23,7 @@ check "supernet run" 0 "$PW" run "$NAS" --db "$DB" --run-dir "$T/run" --quiet "$
 # Run from another folder: the database alone finds the weights.
 (cd / && check "search RUN.sqlite" 0 "$PW" search "$DB" --set search_space.search.evaluations=20 \
    --set search_space.search.population=8)
-expect_text "search prints the front" "accuracy / predicted latency front" "$PW" search "$DB" \
+expect_text "search prints the front" 0 "accuracy / predicted latency front" "$PW" search "$DB" \
   --set search_space.search.evaluations=12 --set search_space.search.population=6
 
 py_check "stored searches: front by definition, latency from the job's FLOPs" "
@@ -116,10 +116,27 @@ for f in ('$T/fast.pt', '$T/list.pt'):
 # Refusals, exit 2 with the reason.
 check "simulated ordinary job" 0 "$PW" simulate "$SRC/resources/jobs/gpt32-8gpu.json" --db "$T/plain.sqlite" --json
 check "search: not a supernet run" 2 "$PW" search "$T/plain.sqlite"
-expect_text "search: says why" "not a supernet run" "$PW" search "$T/plain.sqlite"
+expect_text "search: says why" 2 "not a supernet run" "$PW" search "$T/plain.sqlite"
 check "export: not a supernet run" 2 "$PW" export-subnet "$T/plain.sqlite" -o "$T/x.pt"
 check "export: unknown id" 2 "$PW" export-subnet "$DB" --subnet 999999 -o "$T/x.pt"
 check "export: choice out of range" 2 "$PW" export-subnet "$DB" --subnet "[0,1,2,9]" -o "$T/x.pt"
 check "export: no -o" 2 "$PW" export-subnet "$DB"
 [ -e "$T/x.pt" ] && { echo "FAIL: a refused export wrote a file"; fail=$((fail+1)); }
+
+# The output rule (docs/cli.md "Output files"): -o never replaces a run
+# database, an existing file only with --overwrite, and a directory it cannot
+# write into leaves the file there as it was; checked before the worker starts.
+chmod 755 "$T"
+check "export: -o the run database itself" 2 "$PW" export-subnet "$DB" -o "$DB" --overwrite
+refused_output "export: -o onto another run database" --out "$T/plain.sqlite" "$PW" export-subnet "$DB" -o "$T/plain.sqlite" --overwrite
+printf 'my notes\n' > "$T/mine.pt"
+refused_output "export: -o onto an existing file" --out "$T/mine.pt" "$PW" export-subnet "$DB" -o "$T/mine.pt"
+mkdir "$T/ro"; printf 'kept\n' > "$T/ro/m.pt"; chmod 555 "$T/ro"
+refused_output "export: -o into an unwritable directory" --out "$T/ro/m.pt" "${UNPRIVILEGED[@]}" "$PW" export-subnet "$DB" -o "$T/ro/m.pt" --overwrite
+chmod 755 "$T/ro"
+check "export: --overwrite replaces a file" 0 "$PW" export-subnet "$DB" --subnet best -o "$T/mine.pt" --overwrite
+py_check "export: the replaced file is the model" "$EVAL
+acc, params, m = accuracy('$T/mine.pt')
+assert params == json.loads('$BEST_JSON')['parameters'], params
+"
 checks_done
