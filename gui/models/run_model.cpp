@@ -93,7 +93,7 @@ bool RunModel::appendOne(const RunBatch& b) {
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
       if (is_busy(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
       // A microbatch completes with its last backward: full, or W when split.
-      if ((e.kind == EventKind::Backward || e.kind == EventKind::BackwardWeight) && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
+      if (completes_backward(e.kind) && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
     }
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);
