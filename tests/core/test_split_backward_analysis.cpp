@@ -70,6 +70,13 @@ LayerProfile layer() {
   return L;
 }
 
+std::int64_t step_ns(const std::vector<Event>& events, int stage) {
+  std::int64_t t = 0;
+  for (const auto& e : events)
+    if (e.stage == stage && e.kind == EventKind::OptimizerStep) t += e.end_ns - e.start_ns;
+  return t;
+}
+
 class SplitBackwardAttribution : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SplitBackwardAttribution, ComputeIsTheSimulatorsBusyTimePerStage) {
@@ -96,10 +103,10 @@ TEST_P(SplitBackwardAttribution, ComputeIsTheSimulatorsBusyTimePerStage) {
     // Closed form: m microbatches x the device's layers x (f + b), per iteration.
     const std::int64_t closed = static_cast<std::int64_t>(m) * chunks * per_stage * 3 * kMs;
     EXPECT_EQ(s.compute, closed * a.iterations);
-    // The simulator's busy time: compute, the step (its own cause) and no
-    // recompute (every layer keeps its activations).
+    // The simulator's busy time: compute, the steps and no recompute (every
+    // layer keeps its activations).
     const double busy_ns = r.stages[d].busy_ms * 1e6 * (kind == ScheduleKind::AsyncOneFOneB ? iterations : 1.0);
-    EXPECT_NEAR(static_cast<double>(s.compute + s.causes[static_cast<int>(IdleCause::Optimizer)]), busy_ns, 1.0);
+    EXPECT_NEAR(static_cast<double>(s.compute + step_ns(c.events, d)), busy_ns, 1.0);
     // Equal stages, no host overhead, free links: nothing is the host's,
     // the links', imbalance or memory policy.
     for (IdleCause x : {IdleCause::HostOverhead, IdleCause::Transfer, IdleCause::Imbalance, IdleCause::Recompute,
@@ -162,9 +169,28 @@ TEST(SplitBackwardAttribution, ZbH1OfTheUniformEightStageJobComputesAsOneFOneB) 
       SCOPED_TRACE("stage " + std::to_string(s.stage));
       EXPECT_EQ(s.compute_ns, 192 * kMs);
       EXPECT_EQ(cause(s, IdleCause::HostOverhead), 0);
-      EXPECT_NEAR(static_cast<double>(s.compute_ns + cause(s, IdleCause::Optimizer)), r.stages[s.stage].busy_ms * 1e6, 1.0);
+      EXPECT_NEAR(static_cast<double>(s.compute_ns + step_ns(c.events, s.stage)), r.stages[s.stage].busy_ms * 1e6, 1.0);
     }
   }
+}
+
+// A step that takes no time still ends its iteration: PipeDream's two
+// overlapping iterations were one to the attribution when the model had no
+// optimizer time (the simulator left such steps out), with twice the compute.
+TEST(SplitBackwardAttribution, EmptyStepsStillDelimitPipeDreamsIterations) {
+  const int p = 3, m = 4;
+  LayerProfile L = layer();
+  L.optimizer_ms = 0;
+  auto pipe = test::uniform_pipeline(ScheduleKind::AsyncOneFOneB, p, m, 1, 1, L);
+  Collect c;
+  pipe.run(&c);
+  AttributionOptions ao;
+  ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(ScheduleKind::AsyncOneFOneB, m);
+  Attribution a = attribute_idle(c.events, ao);
+  ASSERT_EQ(a.iterations, 2);
+  // The iterations overlap: their windows split the work unevenly, the two hold it all.
+  const auto t = totals(a);
+  for (int d = 0; d < p; ++d) EXPECT_EQ(t[d].compute, 2 * m * 3 * kMs) << "stage " << d;
 }
 
 // ---- calibration ----

@@ -405,8 +405,14 @@ class Attributor {
       for (; p < pts.size() && pts[p].t == t; ++p) count[pts[p].label] += pts[p].delta;
     }
     while (next < labelled.size() && ev_[labelled[next]].start_ns < cur) ++next;
-    if (cur < w.end && next < labelled.size()) classify_gap(it, out, ph, cur, w.end, labelled[next], w.last);  // an empty step at the end
-    else if (cur < w.end) tail(it, out, cur, w.end, i == iterations_ - 1);
+    // An empty step after a wait ends that wait; what follows the stage's
+    // last action (an empty step at its end included) is its tail.
+    if (cur < w.end && next < labelled.size() && ev_[labelled[next]].start_ns > cur) {
+      const std::int64_t t = std::min(ev_[labelled[next]].start_ns, w.end);
+      classify_gap(it, out, ph, cur, t, labelled[next], w.last);
+      cur = t;
+    }
+    if (cur < w.end) tail(it, out, cur, w.end, i == iterations_ - 1);
     return it;
   }
 

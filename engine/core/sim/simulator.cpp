@@ -158,7 +158,7 @@ class Simulation {
 
   void emit(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e, std::int64_t bytes) {
     ++events_;
-    if (is_busy(k)) {
+    if (is_busy(k) && e > s) {  // an empty step occupies nothing
       auto& st = dev_[d];
       if (st.first_start == kUnset || s < st.first_start) st.first_start = s;
       st.last_compute_end = std::max(st.last_compute_end, e);
@@ -237,7 +237,9 @@ class Simulation {
           opt = vs_[sched_.virtual_stage(d, 0)].optimizer;
         }
         std::int64_t start = s.free, end = start + opt;
-        if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
+        // Emitted when it takes no time too: the steps delimit the iterations
+        // a run's analysis finds (PipeDream's two overlapping ones).
+        emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
         s.busy += opt;
         s.free = end + overhead_;
         s.last_end = end;

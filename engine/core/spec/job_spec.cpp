@@ -175,7 +175,8 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
   // The planners refuse it too (for --planner); the job says so on load.
-  if (p.chunks > 1 && !v_shape && (p.planner == "exact" || p.planner == "pipedream"))
+  // Exact plans a V's two chunks; PipeDream's planner none.
+  if (p.chunks > 1 && (p.planner == "pipedream" || (!v_shape && p.planner == "exact")))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
   if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages)
