@@ -1,4 +1,5 @@
 #include "gui/models/run_model.h"
+#include "core/analysis/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
@@ -183,11 +184,9 @@ std::vector<ThroughputSample> RunModel::throughput(int buckets) const {
 }
 
 double RunModel::bubbleFraction() const {
-  const double width = static_cast<double>(end_ns_ - begin_ns_);
-  if (stageCount() == 0 || width <= 0) return 0;
   std::int64_t busy = 0;
   for (auto b : busy_ns_) busy += b;
-  return 1.0 - static_cast<double>(busy) / (width * stageCount());
+  return bubble_fraction(static_cast<double>(busy), stageCount(), static_cast<double>(end_ns_ - begin_ns_));
 }
 
 const PlanVersion* RunModel::planAt(std::int64_t t) const {

@@ -1,5 +1,6 @@
 #include "core/sim/simulator.h"
 
+#include "core/analysis/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
@@ -366,7 +367,7 @@ class Simulation {
       const auto& s = dev_[d];
       SimStage st;
       st.busy_ms = s.busy * busy_scale / 1e6;
-      st.busy_fraction = iter_ns > 0 ? std::min(1.0, st.busy_ms * 1e6 / iter_ns) : 0;
+      st.busy_fraction = busy_fraction(st.busy_ms * 1e6, iter_ns);
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
       st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;
       st.last_end_ms = s.last_compute_end / 1e6;
@@ -389,7 +390,7 @@ class Simulation {
       }
       r.stages.push_back(st);
     }
-    r.bubble_fraction = iter_ns > 0 ? std::max(0.0, 1.0 - total_busy / (p_ * iter_ns)) : 0;
+    r.bubble_fraction = bubble_fraction(total_busy, p_, iter_ns);
     return r;
   }
 
