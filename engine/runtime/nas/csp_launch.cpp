@@ -1,6 +1,5 @@
 #include "runtime/nas/csp_launch.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/events/clock.h"
 #include "core/nas/subnet_log.h"
 #include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
@@ -22,8 +22,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
-  const auto t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch()).count();
+  const std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline
   std::vector<pw::nas::SubnetLogTail> tails;
   for (int r = 0; r < l.workers; ++r) {
     std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";
@@ -50,17 +49,16 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     bool reaped = false;
     for (size_t r = 0; r < pids.size(); ++r) {
       if (pids[r] <= 0) continue;
-      int status = 0;
-      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      auto x = poll_child(pids[r]);
+      if (!x) continue;
       pids[r] = -1;
       --left;
       reaped = true;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (x->ok()) continue;
       if (failed.empty())
         for (pid_t other : pids)
           if (other > 0) kill(other, SIGTERM);
-      failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) +
-                (WIFEXITED(status) ? " exited " + std::to_string(WEXITSTATUS(status)) : " was stopped");
+      failed += (failed.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) + " " + x->how();
     }
     follow();
     if (!reaped && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/events/clock.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/csp_policy.h"
 #include "core/nas/device_cache_plan.h"
@@ -185,15 +186,12 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   pw::nas::SubnetLogWriter records(record_file);
   pw::nas::WaitReporter waits_seen;
   pg->barrier()->wait();
-  auto t0 = Clock::now();
-  auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+  const std::int64_t t0 = steady_now_ns();
+  auto now_ns = [&] { return steady_now_ns() - t0; };
   // Record time: on the launcher's clock origin (steady clocks are one per
   // host), so every stage's records share one timeline.
-  const std::int64_t origin =
-      cfg.t0_ns >= 0 ? cfg.t0_ns : std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
-  auto rec_ns = [&] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - origin;
-  };
+  const std::int64_t origin = cfg.t0_ns >= 0 ? cfg.t0_ns : t0;
+  auto rec_ns = [&] { return steady_now_ns() - origin; };
   if (cache_plan)
     // Loads and write-backs as the simulator records them: SwapIn / SwapOut,
     // microbatch = the candidate's choice, first_layer = its layer.
