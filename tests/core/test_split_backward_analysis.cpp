@@ -77,6 +77,16 @@ std::int64_t step_ns(const std::vector<Event>& events, int stage) {
   return t;
 }
 
+// One layer a stage, its optimizer step taking no time.
+std::vector<Event> events_without_step_time(ScheduleKind kind, int p, int m) {
+  LayerProfile L = layer();
+  L.optimizer_ms = 0;
+  auto pipe = test::uniform_pipeline(kind, p, m, 1, 1, L);
+  Collect c;
+  pipe.run(&c);
+  return c.events;
+}
+
 class SplitBackwardAttribution : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SplitBackwardAttribution, ComputeIsTheSimulatorsBusyTimePerStage) {
@@ -129,12 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Schedules, SplitBackwardAttribution,
 // dependency): the gradient waits are for B, which passes it on, not W.
 TEST(SplitBackwardAttribution, ZbH1BubbleIsTheWaitForPeers) {
   const int p = 4, m = 8;
-  LayerProfile L = layer();
-  L.optimizer_ms = 0;
-  auto pipe = test::uniform_pipeline(ScheduleKind::ZBH1, p, m, 1, 1, L);
-  Collect c;
-  pipe.run(&c);
-  Attribution a = attribute_idle(c.events);
+  Attribution a = attribute_idle(events_without_step_time(ScheduleKind::ZBH1, p, m));
   ASSERT_EQ(a.iterations, 1);
   const double F = 1, B = 1.2, W = 0.8;
   for (const auto& s : a.stage_iterations) {
@@ -179,14 +184,9 @@ TEST(SplitBackwardAttribution, ZbH1OfTheUniformEightStageJobComputesAsOneFOneB) 
 // optimizer time (the simulator left such steps out), with twice the compute.
 TEST(SplitBackwardAttribution, EmptyStepsStillDelimitPipeDreamsIterations) {
   const int p = 3, m = 4;
-  LayerProfile L = layer();
-  L.optimizer_ms = 0;
-  auto pipe = test::uniform_pipeline(ScheduleKind::AsyncOneFOneB, p, m, 1, 1, L);
-  Collect c;
-  pipe.run(&c);
   AttributionOptions ao;
   ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(ScheduleKind::AsyncOneFOneB, m);
-  Attribution a = attribute_idle(c.events, ao);
+  Attribution a = attribute_idle(events_without_step_time(ScheduleKind::AsyncOneFOneB, p, m), ao);
   ASSERT_EQ(a.iterations, 2);
   // The iterations overlap: their windows split the work unevenly, the two hold it all.
   const auto t = totals(a);
