@@ -8,10 +8,12 @@ check() {  # name, expected exit, command...
   out=$("$@" 2>&1); rc=$?
   if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
 }
-expect_text() {  # name, text, command...
-  local name="$1" text="$2"; shift 2
-  out=$("$@" 2>&1)
-  if ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
+expect_text() {  # name, expected exit, text, command...: the exit status and the text
+  local name="$1" want="$2" text="$3"; shift 3
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1))
+  elif ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1))
+  else passed=$((passed+1)); fi
 }
 py_check() {  # name, python code (exit 0 = pass)
   local name="$1"; shift

@@ -18,10 +18,10 @@ check "version" 0 "$PW" --version
 check "no args" 2 "$PW"
 check "unknown command" 2 "$PW" frobnicate
 check "missing file" 2 "$PW" simulate "$tmp/none.json"
-expect_text "stages 0 names field" "pipeline.stages: must be in [1, 4096], got 0" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
+expect_text "stages 0 names field" 2 "pipeline.stages: must be in [1, 4096], got 0" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
 check "stages 0 exit 2" 2 "$PW" simulate "$J/uniform-8stage.json" --set pipeline.stages=0
-expect_text "typo names field" "model.layer: unknown field" "$PW" simulate "$J/uniform-8stage.json" --set model.layer=3
-expect_text "bad schedule" "pipeline.schedule: must be one of" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.schedule=zigzag
+expect_text "typo names field" 2 "model.layer: unknown field" "$PW" simulate "$J/uniform-8stage.json" --set model.layer=3
+expect_text "bad schedule" 2 "pipeline.schedule: must be one of" "$PW" simulate "$J/uniform-8stage.json" --set pipeline.schedule=zigzag
 echo '{"name": "x", "model": ' > "$tmp/broken.json"
 check "broken json exit 2" 2 "$PW" simulate "$tmp/broken.json"
 
@@ -52,16 +52,16 @@ refused "simulate checks runtime layers" "runtime.migrate[0].policy: must list o
 # A profile the job names is read by its own reader; errors still exit 2.
 printf 'garbage\n' > "$tmp/bad.graph.txt"
 refused "bad profile exits 2" "model.profile:" "$PW" plan "$J/tiny-resnet-profile.json" --profile "$tmp/bad.graph.txt"
-expect_text "json output" '"throughput_samples_per_s"' "$PW" simulate "$J/uniform-8stage.json" --json
+expect_text "json output" 0 '"throughput_samples_per_s"' "$PW" simulate "$J/uniform-8stage.json" --json
 check "trace" 0 "$PW" simulate "$J/bert24-4gpu.json" --trace "$tmp/t.json"
 python3 -c "import json,sys; d=json.load(open('$tmp/t.json')); assert len(d['traceEvents'])>100" 2>/dev/null \
   && passed=$((passed+1)) || { echo "FAIL trace is not valid JSON with events"; fail=$((fail+1)); }
-expect_text "override sweeps" '"microbatches": 32' "$PW" simulate "$J/uniform-8stage.json" --json --set training.batch_size=128
-expect_text "oom reported" '"feasible": false' "$PW" simulate "$J/uniform-8stage.json" --json --set cluster.memory_gb=1
-expect_text "oom names stage" 'out of memory: stage 0' "$PW" simulate "$J/uniform-8stage.json" --set cluster.memory_gb=1
+expect_text "override sweeps" 0 '"microbatches": 32' "$PW" simulate "$J/uniform-8stage.json" --json --set training.batch_size=128
+expect_text "oom reported" 0 '"feasible": false' "$PW" simulate "$J/uniform-8stage.json" --json --set cluster.memory_gb=1
+expect_text "oom names stage" 0 'out of memory: stage 0' "$PW" simulate "$J/uniform-8stage.json" --set cluster.memory_gb=1
 
-expect_text "launch shell" "MASTER_ADDR=h1 MASTER_PORT=29500 WORLD_SIZE=4 RANK=3 LOCAL_RANK=1" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
-expect_text "launch coordinator" "--attach --port 29500" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+expect_text "launch shell" 0 "MASTER_ADDR=h1 MASTER_PORT=29500 WORLD_SIZE=4 RANK=3 LOCAL_RANK=1" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
+expect_text "launch coordinator" 0 "--attach --port 29500" "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2
 check "launch too few slots" 2 "$PW" launch "$J/bert24-4gpu.json" --hosts h1,h2 --nproc-per-host 1
 check "launch sbatch" 0 "$PW" launch "$J/bert24-4gpu.json" --hosts n1,n2 --sbatch "$tmp/run.sbatch"
 grep -q "#SBATCH --nodes=2" "$tmp/run.sbatch" && bash -n "$tmp/run.sbatch" && passed=$((passed+1)) || { echo "FAIL sbatch script"; fail=$((fail+1)); }

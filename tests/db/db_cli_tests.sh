@@ -11,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 check "simulate --db" 0 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite" --json
 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite" --overwrite --json > "$tmp/sim.json"
 check "replay" 0 "$PW" replay "$tmp/a.sqlite"
-expect_text "replay names status" "finished" "$PW" replay "$tmp/a.sqlite"
+expect_text "replay names status" 0 "finished" "$PW" replay "$tmp/a.sqlite"
 "$PW" replay "$tmp/a.sqlite" --json > "$tmp/replay.json"
 check "export" 0 "$PW" export "$tmp/a.sqlite" --chrome-trace "$tmp/t.json" --csv "$tmp/csv"
 
@@ -52,7 +52,7 @@ done
 
 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/b.sqlite" --set pipeline.schedule=gpipe > /dev/null
 check "compare" 0 "$PW" compare "$tmp/a.sqlite" "$tmp/b.sqlite"
-expect_text "compare shows ratios" "B/A" "$PW" compare "$tmp/a.sqlite" "$tmp/b.sqlite"
+expect_text "compare shows ratios" 0 "B/A" "$PW" compare "$tmp/a.sqlite" "$tmp/b.sqlite"
 "$PW" compare "$tmp/a.sqlite" "$tmp/b.sqlite" --json > "$tmp/cmp.json"
 py_check "compare ratios are B/A" "
 import json
@@ -63,28 +63,28 @@ assert abs(r['ratio'] - r['b'] / r['a']) < 1e-9 and r['a'] == c['a']['throughput
 
 # An infeasible plan is recorded as failed, with the reason.
 "$PW" simulate "$J/uniform-8stage.json" --db "$tmp/oom.sqlite" --set cluster.memory_gb=1 > /dev/null
-expect_text "oom run is failed" '"status": "failed"' "$PW" replay "$tmp/oom.sqlite" --json
-expect_text "oom reason" "out of memory" "$PW" replay "$tmp/oom.sqlite"
+expect_text "oom run is failed" 0 '"status": "failed"' "$PW" replay "$tmp/oom.sqlite" --json
+expect_text "oom reason" 0 "out of memory" "$PW" replay "$tmp/oom.sqlite"
 
 # Bad files: clear errors, exit 2 (a refusal), no crash.
 check "replay missing" 2 "$PW" replay "$tmp/none.sqlite"
-expect_text "missing says so" "no such file" "$PW" replay "$tmp/none.sqlite"
+expect_text "missing says so" 2 "no such file" "$PW" replay "$tmp/none.sqlite"
 head -c 5000 /dev/urandom > "$tmp/garbage.sqlite"
 check "replay garbage" 2 "$PW" replay "$tmp/garbage.sqlite"
-expect_text "garbage says so" "not a Pipewright run database" "$PW" replay "$tmp/garbage.sqlite"
+expect_text "garbage says so" 2 "not a Pipewright run database" "$PW" replay "$tmp/garbage.sqlite"
 head -c 70000 "$tmp/a.sqlite" > "$tmp/cut.sqlite"
-expect_text "truncated says so" "truncated" "$PW" replay "$tmp/cut.sqlite"
+expect_text "truncated says so" 2 "truncated" "$PW" replay "$tmp/cut.sqlite"
 check "export needs an output" 2 "$PW" export "$tmp/a.sqlite"
 check "compare needs two" 2 "$PW" compare "$tmp/a.sqlite"
 
 # No recording is ever lost (docs/database.md, "Failure behaviour").
 sum_a=$(md5sum < "$tmp/a.sqlite")
 check "existing --db refused" 2 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite"
-expect_text "existing --db names --overwrite" "give --overwrite" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite"
+expect_text "existing --db names --overwrite" 2 "give --overwrite" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite"
 [ "$(md5sum < "$tmp/a.sqlite")" = "$sum_a" ] && passed=$((passed+1)) || { echo "FAIL refused --db left the recording as it was"; fail=$((fail+1)); }
 echo "my notes" > "$tmp/notes.txt"
 check "--overwrite of a text file refused" 2 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/notes.txt" --overwrite
-expect_text "--overwrite of a text file says why" "not a Pipewright run database" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/notes.txt" --overwrite
+expect_text "--overwrite of a text file says why" 2 "not a Pipewright run database" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/notes.txt" --overwrite
 [ "$(cat "$tmp/notes.txt")" = "my notes" ] && passed=$((passed+1)) || { echo "FAIL text file changed"; fail=$((fail+1)); }
 $PY -c "import sqlite3; c = sqlite3.connect('$tmp/other.db'); c.execute('create table t(x)'); c.execute('insert into t values (42)'); c.commit()"
 check "--overwrite of another program's database refused" 2 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/other.db" --overwrite
@@ -103,7 +103,7 @@ $PY -c "import fcntl, sys, time; f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcn
   "$tmp/over.sqlite" > "$tmp/holder.out" & holder=$!
 for _ in $(seq 100); do grep -q held "$tmp/holder.out" 2>/dev/null && break; sleep 0.1; done
 check "second writer refused" 2 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/over.sqlite" --overwrite
-expect_text "second writer says why" "another pipewright process is recording" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/over.sqlite" --overwrite
+expect_text "second writer says why" 2 "another pipewright process is recording" "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/over.sqlite" --overwrite
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
 check "--db on a directory refused" 2 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp" --overwrite
 

@@ -12,7 +12,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 "$PW" simulate "$J/gpt32-8gpu.json" --db "$tmp/a.sqlite" --json > "$tmp/sim.json"
 check "explain" 0 "$PW" explain "$tmp/a.sqlite"
-expect_text "explain prints the critical path" "critical path:" "$PW" explain "$tmp/a.sqlite"
+expect_text "explain prints the critical path" 0 "critical path:" "$PW" explain "$tmp/a.sqlite"
 check "explain --json" 0 "$PW" explain "$tmp/a.sqlite" --json
 "$PW" explain "$tmp/a.sqlite" --json > "$tmp/x.json"
 "$PW" export "$tmp/a.sqlite" --csv "$tmp/csv" --chrome-trace "$tmp/t.json" > /dev/null
@@ -121,7 +121,7 @@ fi
 
 # Bad input: clear errors.
 check "iteration out of range" 2 "$PW" explain "$tmp/a.sqlite" --iteration 3
-expect_text "iteration range named" "1 complete iteration" "$PW" explain "$tmp/a.sqlite" --iteration 3
+expect_text "iteration range named" 2 "1 complete iteration" "$PW" explain "$tmp/a.sqlite" --iteration 3
 check "iteration not a number" 2 "$PW" explain "$tmp/a.sqlite" --iteration x
 check "explain needs a file" 2 "$PW" explain
 check "explain missing file" 2 "$PW" explain "$tmp/none.sqlite"
