@@ -8,11 +8,11 @@ check() {  # name, expected exit, command...
   out=$("$@" 2>&1); rc=$?
   if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1)); else passed=$((passed+1)); fi
 }
-expect_text() {  # name, exit, text, command...: that exit status and the text in the output
+expect_text() {  # name, expected exit, text, command...: the exit status and the text
   local name="$1" want="$2" text="$3"; shift 3
   out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ] || ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL $name: exit $rc (want $want), output lacks '$text' or has it"; echo "$out" | head -20; fail=$((fail+1))
+  if [ "$rc" != "$want" ]; then echo "FAIL $name: exit $rc, want $want"; echo "$out" | head -20; fail=$((fail+1))
+  elif ! grep -qF -- "$text" <<<"$out"; then echo "FAIL $name: output lacks '$text'"; echo "$out" | head -20; fail=$((fail+1))
   else passed=$((passed+1)); fi
 }
 # Root writes into any directory: a command that must meet an unwritable

@@ -1,12 +1,16 @@
 #include "runtime/child_process.h"
 
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
+
+#include "core/events/clock.h"
 
 namespace pw::rt {
 
@@ -33,6 +37,50 @@ pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::p
     _exit(127);
   }
   return pid;
+}
+
+namespace {
+ChildExit exit_of(int status) {
+  ChildExit x;
+  if (WIFEXITED(status)) x.code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) x.signal = WTERMSIG(status);
+  return x;
+}
+}  // namespace
+
+std::string ChildExit::how() const {
+  if (lost) return "was not ours to reap";
+  return signal ? "killed by signal " + std::to_string(signal) : "exited with status " + std::to_string(code);
+}
+
+std::optional<ChildExit> poll_child(pid_t pid) {
+  int status = 0;
+  pid_t w = waitpid(pid, &status, WNOHANG);
+  if (w == 0) return std::nullopt;
+  if (w < 0) return ChildExit{-1, 0, true};
+  return exit_of(status);
+}
+
+ChildExit wait_child(pid_t pid) {
+  int status = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  return w < 0 ? ChildExit{-1, 0, true} : exit_of(status);
+}
+
+ChildExit stop_child(pid_t pid, double grace_s) {
+  const std::int64_t deadline = steady_now_ns() + static_cast<std::int64_t>(grace_s * 1e9);
+  for (;;) {
+    if (auto x = poll_child(pid)) return *x;
+    if (steady_now_ns() > deadline) {
+      kill(pid, SIGKILL);
+      ChildExit x = wait_child(pid);
+      x.forced = true;
+      return x;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string find_sibling_program(const char* env_override, const std::vector<std::string>& relative_candidates) {

@@ -1,6 +1,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,25 @@ namespace pw::rt {
 // as the child's exit status 127.
 pid_t spawn_child(const std::vector<std::string>& argv,
                   const std::vector<std::pair<std::string, std::string>>& env = {}, bool die_with_parent = true);
+
+// How a child ended. A pid that was not (or no longer) this process's child
+// ended unseen: `lost`, neither exited nor signalled.
+struct ChildExit {
+  int code = -1;    // its exit status when it exited
+  int signal = 0;   // the signal that ended it, 0 if none
+  bool lost = false;
+  bool forced = false;  // stop_child killed it when its grace ran out
+  bool ok() const { return !lost && signal == 0 && code == 0; }
+  // "exited with status 3", "killed by signal 9", "was not ours to reap".
+  std::string how() const;
+};
+
+// The one way Pipewright reaps what spawn_child started: poll_child
+// reaps `pid` if it has ended (nullopt while it runs), wait_child waits for
+// it. stop_child waits up to `grace_s` seconds, then SIGKILLs and reaps it.
+std::optional<ChildExit> poll_child(pid_t pid);
+ChildExit wait_child(pid_t pid);
+ChildExit stop_child(pid_t pid, double grace_s);
 
 // A program shipped next to this executable: $<env_override> when set, else
 // the first of `relative_candidates` (relative to this executable's folder)

@@ -18,6 +18,7 @@
 
 #include "core/calibrate/send_cost.h"
 #include "core/events/event_json.h"
+#include "core/spec/optimizer_state.h"
 #include "core/model/analytic_profile.h"
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
@@ -143,7 +144,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     lp.workspace_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak));
     lp.param_bytes = pb;
     lp.param_tensors = static_cast<int>(params.size());
-    lp.optimizer_bytes = opt == "adam" ? 2 * pb : opt == "momentum" ? pb : 0;
+    lp.optimizer_bytes = optimizer_states_per_param(opt) * pb;
     p.layers.push_back(lp);
   }
   return p;

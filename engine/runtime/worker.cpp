@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/events/clock.h"
 #include "core/events/event.h"
 #include "core/events/event_json.h"
 #include "core/plan/plan.h"
@@ -130,11 +131,6 @@ bool wait_while_paused(c10d::Store& store, std::int64_t pause_number, std::int64
   return false;
 }
 
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) throw std::runtime_error(std::string("environment variable ") + name + " is not set");
@@ -219,7 +215,7 @@ int run_worker(const WorkerEnv& env) {
     store->set(keys::ready(env.rank), to_bytes("1"));
 
     auto report = [&](std::int64_t it, double loss) {
-      store->set(keys::loss(it), to_bytes(nlohmann::json{{"loss", loss}, {"t_ns", steady_ns()}}.dump()));
+      store->set(keys::loss(it), to_bytes(nlohmann::json{{"loss", loss}, {"t_ns", steady_now_ns()}}.dump()));
     };
     if (!stage.flushes()) {
       if (ckpt_every > 0) throw std::runtime_error("checkpoints need a schedule with a flush (gpipe, 1f1b)");

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/events/event_kinds.h"
+
 namespace pw::gui {
 
 TrackRow row_of(EventKind k) {
-  switch (k) {
-    case EventKind::SwapIn:
-    case EventKind::SwapOut: return TrackRow::Copy;
-    case EventKind::Send:
-    case EventKind::Recv: return TrackRow::Network;
+  switch (lane_of(k)) {
+    case EventLane::Copy: return TrackRow::Copy;
+    case EventLane::Link: return TrackRow::Network;
     default: return TrackRow::Compute;
   }
 }

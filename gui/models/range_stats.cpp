@@ -1,4 +1,5 @@
 #include "gui/models/range_stats.h"
+#include "core/analysis/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
@@ -30,14 +31,14 @@ RangeStats range_stats(const RunModel& run, std::int64_t t0, std::int64_t t1) {
         if (is_busy(tr.kind(i))) st.busy_ns += d;
       }
     }
-    st.busy_fraction = width > 0 ? static_cast<double>(st.busy_ns) / static_cast<double>(width) : 0;
+    st.busy_fraction = busy_fraction(static_cast<double>(st.busy_ns), static_cast<double>(width));
     for (int k = 0; k < kEventKindCount; ++k) r.kind_ns[k] += st.kind_ns[k];
     busy_total += st.busy_ns;
     r.stages.push_back(st);
   }
   int n = run.stageCount();
-  r.busy_fraction = width > 0 && n > 0 ? static_cast<double>(busy_total) / (static_cast<double>(width) * n) : 0;
-  r.bubble_fraction = n > 0 && width > 0 ? 1.0 - r.busy_fraction : 0;
+  r.bubble_fraction = bubble_fraction(static_cast<double>(busy_total), n, static_cast<double>(width));
+  r.busy_fraction = n > 0 && width > 0 ? 1.0 - r.bubble_fraction : 0;
   const auto& c = run.completions();
   r.microbatches_completed = std::upper_bound(c.begin(), c.end(), t1) - std::lower_bound(c.begin(), c.end(), t0);
   return r;

@@ -1,4 +1,5 @@
 #include "gui/models/run_model.h"
+#include "core/analysis/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
@@ -93,7 +94,7 @@ bool RunModel::appendOne(const RunBatch& b) {
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
       if (is_busy(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
       // A microbatch completes with its last backward: full, or W when split.
-      if ((e.kind == EventKind::Backward || e.kind == EventKind::BackwardWeight) && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
+      if (completes_backward(e.kind) && e.stage == 0 && e.chunk == 0) completions_.push_back(e.end_ns);
     }
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);
@@ -183,11 +184,9 @@ std::vector<ThroughputSample> RunModel::throughput(int buckets) const {
 }
 
 double RunModel::bubbleFraction() const {
-  const double width = static_cast<double>(end_ns_ - begin_ns_);
-  if (stageCount() == 0 || width <= 0) return 0;
   std::int64_t busy = 0;
   for (auto b : busy_ns_) busy += b;
-  return 1.0 - static_cast<double>(busy) / (width * stageCount());
+  return bubble_fraction(static_cast<double>(busy), stageCount(), static_cast<double>(end_ns_ - begin_ns_));
 }
 
 const PlanVersion* RunModel::planAt(std::int64_t t) const {

@@ -25,9 +25,13 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
 
+#include <limits>
+#include <string_view>
+
 #include "core/plan/planner.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/device.h"
+#include "core/spec/job_fields.h"
 #include "core/model/profile_io.h"
 #include "gui/models/job_model.h"
 #include "gui/models/layer_table_model.h"
@@ -52,6 +56,18 @@ using form::qlist;
 using form::spin;
 
 const QStringList kTransformerKinds{"transformer", "bert", "gpt"};
+
+// Editors for the rows of the core's range table (core/spec/job_fields.h):
+// the form offers what the parser accepts. With `unset`, the value below
+// the row's minimum means "not set".
+QSpinBox* ranged_spin(std::string_view path, const QString& unset = {}) {
+  const FieldRange& r = job_field_range(path);
+  return spin(static_cast<int>(r.min), static_cast<int>(std::min<double>(r.max, std::numeric_limits<int>::max())), unset);
+}
+QDoubleSpinBox* ranged_dspin(std::string_view path, int decimals, const QString& unset = {}) {
+  const FieldRange& r = job_field_range(path);
+  return dspin(unset.isEmpty() ? r.min : 0.0, r.max, decimals, unset);
+}
 
 // Parameter counts from bytes: fp16 (mixed precision) keeps 2-byte weights;
 // fp32 is the default (core/spec/job_spec.h).
@@ -204,9 +220,9 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "name", tr("Name"), new QLineEdit);
 
   f = group(tr("Model"));
-  addField(f, "model.kind", tr("Kind"), combo({"transformer", "bert", "gpt", "mlp", "cnn", "uniform", "torchscript"}), {},
+  addField(f, "model.kind", tr("Kind"), combo(qlist(model_kind_names())), {},
            tr("transformer: encoder-decoder; bert/gpt: encoder/decoder stacks; uniform: identical layers with costs given "
-              "directly; torchscript: your own scripted nn.Sequential (.pt)"));
+              "directly; profile: the layers of a measured profile file; torchscript: your own scripted nn.Sequential (.pt)"));
   auto* browse = new QPushButton(tr("Browse…"));
   browse->setObjectName(QStringLiteral("browseModel"));
   addField(f, "model.path", tr("TorchScript file"), new QLineEdit, {"torchscript"},
@@ -219,53 +235,53 @@ void DesignerWidget::buildForm(QWidget* host) {
            tr("one sample's shape, comma-separated, e.g. 1, 28, 28"));
   addField(f, "model.input.dtype", tr("Input type"), combo({"float32", "int64"}), {"torchscript"},
            tr("int64: token ids (a language model over `classes` symbols)"));
-  addField(f, "model.layers", tr("Layers"), spin(1, 4096), {"bert", "gpt", "uniform"});
-  addField(f, "model.encoder_layers", tr("Encoder layers"), spin(0, 4096), {"transformer"});
-  addField(f, "model.decoder_layers", tr("Decoder layers"), spin(0, 4096), {"transformer"});
-  addField(f, "model.hidden", tr("Hidden"), spin(1, 65536), kTransformerKinds);
-  addField(f, "model.heads", tr("Heads"), spin(1, 1024, tr("auto")), kTransformerKinds);
-  addField(f, "model.seq_len", tr("Sequence length"), spin(1, 1 << 20), kTransformerKinds);
-  addField(f, "model.vocab", tr("Vocabulary"), spin(1, 1 << 22, tr("default")), kTransformerKinds);
+  addField(f, "model.layers", tr("Layers"), ranged_spin("model.layers"), {"bert", "gpt", "uniform"});
+  addField(f, "model.encoder_layers", tr("Encoder layers"), ranged_spin("model.encoder_layers"), {"transformer"});
+  addField(f, "model.decoder_layers", tr("Decoder layers"), ranged_spin("model.decoder_layers"), {"transformer"});
+  addField(f, "model.hidden", tr("Hidden"), ranged_spin("model.hidden"), kTransformerKinds);
+  addField(f, "model.heads", tr("Heads"), ranged_spin("model.hidden", tr("auto")), kTransformerKinds);  // at most hidden
+  addField(f, "model.seq_len", tr("Sequence length"), ranged_spin("model.seq_len"), kTransformerKinds);
+  addField(f, "model.vocab", tr("Vocabulary"), ranged_spin("model.vocab", tr("default")), kTransformerKinds);
   addField(f, "model.precision", tr("Precision"), combo({"fp16", "fp32"}), {});
-  addField(f, "model.input", tr("Input features"), spin(1, 1 << 24, tr("default")), {"mlp"});
+  addField(f, "model.input", tr("Input features"), ranged_spin("model.input", tr("default")), {"mlp"});
   addField(f, "model.widths", tr("Hidden widths"), new QLineEdit, {"mlp"}, tr("comma-separated, e.g. 512, 256"));
-  addField(f, "model.image_size", tr("Image size"), spin(4, 8192, tr("default")), {"cnn"});
-  addField(f, "model.in_channels", tr("Input channels"), spin(1, 4096, tr("default")), {"cnn"});
+  addField(f, "model.image_size", tr("Image size"), ranged_spin("model.image_size", tr("default")), {"cnn"});
+  addField(f, "model.in_channels", tr("Input channels"), ranged_spin("model.in_channels", tr("default")), {"cnn"});
   addField(f, "model.channels", tr("Channels per conv"), new QLineEdit, {"cnn"}, tr("comma-separated, e.g. 32, 64"));
-  addField(f, "model.classes", tr("Classes"), spin(1, 1 << 20, tr("default")), {"mlp", "cnn", "torchscript"});
-  addField(f, "model.fwd_ms", tr("Forward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
-  addField(f, "model.bwd_ms", tr("Backward ms/layer"), dspin(0, 1e6, 3), {"uniform"});
-  addField(f, "model.activation_mb", tr("Activation MB/layer"), dspin(0, 1e7, 2), {"uniform"});
-  addField(f, "model.param_mb", tr("Parameters MB/layer"), dspin(0, 1e7, 2), {"uniform"});
-  addField(f, "model.output_mb", tr("Output MB/layer"), dspin(0, 1e7, 2), {"uniform"});
+  addField(f, "model.classes", tr("Classes"), ranged_spin("model.classes", tr("default")), {"mlp", "cnn", "torchscript"});
+  addField(f, "model.fwd_ms", tr("Forward ms/layer"), ranged_dspin("model.fwd_ms", 3), {"uniform"});
+  addField(f, "model.bwd_ms", tr("Backward ms/layer"), ranged_dspin("model.bwd_ms", 3), {"uniform"});
+  addField(f, "model.activation_mb", tr("Activation MB/layer"), ranged_dspin("model.activation_mb", 2), {"uniform"});
+  addField(f, "model.param_mb", tr("Parameters MB/layer"), ranged_dspin("model.param_mb", 2), {"uniform"});
+  addField(f, "model.output_mb", tr("Output MB/layer"), ranged_dspin("model.output_mb", 2), {"uniform"});
   addField(f, "model.profile", tr("Measured profile"), new QLineEdit, {},
            tr("A profile file (Pipewright JSON or PipeDream graph.txt) replacing the analytic costs"));
 
   f = group(tr("Training"));
   addField(f, "training.optimizer", tr("Optimizer"), combo({"sgd", "momentum", "adam"}));
-  addField(f, "training.lr", tr("Learning rate"), dspin(0, 10, 6));
-  addField(f, "training.batch_size", tr("Batch size"), spin(1, 1 << 24));
-  addField(f, "training.microbatch_size", tr("Microbatch size"), spin(1, 1 << 20, tr("auto")), {},
+  addField(f, "training.lr", tr("Learning rate"), ranged_dspin("training.lr", 6));
+  addField(f, "training.batch_size", tr("Batch size"), ranged_spin("training.batch_size"));
+  addField(f, "training.microbatch_size", tr("Microbatch size"), ranged_spin("training.microbatch_size", tr("auto")), {},
            tr("auto: the planner chooses the size with the plan (batch size stays yours)"));
-  addField(f, "training.iterations", tr("Iterations"), spin(1, 1 << 30));
+  addField(f, "training.iterations", tr("Iterations"), ranged_spin("training.iterations"));
   addField(f, "training.seed", tr("Seed"), spin(0, 1 << 30));
 
   f = group(tr("Cluster"));
   QStringList presets = qlist(device_preset_names());
   presets << QStringLiteral("custom");
   addField(f, "cluster.device", tr("Device"), combo(presets));
-  addField(f, "cluster.devices", tr("Devices"), spin(1, 65536));
-  addField(f, "cluster.memory_gb", tr("Memory GiB"), dspin(0, 1e5, 2, tr("preset")), {},
+  addField(f, "cluster.devices", tr("Devices"), ranged_spin("cluster.devices"));
+  addField(f, "cluster.memory_gb", tr("Memory GiB"), ranged_dspin("cluster.memory_gb", 2, tr("preset")), {},
            tr("Overrides the preset's memory (the per-stage budget)"));
 
   f = group(tr("Pipeline"));
-  addField(f, "pipeline.stages", tr("Stages"), spin(1, 65536));
-  addField(f, "pipeline.microbatches", tr("Microbatches"), spin(1, 1 << 24, tr("auto")), {},
+  addField(f, "pipeline.stages", tr("Stages"), ranged_spin("pipeline.stages"));
+  addField(f, "pipeline.microbatches", tr("Microbatches"), ranged_spin("pipeline.microbatches", tr("auto")), {},
            tr("batch_size / microbatch_size when auto"));
   addField(f, "pipeline.schedule", tr("Schedule"), combo(qlist(pipeline_schedule_choices())), {},
            tr("auto: the planner chooses among 1f1b and the zero-bubble schedules"));
   addField(f, "pipeline.planner", tr("Planner"), combo(qlist(planner_names())));
-  addField(f, "pipeline.chunks", tr("Chunks"), spin(1, 64, tr("default")), {}, tr("model chunks per device: interleaved (any), zb-v and dualpipe-v (2)"));
+  addField(f, "pipeline.chunks", tr("Chunks"), ranged_spin("pipeline.chunks", tr("default")), {}, tr("model chunks per device: interleaved (any), zb-v and dualpipe-v (2)"));
 
   auto* ss = new QGroupBox(tr("Search space (supernet)"), host);
   auto* ss_lay = new QVBoxLayout(ss);

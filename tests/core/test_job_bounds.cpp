@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/job/job_plan.h"
 #include "core/model/profile_io.h"
 #include "core/spec/bounded_json.h"
+#include "core/spec/job_fields.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
 
@@ -199,4 +201,45 @@ TEST(JobBounds, ProfileFilesAreBoundedToo) {
   } catch (const SpecError& e) {
     EXPECT_EQ(e.path(), "model.profile");
   }
+}
+
+// The range table the studio's designer builds its form from
+// (core/spec/job_fields.h) is the parser's: for every row, a value just
+// past either end is refused naming the row's path, and each end is
+// not refused for its range (batch_size = 1 may still not divide by the
+// microbatch size).
+TEST(JobBounds, TheFieldRangeTableIsWhatTheParserEnforces) {
+  const std::string kTransformer = R"({"name": "t", "model": {"kind": "transformer", "encoder_layers": 2,
+      "decoder_layers": 2, "hidden": 64, "heads": 4, "seq_len": 16, "vocab": 100},
+      "training": {"batch_size": 4}, "cluster": {"devices": 1, "device": "cpu"}})";
+  const std::string kMlp = R"({"name": "m", "model": {"kind": "mlp", "widths": [8]},
+      "training": {"batch_size": 4}, "cluster": {"devices": 1, "device": "cpu"}})";
+  const std::string kCnn = R"({"name": "c", "model": {"kind": "cnn", "channels": [4]},
+      "training": {"batch_size": 4}, "cluster": {"devices": 1, "device": "cpu"}})";
+  auto base = [&](std::string_view path) -> const std::string& {
+    if (path == "model.encoder_layers" || path == "model.decoder_layers") return kTransformer;
+    if (path == "model.input" || path == "model.classes") return kMlp;
+    if (path == "model.image_size" || path == "model.in_channels") return kCnn;
+    if (path == "model.hidden" || path == "model.seq_len" || path == "model.vocab" || path == "model.ffn_mult")
+      return kBert;
+    return kUniform;
+  };
+  auto set = [](const FieldRange& r, double v) {
+    std::ostringstream os;
+    os.precision(17);
+    os << r.path << "=" << v;
+    return os.str();
+  };
+  for (const FieldRange& r : job_field_ranges()) {
+    SCOPED_TRACE(std::string(r.path));
+    const double step = r.integer ? 1 : std::max(1e-9, r.max * 1e-6);
+    const std::string out_of_range = std::string(r.path) + ": must be in";
+    EXPECT_EQ(refusal(base(r.path), {set(r, r.max + step)}).rfind(out_of_range, 0), 0u);
+    if (r.min > 0 || r.integer)
+      EXPECT_EQ(refusal(base(r.path), {set(r, r.min - (r.integer ? 1 : r.min / 2))}).rfind(out_of_range, 0), 0u);
+    EXPECT_NE(refusal(base(r.path), {set(r, r.min)}).rfind(out_of_range, 0), 0u);
+    EXPECT_NE(refusal(base(r.path), {set(r, r.max)}).rfind(out_of_range, 0), 0u);
+  }
+  // The kinds the designer offers are the parser's.
+  for (const auto& k : model_kind_names()) EXPECT_EQ(refusal(kUniform, {"model.kind=" + k}).find("model.kind:"), std::string::npos) << k;
 }

@@ -2,8 +2,10 @@
 // child, on the offscreen platform: the live views fill from the engine's
 // telemetry and the run ends as finished; a killed engine shows as failed
 // within 3 s, a stopped one as stopped, one that cannot start as failed;
-// and the GUI thread keeps turning meanwhile. Needs the pipewright binary
-// (PW_PIPEWRIGHT) and a job (PW_TINY_JOB).
+// and the GUI thread keeps turning meanwhile (no stall over 500 ms). The
+// two wall-clock bounds hold only on a quiet machine: checked under the
+// `timing` label (gui.launch.timing, tests/timing_checks.h), the rest on
+// every run. Needs the pipewright binary (PW_PIPEWRIGHT) and a job (PW_TINY_JOB).
 #include <signal.h>
 
 #include <QApplication>
@@ -21,6 +23,7 @@
 #include "gui/widgets/run_launcher.h"
 #include "gui/widgets/throughput_view.h"
 #include "tests/gui/view_test_util.h"
+#include "../timing_checks.h"
 
 using namespace pw;
 using namespace pw::gui;
@@ -117,7 +120,8 @@ class StudioLaunchTest : public QObject {
     QVERIFY2(shown >= static_cast<int>(tp.size()) - 1, qPrintable(QStringLiteral("%1 of %2 throughput points in view").arg(shown).arg(tp.size())));
     QVERIFY(QFileInfo(req.run_dir + "/run.db").size() > 0);
     QVERIFY2(w.statusText().contains("finished"), qPrintable(w.statusText()));
-    QVERIFY2(probe.worstMs() < 500, qPrintable(QString("GUI thread stalled %1 ms").arg(probe.worstMs())));
+    if (::pw::test::timing_checks())
+      QVERIFY2(probe.worstMs() < 500, qPrintable(QString("GUI thread stalled %1 ms").arg(probe.worstMs())));
     qInfo("GUI thread's longest stall during the run: %lld ms", probe.worstMs());
     w.showTab("monitor");
     screenshot(&w, "studio-launched-run");
@@ -165,12 +169,15 @@ class StudioLaunchTest : public QObject {
     QElapsedTimer since_kill;
     ::kill(static_cast<pid_t>(w.engine()->pid()), SIGKILL);
     since_kill.start();
-    QVERIFY2(wait_until([&] { return w.run()->status() != RunStatus::Running; }, 3000), qPrintable(w.statusText()));
+    QVERIFY2(wait_until([&] { return w.run()->status() != RunStatus::Running; }, 30000), qPrintable(w.statusText()));
+    const qint64 noticed_ms = since_kill.elapsed();
     QCOMPARE(w.run()->status(), RunStatus::Failed);
-    qInfo("killed engine shown dead after %lld ms", since_kill.elapsed());
+    qInfo("killed engine shown dead after %lld ms", noticed_ms);
+    if (::pw::test::timing_checks()) QVERIFY2(noticed_ms < 3000, qPrintable(QString("noticed after %1 ms").arg(noticed_ms)));
     QVERIFY2(w.statusText().contains("failed"), qPrintable(w.statusText()));
     QVERIFY(!w.source()->isRunning());
-    QVERIFY2(probe.worstMs() < 500, qPrintable(QString("GUI thread stalled %1 ms").arg(probe.worstMs())));
+    if (::pw::test::timing_checks())
+      QVERIFY2(probe.worstMs() < 500, qPrintable(QString("GUI thread stalled %1 ms").arg(probe.worstMs())));
   }
 
   void stoppedEngineShowsStopped() {

@@ -33,8 +33,9 @@ TEST(RunModel, SplitsEventsIntoStageRows) {
       for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(static_cast<int>(row_of(t.kind(i))), r);
     }
   EXPECT_EQ(total, b.events.size());
-  // 1F1B with a flush: each iteration has 8 forward + 8 backward per stage.
-  EXPECT_EQ(m.track(0, TrackRow::Compute).size(), 2u * 16);
+  // 1F1B with a flush: each iteration has 8 forward + 8 backward per stage
+  // and its optimizer step (of no time here: the model has no optimizer_ms).
+  EXPECT_EQ(m.track(0, TrackRow::Compute).size(), 2u * (16 + 1));
   EXPECT_EQ(m.completions().size(), 16u);
   EXPECT_EQ(m.plans().size(), 1u);
   EXPECT_NE(m.planAt(m.endNs()), nullptr);

@@ -2,8 +2,11 @@
 // range and check its statistics against an independent computation, edit
 // a job and watch the prediction follow, live ingestion, compare, export,
 // and a screenshot of every main view.
+#include <limits>
+
 #include <QApplication>
 #include <QDir>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QPushButton>
@@ -31,6 +34,8 @@
 #include "gui/widgets/compare_widget.h"
 #include "gui/models/explain_model.h"
 #include "gui/widgets/designer_widget.h"
+#include "core/spec/job_fields.h"
+#include "core/spec/spec_bounds.h"
 #include "gui/widgets/explain_dock.h"
 #include "gui/widgets/main_window.h"
 #include "gui/widgets/memory_view.h"
@@ -682,6 +687,40 @@ class StudioViewsTest : public QObject {
     size->setValue(size->minimum());
     QCOMPARE(win_->job()->document()["training"]["microbatch_size"], nlohmann::json("auto"));
     win_->job()->setDocument(saved);
+  }
+
+  // The form's ranges and kinds are the core's (core/spec/job_fields.h):
+  // it offered 65536 stages where the parser allows 4096, learning rates to
+  // 10 where it allows 1e20, and no "profile" kind.
+  void designerOffersTheCoresRangesAndKinds() {
+    DesignerWidget* d = win_->designer();
+    int checked = 0;
+    for (const FieldRange& r : job_field_ranges()) {
+      QWidget* e = d->editorFor(QString::fromUtf8(r.path.data(), static_cast<int>(r.path.size())));
+      if (!e) continue;
+      const QString what = QString::fromUtf8(r.path.data(), static_cast<int>(r.path.size()));
+      if (auto* s = qobject_cast<QSpinBox*>(e)) {
+        QVERIFY2(s->maximum() == static_cast<int>(std::min<double>(r.max, std::numeric_limits<int>::max())), qPrintable(what));
+        // With "not set" text the value below the minimum stands for it.
+        QVERIFY2(s->minimum() == static_cast<int>(r.min) - (s->specialValueText().isEmpty() ? 0 : 1), qPrintable(what));
+      } else if (auto* s = qobject_cast<QDoubleSpinBox*>(e)) {
+        QVERIFY2(s->maximum() == r.max, qPrintable(what));
+        QVERIFY2(s->minimum() == (s->specialValueText().isEmpty() ? r.min : 0.0), qPrintable(what));
+      } else {
+        QFAIL(qPrintable(what + " is not a spin box"));
+      }
+      ++checked;
+    }
+    QVERIFY(checked >= 20);
+    QCOMPARE(qobject_cast<QSpinBox*>(d->editorFor("pipeline.stages"))->maximum(), bounds::kDevices);
+    auto* kind = qobject_cast<QComboBox*>(d->editorFor("model.kind"));
+    QVERIFY(kind);
+    QStringList kinds;
+    for (int i = 0; i < kind->count(); ++i) kinds << kind->itemText(i);
+    QStringList core;
+    for (const auto& k : model_kind_names()) core << QString::fromStdString(k);
+    QCOMPARE(kinds, core);
+    QVERIFY(kinds.contains("profile"));
   }
 
   void designerShowsErrorsAtTheFieldAndUpdatesThePrediction() {

@@ -3,7 +3,10 @@
 // still served promptly. Before the bounds (issue 22) a heartbeat flood of
 // unique 64 KB names grew a run by ~4 GB in 10 s and a status request took
 // 4.2 s; a subscription flood grew it by ~3.3 GB and starved subscribers.
-// The latency assertions are wall-clock: this executable is labelled timing.
+// What the server refuses, caps and keeps (names, subscriptions,
+// connections, memory) is checked on every run; the latency bounds are
+// wall-clock and checked only under the `timing` label (ipc_flood_timing,
+// tests/timing_checks.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 #include "ipc/control.h"
 #include "ipc/publisher.h"
 #include "ipc/subscriber.h"
+#include "../timing_checks.h"
 
 namespace pw::ipc {
 namespace {
@@ -123,7 +127,7 @@ TEST(Flood, ControlHeartbeatsWithMadeUpNamesKeepMemoryFlatAndStatusTimely) {
   EXPECT_GT(st.forgotten, 500u) << "short made-up names did not reach the client cap";
   EXPECT_LE(server.remembered_clients(), ControlServerOptions{}.max_clients);
   EXPECT_LT(after - before, kFlatKiB) << "RSS grew under the flood";
-  EXPECT_LT(worst, kTimelyMs) << "timing: status request too slow";
+  if (::pw::test::timing_checks()) EXPECT_LT(worst, kTimelyMs) << "timing: status request too slow";
 }
 
 TEST(Flood, OversizedControlFrameIsDroppedBeforeAllocationAndServerStaysUp) {
@@ -244,7 +248,7 @@ TEST(Flood, LargeSubscriptionsAreDroppedBeforeStorageMemoryFlatHeartbeatsFlowing
   ASSERT_GE(r.before_kib, 0) << "the subscriber never connected";
   EXPECT_LT(r.after_kib - r.before_kib, kFlatKiB) << "RSS grew under the flood";
   EXPECT_GT(r.events, 0u);
-  EXPECT_LT(r.worst_gap_ms, kTimelyMs) << "timing: heartbeats starved";
+  if (::pw::test::timing_checks()) EXPECT_LT(r.worst_gap_ms, kTimelyMs) << "timing: heartbeats starved";
 }
 
 TEST(Flood, ShortMadeUpSubscriptionsCloseTheConnectionMemoryFlatHeartbeatsFlowing) {
@@ -263,7 +267,7 @@ TEST(Flood, ShortMadeUpSubscriptionsCloseTheConnectionMemoryFlatHeartbeatsFlowin
   EXPECT_LT(r.after_kib - r.before_kib, kFlatKiB) << "RSS grew under the flood";
   EXPECT_GT(r.events, 0u);
   EXPECT_EQ(r.gaps, 0u) << "the real subscriber lost messages";
-  EXPECT_LT(r.worst_gap_ms, kTimelyMs) << "timing: heartbeats starved";
+  if (::pw::test::timing_checks()) EXPECT_LT(r.worst_gap_ms, kTimelyMs) << "timing: heartbeats starved";
 }
 
 TEST(Flood, WithoutTheGuardMadeUpSubscriptionsGrowTheRun) {

@@ -19,6 +19,7 @@ PY=/usr/bin/python3
 $PY - "$T" <<'PYEOF' || fail "checks above"
 import csv, json, sys
 T = sys.argv[1]
+COMPUTE = ('forward', 'backward', 'backward_input', 'backward_weight')
 ev = list(csv.DictReader(open(T + '/csv/events.csv')))
 for f in ('x.json', 'x1.json'):
     x = json.load(open(T + '/' + f))
@@ -27,7 +28,7 @@ for f in ('x.json', 'x1.json'):
     for s in x['stages']:
         assert s['compute_ns'] + sum(s['causes'].values()) == s['wall_ns'], (f, s)
         # Compute: the stage's forward and backward events inside its window.
-        own = [e for e in ev if int(e['stage']) == s['stage'] and e['kind'] in ('forward', 'backward')
+        own = [e for e in ev if int(e['stage']) == s['stage'] and e['kind'] in COMPUTE
                and s['start_ns'] <= int(e['start_ns']) < s['end_ns']]
         assert s['compute_ns'] == sum(int(e['end_ns']) - int(e['start_ns']) for e in own), (f, s['stage'])
         # The engine receives in Recv events: every wait on the peer names it.
@@ -65,4 +66,28 @@ assert abs(s['iteration_time_ms'] - $after) <= 1e-9 * $after, (s['iteration_time
 assert abs(b['iteration_time_ms'] - $before) <= 1e-9 * $before, (b['iteration_time_ms'], $before)
 " || fail "suggestion $sets"
 done < "$T/sets.txt"
-echo "explain on a real run: ok ($(wc -l < "$T/sets.txt") suggestions re-simulated)"
+# The same job under ZB-H1 (B and W apart): each stage's compute is its
+# forward, B and W events, the causes fill the rest (explain counted only
+# forward and full backward as compute, and found no producer for B).
+"$PW" run "$JOB" --set 'model.widths=[256,1024,1024]' --set training.iterations=4 --set pipeline.schedule=zb-h1 \
+  --run-dir "$T/zb" --db "$T/zb.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run zb-h1: $(cat "$T/err")"
+"$PW" explain "$T/zb.sqlite" --json > "$T/zb.json" 2> "$T/err" || fail "explain zb-h1: $(cat "$T/err")"
+"$PW" export "$T/zb.sqlite" --csv "$T/zbcsv" > /dev/null || fail "export zb-h1"
+$PY - "$T" <<'PYEOF' || fail "zb-h1 checks above"
+import csv, json, sys
+T = sys.argv[1]
+ev = list(csv.DictReader(open(T + '/zbcsv/events.csv')))
+kinds = {e['kind'] for e in ev}
+assert {'backward_input', 'backward_weight'} <= kinds and 'backward' not in kinds, kinds
+x = json.load(open(T + '/zb.json'))
+assert x['iterations'] == 4, x['iterations']
+for s in x['stages']:
+    assert s['compute_ns'] + sum(s['causes'].values()) == s['wall_ns'], s
+    own = [e for e in ev if int(e['stage']) == s['stage'] and e['kind'] in ('forward', 'backward_input', 'backward_weight')
+           and s['start_ns'] <= int(e['start_ns']) < s['end_ns']]
+    assert s['compute_ns'] == sum(int(e['end_ns']) - int(e['start_ns']) for e in own), (s['stage'], s['compute_ns'])
+    for k in s['causes']:
+        if k.startswith('wait_'): assert k.endswith('_%d' % (1 - s['stage'])), k
+print('zb-h1 ok')
+PYEOF
+echo "explain on a real run: ok ($(wc -l < "$T/sets.txt") suggestions re-simulated; zb-h1 compute is F + B + W)"

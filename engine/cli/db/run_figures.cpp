@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/analysis/bubble.h"
 #include "core/spec/job_spec.h"
 #include "db/run_reader.h"
 
@@ -98,14 +99,14 @@ nlohmann::json run_figures(const db::RunReader& r) {
     if (kinds[k]) by_kind[to_string(static_cast<EventKind>(k))] = kinds[k];
   j["events_by_kind"] = by_kind;
   int nstages = std::max<int>(run.stages, static_cast<int>(stats.size()));
-  // Bubble over the recorded span: the share of stage-time not computing.
-  j["bubble_fraction"] = span > 0 && nstages > 0 ? 1.0 - static_cast<double>(busy) / (static_cast<double>(span) * nstages) : 0.0;
+  // Bubble over the recorded span.
+  j["bubble_fraction"] = bubble_fraction(static_cast<double>(busy), nstages, static_cast<double>(span));
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : stats)
     st.push_back({{"stage", s.stage},
                   {"events", s.events},
                   {"busy_ns", s.busy_ns},
-                  {"busy_fraction", span > 0 ? static_cast<double>(s.busy_ns) / span : 0.0},
+                  {"busy_fraction", busy_fraction(static_cast<double>(s.busy_ns), static_cast<double>(span))},
                   {"first_start_ns", s.first_start_ns},
                   {"last_end_ns", s.last_end_ns},
                   {"bytes", s.bytes},

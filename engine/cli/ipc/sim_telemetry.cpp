@@ -11,7 +11,7 @@ namespace pw::cli {
 namespace pb = ipc::pb;
 
 SimTelemetry::SimTelemetry(ipc::Publisher& publisher, double pace)
-    : pub_(publisher), pace_(pace), start_wall_ns_(unix_ns()) {}
+    : pub_(publisher), pace_(pace), start_ns_(steady_now_ns()) {}
 
 pb::ControlReply SimTelemetry::handle(const pb::ControlRequest& req) {
   using R = pb::ControlRequest;
@@ -56,17 +56,19 @@ void SimTelemetry::gate(std::int64_t t_ns) {
     if (stop_) throw SimStopped();
     std::unique_lock lk(mu_);
     if (paused_) {
-      auto t0 = unix_ns();
+      auto t0 = steady_now_ns();
       // A signal handler cannot notify a condition variable: look every 100 ms.
       while (!cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return !paused_ || stop_; })) check_interrupt();
-      paused_ns_ += unix_ns() - t0;
+      paused_ns_ += steady_now_ns() - t0;
     }
     if (stop_) throw SimStopped();
     any_ = paused_;
   }
   if (pace_ > 0) {
-    std::int64_t due = start_wall_ns_ + paused_ns_ + static_cast<std::int64_t>(t_ns / pace_);
-    for (std::int64_t now = unix_ns(); due > now + 1000000 && !stop_; now = unix_ns()) {
+    // The steady clock: a system clock set back or forward mid-run would
+    // stall the pacing or release it all at once.
+    std::int64_t due = start_ns_ + paused_ns_ + static_cast<std::int64_t>(t_ns / pace_);
+    for (std::int64_t now = steady_now_ns(); due > now + 1000000 && !stop_; now = steady_now_ns()) {
       check_interrupt();
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(due - now, 50000000)));
     }

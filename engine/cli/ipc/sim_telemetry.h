@@ -33,7 +33,7 @@ class SimTelemetry {
  private:
   ipc::Publisher& pub_;
   double pace_;
-  std::int64_t start_wall_ns_ = 0;
+  std::int64_t start_ns_ = 0;  // steady clock
   std::int64_t paused_ns_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

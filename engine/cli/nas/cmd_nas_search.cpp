@@ -4,7 +4,6 @@
 // Both run in the worker program (pw_nas_worker search|export), where the
 // trained candidates are rebuilt with the libtorch code that trained them;
 // the predicted latency and the front are core's (subnet_cost, pareto).
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,11 +33,9 @@ namespace fs = std::filesystem;
 namespace {
 
 int run_worker(const std::vector<std::string>& cmd) {
-  pid_t pid = rt::spawn_child(cmd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) throw std::runtime_error("cannot run " + cmd[0]);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  rt::ChildExit x = rt::wait_child(rt::spawn_child(cmd));
+  if (x.code == 127) throw std::runtime_error("cannot run " + cmd[0]);
+  return x.signal || x.lost ? 1 : x.code;
 }
 
 // A scratch file for the worker's JSON answer, removed on scope exit.

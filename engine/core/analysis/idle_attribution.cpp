@@ -131,12 +131,15 @@ class Attributor {
       }
       if (is_compute(e.kind)) {
         if (cur_compute == SIZE_MAX || e.end_ns >= ev_[cur_compute].end_ns) cur_compute = i;
+        // The producers a later gap may wait for: forwards (activations) and
+        // the backwards that pass a gradient on (a full backward or B, not W).
         if (e.kind == EventKind::Forward) fwd_out_.add(key_of(e.microbatch, e.last_layer), e.end_ns, i);
-        if (e.kind == EventKind::Backward) bwd_in_.add(key_of(e.microbatch, e.first_layer), e.end_ns, i);
-      } else if (e.kind == EventKind::SwapIn || e.kind == EventKind::SwapOut || e.kind == EventKind::Recompute) {
+        if (carries_gradient(e.kind)) bwd_in_.add(key_of(e.microbatch, e.first_layer), e.end_ns, i);
+      } else if (is_memory_policy(e.kind)) {
         if (cur_compute != SIZE_MAX) {
           const Event& p = ev_[cur_compute];
-          nested_[i] = p.microbatch == e.microbatch && p.chunk == e.chunk && e.start_ns >= p.start_ns && e.end_ns <= p.end_ns;
+          nested_[i] = runs_inside(e.kind, p.kind) && p.microbatch == e.microbatch && p.chunk == e.chunk &&
+                       e.start_ns >= p.start_ns && e.end_ns <= p.end_ns;
         }
         if (e.kind == EventKind::SwapIn && !nested_[i]) swapins_[e.stage].push_back(i);
       } else if (e.kind == EventKind::Send) {
@@ -152,16 +155,12 @@ class Attributor {
   }
 
   static int label_of(const Event& e, bool nested) {
-    switch (e.kind) {
-      case EventKind::Forward:
-      case EventKind::Backward: return kCompute;
-      case EventKind::OptimizerStep: return kOptimizer;
-      case EventKind::Migrate: return kMigrate;
-      case EventKind::Recompute: return kRecompute;  // the simulator's runs before the backward, the engine's inside
-      case EventKind::SwapIn:
-      case EventKind::SwapOut: return nested ? kSwap : kGap;  // asynchronous swaps overlap compute
-      default: return kGap;
-    }
+    if (is_compute(e.kind)) return kCompute;
+    if (e.kind == EventKind::OptimizerStep) return kOptimizer;
+    if (e.kind == EventKind::Migrate) return kMigrate;
+    if (e.kind == EventKind::Recompute) return kRecompute;  // the simulator's runs before the backward, the engine's inside
+    if (is_swap(e.kind)) return nested ? kSwap : kGap;      // asynchronous swaps overlap compute
+    return kGap;
   }
 
   void windows() {
@@ -218,13 +217,14 @@ class Attributor {
       std::int64_t next = win_[s].back().last < begin_[s + 1] ? ev_[w.last].start_ns : last_end;
       w.end = std::max(w.end, std::min(last_end, next));
     }
-    // Each stage's last backward in the last iteration, for the drain at its end.
+    // Each stage's last backward (of any form: with a split one, its last W)
+    // in the last iteration, for the drain at its end.
     last_bwd_.assign(stages_, std::numeric_limits<std::int64_t>::min());
     for (int s = 0; s < stages_; ++s) {
       if (win_[s].empty()) continue;
       const Window& w = win_[s].back();
       for (std::size_t i = w.first; i < w.last; ++i)
-        if (ev_[i].kind == EventKind::Backward) last_bwd_[s] = std::max(last_bwd_[s], ev_[i].end_ns);
+        if (is_backward(ev_[i].kind)) last_bwd_[s] = std::max(last_bwd_[s], ev_[i].end_ns);
     }
     max_last_bwd_ = *std::max_element(last_bwd_.begin(), last_bwd_.end());
   }
@@ -273,15 +273,19 @@ class Attributor {
     if (a->kind == EventKind::Recompute) {
       // The simulator recomputes right before the backward that needs it: the wait is that backward's.
       for (std::size_t j = next + 1; j < stage_end && j < next + 8; ++j)
-        if (ev_[j].kind == EventKind::Backward && ev_[j].microbatch == a->microbatch && ev_[j].chunk == a->chunk) {
+        if (carries_gradient(ev_[j].kind) && ev_[j].microbatch == a->microbatch && ev_[j].chunk == a->chunk) {
           a = &ev_[j];
           break;
         }
     }
     if (!is_compute(a->kind)) return add(it, out, IdleCause::HostOverhead, g0, g1);
-    const bool gradient = a->kind == EventKind::Backward;
+    // A forward waits for its activation, a gradient-carrying backward for
+    // its gradient; W waits for no peer (its input is its own stage's B), so
+    // a gap before it is the host's.
+    const bool gradient = carries_gradient(a->kind);
+    const bool waits_for_peer = gradient || a->kind == EventKind::Forward;
     long producer = -1;
-    if (a->first_layer >= 0) {
+    if (waits_for_peer && a->first_layer >= 0) {
       producer = gradient ? bwd_in_.last_at_or_before(key_of(a->microbatch, a->last_layer + 1), g1)
                           : fwd_out_.last_at_or_before(key_of(a->microbatch, a->first_layer - 1), g1);
     }
@@ -364,7 +368,7 @@ class Attributor {
         if (ph.first_fwd < 0) ph.first_fwd = e.start_ns;
         ph.last_fwd = e.start_ns;
       }
-      if (e.kind == EventKind::Backward && ph.first_bwd < 0) ph.first_bwd = e.start_ns;
+      if (carries_gradient(e.kind) && ph.first_bwd < 0) ph.first_bwd = e.start_ns;
       labelled.push_back(j);
       if (b <= a) continue;
       pts.push_back({a, +1, l});
@@ -401,8 +405,14 @@ class Attributor {
       for (; p < pts.size() && pts[p].t == t; ++p) count[pts[p].label] += pts[p].delta;
     }
     while (next < labelled.size() && ev_[labelled[next]].start_ns < cur) ++next;
-    if (cur < w.end && next < labelled.size()) classify_gap(it, out, ph, cur, w.end, labelled[next], w.last);  // an empty step at the end
-    else if (cur < w.end) tail(it, out, cur, w.end, i == iterations_ - 1);
+    // An empty step after a wait ends that wait; what follows the stage's
+    // last action (an empty step at its end included) is its tail.
+    if (cur < w.end && next < labelled.size() && ev_[labelled[next]].start_ns > cur) {
+      const std::int64_t t = std::min(ev_[labelled[next]].start_ns, w.end);
+      classify_gap(it, out, ph, cur, t, labelled[next], w.last);
+      cur = t;
+    }
+    if (cur < w.end) tail(it, out, cur, w.end, i == iterations_ - 1);
     return it;
   }
 

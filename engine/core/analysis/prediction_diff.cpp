@@ -12,8 +12,6 @@
 namespace pw {
 namespace {
 
-bool is_action(EventKind k) { return is_compute(k) || k == EventKind::OptimizerStep; }
-
 // Each stage's iteration windows, by start: which iteration an event of
 // the stage belongs to.
 class Windows {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <tuple>
+
+#include "core/events/event_kinds.h"
 
 namespace pw {
 namespace {
@@ -20,14 +23,21 @@ bool nested_in(const Event& child, const Event& parent) {
          child.start_ns >= parent.start_ns && child.end_ns <= parent.end_ns;
 }
 
+// A microbatch's backward is one event (full) or two (B and W of a split
+// one): its time is the sum of the backward events over the gradients
+// passed on (one per microbatch either way).
 struct Samples {
   int device = 0;
-  std::vector<double> fwd, bwd;
+  std::vector<double> fwd;
+  double bwd_total = 0, weight_total = 0;
+  int gradients = 0, weight_events = 0;
 };
 
+// Parents before the children nested in them: at the same start, the
+// longer first (a backward and the recompute that opens it).
 void sort_by_device_and_start(std::vector<Event>& events) {
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    return a.stage != b.stage ? a.stage < b.stage : a.start_ns < b.start_ns;
+    return std::tie(a.stage, a.start_ns, b.end_ns) < std::tie(b.stage, b.start_ns, a.end_ns);
   });
 }
 
@@ -57,19 +67,21 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
   std::map<std::pair<int, int>, Samples> by_range;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    if (e.kind != EventKind::Forward && e.kind != EventKind::Backward) continue;
+    if (!is_compute(e.kind)) continue;
     if (e.first_layer < 0 || e.start_ns < warm[e.stage]) continue;
     double own = ms(e);
     // Children start inside their parent and the list is sorted by start.
     for (size_t j = i + 1; j < events.size() && events[j].stage == e.stage && events[j].start_ns < e.end_ns; ++j) {
       const Event& c = events[j];
-      const bool child = e.kind == EventKind::Forward ? c.kind == EventKind::SwapOut
-                                                      : c.kind == EventKind::Recompute || c.kind == EventKind::SwapIn;
-      if (child && nested_in(c, e)) own -= ms(c);
+      if (runs_inside(c.kind, e.kind) && nested_in(c, e)) own -= ms(c);
     }
+    own = std::max(0.0, own);
     Samples& s = by_range[{e.first_layer, e.last_layer}];
     s.device = e.stage;
-    (e.kind == EventKind::Forward ? s.fwd : s.bwd).push_back(std::max(0.0, own));
+    if (e.kind == EventKind::Forward) s.fwd.push_back(own);
+    if (is_backward(e.kind)) s.bwd_total += own;
+    if (carries_gradient(e.kind)) ++s.gradients;
+    if (e.kind == EventKind::BackwardWeight) s.weight_total += own, ++s.weight_events;
   }
 
   std::vector<MeasuredStageCompute> out;
@@ -79,7 +91,8 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
     m.device = s.device;
     m.microbatches = static_cast<int>(s.fwd.size());
     m.fwd_ms = mean(s.fwd);
-    m.bwd_ms = mean(s.bwd);
+    m.bwd_ms = s.gradients > 0 ? s.bwd_total / s.gradients : 0;
+    if (s.weight_events > 0) m.bwd_weight_ms = s.weight_total / s.weight_events;
     m.optimizer_ms = optimizer.count(s.device) ? optimizer[s.device] : 0;
     out.push_back(m);
   }
@@ -100,7 +113,7 @@ std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
     if (prev_end > 0 && e.start_ns > prev_end && e.kind != EventKind::OptimizerStep)
       gap_ns += static_cast<double>(e.start_ns - prev_end);
     prev_end = std::max(prev_end, e.end_ns);
-    actions += e.kind == EventKind::Forward || e.kind == EventKind::Backward || e.kind == EventKind::OptimizerStep;
+    actions += is_action(e.kind);
   }
   if (actions == 0) return std::nullopt;
   return gap_ns / 1e3 / static_cast<double>(actions);
@@ -124,19 +137,35 @@ ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<Me
   const char* sep = " ";
   for (const auto& m : measured) {
     if (!in_range(m.range)) continue;
-    double fwd = 0, bwd = 0;
-    for (int l = m.range.first_layer; l <= m.range.last_layer; ++l) fwd += profile.layers[l].fwd_ms, bwd += profile.layers[l].bwd_ms;
+    double fwd = 0, bwd = 0, weight = 0;
+    for (int l = m.range.first_layer; l <= m.range.last_layer; ++l)
+      fwd += profile.layers[l].fwd_ms, bwd += profile.layers[l].bwd_ms, weight += weight_grad_ms(profile.layers[l]);
     const double opt = device_optimizer_ms[m.device];
     const double ff = fwd > 0 && m.fwd_ms > 0 ? m.fwd_ms / fwd : 1;
     const double fb = bwd > 0 && m.bwd_ms > 0 ? m.bwd_ms / bwd : 1;
     const double fo = opt > 0 && device_measured_optimizer_ms[m.device] > 0 ? device_measured_optimizer_ms[m.device] / opt : 1;
+    // A split run measured W apart: B and W are scaled each to its own
+    // measure. Otherwise W keeps its share of the scaled backward.
+    const bool split = m.bwd_weight_ms >= 0 && weight > 0 && bwd - weight > 0 && m.bwd_ms > m.bwd_weight_ms;
+    const double fw = split ? m.bwd_weight_ms / weight : fb;
+    const double fi = split ? (m.bwd_ms - m.bwd_weight_ms) / (bwd - weight) : fb;
     for (int l = m.range.first_layer; l <= m.range.last_layer; ++l) {
-      p.layers[l].fwd_ms *= ff;
-      p.layers[l].bwd_ms *= fb;
-      p.layers[l].optimizer_ms *= fo;
+      LayerProfile& L = p.layers[l];
+      L.fwd_ms *= ff;
+      L.optimizer_ms *= fo;
+      if (split) {
+        const double w = weight_grad_ms(profile.layers[l]);
+        L.bwd_ms = (L.bwd_ms - w) * fi + w * fw;
+        L.bwd_weight_ms = w * fw;
+      } else {
+        L.bwd_ms *= fb;
+        if (L.bwd_weight_ms >= 0) L.bwd_weight_ms *= fb;
+      }
     }
-    note << sep << "layers " << m.range.first_layer << "-" << m.range.last_layer << " forward x" << ff << ", backward x"
-         << fb << ", optimizer x" << fo;
+    note << sep << "layers " << m.range.first_layer << "-" << m.range.last_layer << " forward x" << ff;
+    if (split) note << ", input gradient x" << fi << ", weight gradient x" << fw;
+    else note << ", backward x" << fb;
+    note << ", optimizer x" << fo;
     sep = "; ";
   }
   p.assumptions.push_back(note.str());

@@ -15,13 +15,15 @@ namespace pw {
 // predicted, the mean iteration time, counts it. Nested work is taken out
 // of its parent: a forward without the swap-outs inside it, a backward
 // without the recomputes and swap-ins inside it (the cost model prices
-// those apart).
+// those apart). A split backward's B and W are one backward: bwd_ms is
+// their sum per microbatch, and bwd_weight_ms W's share.
 struct MeasuredStageCompute {
   StageRange range;          // the layers the stage held
   int device = 0;
   int microbatches = 0;      // forwards the means were taken over
   double fwd_ms = 0;
-  double bwd_ms = 0;
+  double bwd_ms = 0;         // full backward, or B + W
+  double bwd_weight_ms = -1; // W alone when the run split its backward; < 0 otherwise
   double optimizer_ms = 0;   // the device's optimizer step, per iteration
 };
 
@@ -43,8 +45,10 @@ std::optional<double> fit_action_overhead_us(std::vector<Event> events);
 // a shared CPU (caches, memory bandwidth, the scheduler) are slower than a
 // profile that times each layer alone; scaling per stage keeps the layers'
 // proportions within it, so the profile still serves plans with other
-// partitions. Stages without a measurement keep their costs. The profile
-// records what was done in `assumptions`.
+// partitions. Stages without a measurement keep their costs. A stage
+// measured with a split backward has its layers' B and W scaled apart (the
+// W share of bwd_ms becomes what was measured); otherwise W keeps its share.
+// The profile records what was done in `assumptions`.
 ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured);
 
 }  // namespace pw

@@ -13,7 +13,12 @@ nlohmann::json event_to_json(const Event& e) {
 
 std::optional<Event> event_from_json_line(const std::string& line) {
   auto j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  if (j.is_discarded()) return std::nullopt;
+  return event_from_json(j);
+}
+
+std::optional<Event> event_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
   Event e;
   e.kind = event_kind_from_string(j.value("kind", "idle")).value_or(EventKind::Idle);
   e.stage = j.value("stage", 0);

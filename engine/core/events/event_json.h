@@ -13,7 +13,9 @@ namespace pw {
 // line. Workers write them, the coordinator tails them, calibration and
 // tests read them back; one definition of the line keeps them agreeing.
 nlohmann::json event_to_json(const Event& e);
-// nullopt for a line that is not a JSON object (a torn last line).
+// nullopt for what is not a JSON object (a torn last line); other keys are
+// left to the caller (a CSP record stream's "r").
+std::optional<Event> event_from_json(const nlohmann::json& j);
 std::optional<Event> event_from_json_line(const std::string& line);
 
 // Every event of every stage file in `run_dir`/events (empty if none).

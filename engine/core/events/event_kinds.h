@@ -4,8 +4,9 @@
 namespace pw {
 
 // The one classification of event kinds that statistics, telemetry, the
-// database, the studio and the idle-time attribution share (new kinds are
-// classified here and nowhere else).
+// database, the studio, the calibration and the idle-time attribution share
+// (new kinds are classified here and nowhere else: code elsewhere asks these
+// questions, it does not list kinds).
 
 // The stage is occupied by its own training work: model compute, the
 // recompute a memory policy adds, and the optimizer step. "busy_ns" in
@@ -26,9 +27,53 @@ constexpr bool is_compute(EventKind k) {
          k == EventKind::BackwardWeight;
 }
 
+// A schedule's action: compute, or the optimizer step. Each costs the host
+// its per-action overhead (DeviceSpec::action_overhead_us).
+constexpr bool is_action(EventKind k) { return is_compute(k) || k == EventKind::OptimizerStep; }
+
+// Backward compute of any form: the full backward, or a split one's B and
+// W. A microbatch's backward cost on a stage is the sum of these.
+constexpr bool is_backward(EventKind k) {
+  return k == EventKind::Backward || k == EventKind::BackwardInput || k == EventKind::BackwardWeight;
+}
+
+// The backward that carries the gradient through the pipeline: it waits for
+// the next stage's input gradient and computes its own for the previous
+// stage. A full backward, or B of a split one; W needs only its own stage's
+// B, so it waits for no peer.
+constexpr bool carries_gradient(EventKind k) { return k == EventKind::Backward || k == EventKind::BackwardInput; }
+
+// The event with which a microbatch's backward on a stage is complete: the
+// full backward, or W when it is split (W follows its B on the stage).
+constexpr bool completes_backward(EventKind k) { return k == EventKind::Backward || k == EventKind::BackwardWeight; }
+
 // Work a memory policy adds (recompute, activations moved to and from the host).
 constexpr bool is_memory_policy(EventKind k) {
   return k == EventKind::Recompute || k == EventKind::SwapIn || k == EventKind::SwapOut;
+}
+
+// Policy work that the engine runs inside a compute event of the same
+// microbatch and chunk, and that is not that event's own compute: a
+// forward's swap-outs; a gradient-carrying backward's recomputes and
+// swap-ins (W reuses what its B brought back). The simulator's policy work
+// runs beside or before compute; where it overlaps a forward by time
+// (a swap-in prefetched for the next backward) it is not inside it.
+constexpr bool runs_inside(EventKind child, EventKind parent) {
+  if (parent == EventKind::Forward) return child == EventKind::SwapOut;
+  return carries_gradient(parent) && (child == EventKind::Recompute || child == EventKind::SwapIn);
+}
+
+// Activations moved between the device and the host by a copy engine.
+constexpr bool is_swap(EventKind k) { return k == EventKind::SwapIn || k == EventKind::SwapOut; }
+
+// Where an event runs beside the others on its stage: the compute stream,
+// the copy engine (swaps), the links (sends and receives). Traces and the
+// studio draw one track each.
+enum class EventLane : int { Compute = 0, Copy = 1, Link = 2 };
+constexpr EventLane lane_of(EventKind k) {
+  return is_swap(k) ? EventLane::Copy
+         : (k == EventKind::Send || k == EventKind::Recv) ? EventLane::Link
+                                                           : EventLane::Compute;
 }
 
 }  // namespace pw

@@ -1,10 +1,10 @@
 #include "core/nas/subnet_log.h"
 
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+
+#include "core/events/event_json.h"
 
 namespace pw::nas {
 namespace {
@@ -36,10 +36,9 @@ void SubnetLogWriter::on_wait(const SubnetWait& w) {
 }
 
 void SubnetLogWriter::on_event(const Event& e) {
-  line(nlohmann::json{{"r", "event"}, {"kind", to_string(e.kind)}, {"stage", e.stage}, {"subnet", e.microbatch},
-                      {"start", e.start_ns}, {"end", e.end_ns}, {"bytes", e.bytes}, {"first", e.first_layer},
-                      {"last", e.last_layer}}
-           .dump());
+  nlohmann::json j = event_to_json(e);
+  j["r"] = "event";
+  line(j.dump());
 }
 
 bool replay_subnet_log_line(const std::string& text, SubnetObserver* obs, EventSink* sink) {
@@ -58,18 +57,10 @@ bool replay_subnet_log_line(const std::string& text, SubnetObserver* obs, EventS
                    j.at("layer").get<int>(), j.at("t").get<std::int64_t>()};
       if (obs) obs->on_wait(w);
     } else if (r == "event") {
-      auto kind = event_kind_from_string(j.at("kind").get<std::string>());
-      if (!kind) return false;
-      Event e;
-      e.kind = *kind;
-      e.stage = j.at("stage").get<int>();
-      e.microbatch = j.at("subnet").get<int>();
-      e.start_ns = j.at("start").get<std::int64_t>();
-      e.end_ns = j.at("end").get<std::int64_t>();
-      e.bytes = j.value("bytes", std::int64_t{0});
-      e.first_layer = j.value("first", -1);
-      e.last_layer = j.value("last", -1);
-      if (sink) sink->on_event(e);
+      if (!event_kind_from_string(j.at("kind").get<std::string>())) return false;
+      auto e = event_from_json(j);
+      if (!e) return false;
+      if (sink) sink->on_event(*e);
     } else {
       return false;
     }
@@ -80,18 +71,10 @@ bool replay_subnet_log_line(const std::string& text, SubnetObserver* obs, EventS
 }
 
 int SubnetLogTail::poll(SubnetObserver* obs, EventSink* sink) {
-  std::ifstream in(file_, std::ios::binary);
-  if (!in) return 0;
-  in.seekg(pos_);
-  std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  pos_ += static_cast<std::int64_t>(chunk.size());
-  partial_ += chunk;
-  int n = 0;
-  size_t start = 0;
-  for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1, ++n)
-    if (!replay_subnet_log_line(partial_.substr(start, nl - start), obs, sink)) ++malformed_;
-  partial_.erase(0, start);
-  return n;
+  const auto lines = lines_.poll();
+  for (const auto& l : lines)
+    if (!replay_subnet_log_line(l, obs, sink)) ++malformed_;
+  return static_cast<int>(lines.size());
 }
 
 }  // namespace pw::nas

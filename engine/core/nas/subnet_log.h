@@ -4,12 +4,15 @@
 #include <string>
 
 #include "core/events/event.h"
+#include "core/events/line_tail.h"
 #include "core/nas/subnet_observer.h"
 
 namespace pw::nas {
 
 // The record stream of one CSP trainer process (engine/runtime/nas): subnet
-// admissions, states, wait edges and its events, one JSON object a line, so
+// admissions, states, wait edges and its events, one JSON object a line
+// tagged by "r" (an event's line is the engine's event line,
+// core/events/event_json.h, with "r": "event"; the subnet is its "mb"), so
 // the launcher can follow the file while the worker appends to it and feed
 // the same SubnetObserver / EventSink the simulator feeds (SubnetRecorder ->
 // database and telemetry). Every line is flushed: a reader sees whole lines.
@@ -30,19 +33,16 @@ class SubnetLogWriter final : public SubnetObserver, public EventSink {
 // for a line that is not a record of this format.
 bool replay_subnet_log_line(const std::string& line, SubnetObserver* obs, EventSink* sink);
 
-// Follows a file a SubnetLogWriter appends to; a line without its newline
-// yet waits for the next poll. A missing file is simply not there yet.
+// Follows a file a SubnetLogWriter appends to (core/events/line_tail.h).
 class SubnetLogTail {
  public:
-  explicit SubnetLogTail(std::string file) : file_(std::move(file)) {}
+  explicit SubnetLogTail(std::string file) : lines_(std::move(file)) {}
   // Replays the complete lines added since the last poll; returns how many.
   int poll(SubnetObserver* obs, EventSink* sink);
   int malformed() const { return malformed_; }
 
  private:
-  std::string file_;
-  std::int64_t pos_ = 0;
-  std::string partial_;
+  LineTail lines_;
   int malformed_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "core/sim/simulator.h"
 
+#include "core/analysis/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
@@ -158,7 +159,7 @@ class Simulation {
 
   void emit(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e, std::int64_t bytes) {
     ++events_;
-    if (is_busy(k)) {
+    if (is_busy(k) && e > s) {  // an empty step occupies nothing
       auto& st = dev_[d];
       if (st.first_start == kUnset || s < st.first_start) st.first_start = s;
       st.last_compute_end = std::max(st.last_compute_end, e);
@@ -237,7 +238,9 @@ class Simulation {
           opt = vs_[sched_.virtual_stage(d, 0)].optimizer;
         }
         std::int64_t start = s.free, end = start + opt;
-        if (opt > 0) emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
+        // Emitted when it takes no time too: the steps delimit the iterations
+        // a run's analysis finds (PipeDream's two overlapping ones).
+        emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
         s.busy += opt;
         s.free = end + overhead_;
         s.last_end = end;
@@ -364,7 +367,7 @@ class Simulation {
       const auto& s = dev_[d];
       SimStage st;
       st.busy_ms = s.busy * busy_scale / 1e6;
-      st.busy_fraction = iter_ns > 0 ? std::min(1.0, st.busy_ms * 1e6 / iter_ns) : 0;
+      st.busy_fraction = busy_fraction(st.busy_ms * 1e6, iter_ns);
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
       st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;
       st.last_end_ms = s.last_compute_end / 1e6;
@@ -387,7 +390,7 @@ class Simulation {
       }
       r.stages.push_back(st);
     }
-    r.bubble_fraction = iter_ns > 0 ? std::max(0.0, 1.0 - total_busy / (p_ * iter_ns)) : 0;
+    r.bubble_fraction = bubble_fraction(total_busy, p_, iter_ns);
     return r;
   }
 

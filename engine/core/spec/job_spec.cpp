@@ -5,6 +5,7 @@
 #include "core/cluster/transport_choice.h"
 #include "core/plan/planner.h"
 #include "core/spec/bounded_json.h"
+#include "core/spec/job_fields.h"
 #include "core/spec/json_fields.h"
 #include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
@@ -13,12 +14,21 @@ namespace pw {
 namespace {
 constexpr double GiB = 1024.0 * 1024 * 1024;
 
-const std::vector<std::string> kModelKinds = {"transformer", "bert", "gpt", "mlp", "cnn", "uniform", "profile", "torchscript"};
+// A field of the range table (job_fields.h), read with its row's range.
+template <class T>
+T ranged(JsonFields& f, const std::string& key, std::optional<T> fallback = std::nullopt) {
+  const FieldRange& r = job_field_range(f.path_of(key));
+  return f.integer<T>(key, static_cast<T>(r.min), static_cast<T>(r.max), fallback);
+}
+double ranged_number(JsonFields& f, const std::string& key, std::optional<double> fallback = std::nullopt) {
+  const FieldRange& r = job_field_range(f.path_of(key));
+  return f.number(key, r.min, r.max, fallback);
+}
 
 ModelSpec parse_model(JsonFields f) {
   using namespace bounds;
   ModelSpec m;
-  m.kind = f.choice("kind", kModelKinds);
+  m.kind = f.choice("kind", model_kind_names());
   m.profile = f.str("profile", "");
   m.profile_device = f.str("profile_device", "");
   if (!m.profile_device.empty() && !device_preset(m.profile_device))
@@ -26,33 +36,33 @@ ModelSpec parse_model(JsonFields f) {
   m.precision = f.choice("precision", {"fp32", "fp16"}, "fp32");
   if (m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer") {
     if (m.kind == "transformer") {
-      m.encoder_layers = f.integer<int>("encoder_layers", 0, kLayers, 0);
-      m.decoder_layers = f.integer<int>("decoder_layers", 0, kLayers, 0);
+      m.encoder_layers = ranged<int>(f, "encoder_layers", 0);
+      m.decoder_layers = ranged<int>(f, "decoder_layers", 0);
       if (m.encoder_layers + m.decoder_layers < 1)
         throw SpecError(f.path_of("encoder_layers"), "encoder_layers + decoder_layers must be >= 1");
       if (m.encoder_layers + m.decoder_layers > kLayers)
         throw SpecError(f.path_of("decoder_layers"), "encoder_layers + decoder_layers must be <= " + std::to_string(kLayers));
       m.layers = m.encoder_layers + m.decoder_layers;
     } else {
-      m.layers = f.integer<int>("layers", 1, kLayers);
+      m.layers = ranged<int>(f, "layers");
     }
-    m.hidden = f.integer<int>("hidden", 1, kHidden);
+    m.hidden = ranged<int>(f, "hidden");
     m.heads = f.integer<int>("heads", 1, m.hidden, std::max(1, m.hidden / 64));
     if (m.hidden % m.heads != 0)
       throw SpecError(f.path_of("heads"), "must divide hidden (" + std::to_string(m.hidden) + "), got " +
                                               std::to_string(m.heads));
-    m.seq_len = f.integer<int>("seq_len", 1, kSeqLen);
-    m.vocab = f.integer<int>("vocab", 1, kVocab, m.kind == "gpt" ? 50257 : 30522);
-    m.ffn_mult = f.integer<int>("ffn_mult", 1, kFfnMult, 4);
+    m.seq_len = ranged<int>(f, "seq_len");
+    m.vocab = ranged<int>(f, "vocab", m.kind == "gpt" ? 50257 : 30522);
+    m.ffn_mult = ranged<int>(f, "ffn_mult", 4);
   } else if (m.kind == "mlp") {
-    m.input = f.integer<int>("input", 1, kHidden, 784);
+    m.input = ranged<int>(f, "input", 784);
     m.widths = f.int_list<int>("widths", 1, kHidden, kLayers);
-    m.classes = f.integer<int>("classes", 1, kVocab, 10);
+    m.classes = ranged<int>(f, "classes", 10);
   } else if (m.kind == "cnn") {
-    m.image_size = f.integer<int>("image_size", 4, kImageSize, 28);
-    m.in_channels = f.integer<int>("in_channels", 1, kInChannels, 1);
+    m.image_size = ranged<int>(f, "image_size", 28);
+    m.in_channels = ranged<int>(f, "in_channels", 1);
     m.widths = f.int_list<int>("channels", 1, kHidden, kLayers);
-    m.classes = f.integer<int>("classes", 1, kVocab, 10);
+    m.classes = ranged<int>(f, "classes", 10);
   } else if (m.kind == "profile") {
     // Everything comes from the measured profile file.
     if (m.profile.empty()) throw SpecError(f.path_of("profile"), "model.kind \"profile\" needs a profile file");
@@ -64,7 +74,7 @@ ModelSpec parse_model(JsonFields f) {
     m.input_shape = in.int_list<std::int64_t>("shape", 1, kShapeExtent, kShapeDims);
     m.input_dtype = in.choice("dtype", {"float32", "int64"}, "float32");
     in.finish();
-    m.classes = f.integer<int>("classes", 1, kVocab, 10);
+    m.classes = ranged<int>(f, "classes", 10);
     // Token input of shape [seq_len]: a language model over `classes` symbols.
     if (m.input_dtype == "int64" && m.input_shape.size() == 1) {
       if (m.input_shape[0] > kSeqLen)
@@ -74,13 +84,13 @@ ModelSpec parse_model(JsonFields f) {
       m.vocab = m.classes;
     }
   } else {  // uniform
-    m.layers = f.integer<int>("layers", 1, kLayers);
-    m.fwd_ms = f.number("fwd_ms", 0, kLayerMs);
-    m.bwd_ms = f.number("bwd_ms", 0, kLayerMs);
-    m.activation_mb = f.number("activation_mb", 0, kLayerMb);
-    m.param_mb = f.number("param_mb", 0, kLayerMb, 0.0);
-    m.output_mb = f.number("output_mb", 0, kLayerMb, 0.0);
-    m.optimizer_ms = f.number("optimizer_ms", 0, kLayerMs, 0.0);
+    m.layers = ranged<int>(f, "layers");
+    m.fwd_ms = ranged_number(f, "fwd_ms");
+    m.bwd_ms = ranged_number(f, "bwd_ms");
+    m.activation_mb = ranged_number(f, "activation_mb");
+    m.param_mb = ranged_number(f, "param_mb", 0.0);
+    m.output_mb = ranged_number(f, "output_mb", 0.0);
+    m.optimizer_ms = ranged_number(f, "optimizer_ms", 0.0);
   }
   f.finish();
   return m;
@@ -90,32 +100,32 @@ TrainingSpec parse_training(JsonFields f) {
   using namespace bounds;
   TrainingSpec t;
   t.optimizer = f.choice("optimizer", {"sgd", "momentum", "adam"}, "adam");
-  t.lr = f.number("lr", 0, kLearningRate, 1e-3);
+  t.lr = ranged_number(f, "lr", 1e-3);
   t.lr_schedule = f.choice("lr_schedule", {"constant", "cosine"}, "constant");
   // "auto": the planner chooses the size (core/plan/microbatch_search.h);
   // until it has, the job is one microbatch of the whole batch.
   nlohmann::json mb = f.has("microbatch_size") ? f.raw("microbatch_size") : nlohmann::json();
   t.microbatch_size_auto = mb.is_string() && mb.get<std::string>() == "auto";
   if (t.microbatch_size_auto) {
-    t.batch_size = f.integer<int>("batch_size", 1, kBatchSize);
+    t.batch_size = ranged<int>(f, "batch_size");
     t.microbatch_size = t.batch_size;
   } else {
     if (mb.is_string())
       throw SpecError(f.path_of("microbatch_size"), "must be an integer or \"auto\", got \"" + mb.get<std::string>() + "\"");
-    t.microbatch_size = f.integer<int>("microbatch_size", 1, kMicrobatchSize, 1);
-    t.batch_size = f.integer<int>("batch_size", 1, kBatchSize, t.microbatch_size);
+    t.microbatch_size = ranged<int>(f, "microbatch_size", 1);
+    t.batch_size = ranged<int>(f, "batch_size", t.microbatch_size);
   }
   if (t.batch_size % t.microbatch_size != 0)
     throw SpecError(f.path_of("batch_size"), "must be a multiple of microbatch_size (" +
                                                  std::to_string(t.microbatch_size) + "), got " +
                                                  std::to_string(t.batch_size));
-  t.iterations = f.integer<int>("iterations", 1, kIterations, 1);
+  t.iterations = ranged<int>(f, "iterations", 1);
   t.seed = f.integer<std::uint64_t>("seed", 0, UINT64_MAX, 0);
-  t.warmup = f.integer<int>("warmup", 0, kIterations, 0);
+  t.warmup = ranged<int>(f, "warmup", 0);
   if (t.warmup >= t.iterations && t.warmup > 0)
     throw SpecError(f.path_of("warmup"), "must be less than training.iterations (" + std::to_string(t.iterations) +
                                              "), got " + std::to_string(t.warmup));
-  t.clip_grad_norm = f.number("clip_grad_norm", 0, kGradNorm, 0.0);
+  t.clip_grad_norm = ranged_number(f, "clip_grad_norm", 0.0);
   t.skip_nonfinite = f.boolean("skip_nonfinite", false);
   f.finish();
   return t;
@@ -124,7 +134,7 @@ TrainingSpec parse_training(JsonFields f) {
 ClusterSpec parse_cluster(JsonFields f) {
   using namespace bounds;
   ClusterSpec c;
-  c.devices = f.integer<int>("devices", 1, kDevices, 1);
+  c.devices = ranged<int>(f, "devices", 1);
   c.backend = f.choice("backend", transport_backend_choices(), "auto");
   std::string preset = f.str("device", "custom");
   if (preset != "custom") {
@@ -141,7 +151,7 @@ ClusterSpec parse_cluster(JsonFields f) {
   // Explicit fields refine a preset; a custom device needs them all.
   bool custom = preset == "custom";
   auto opt = [&](double v) { return custom ? std::optional<double>() : std::optional<double>(v); };
-  double mem_gb = f.number("memory_gb", 0.001, kMemoryGb, opt(c.device.memory_bytes / GiB));
+  double mem_gb = ranged_number(f, "memory_gb", opt(c.device.memory_bytes / GiB));
   c.device.memory_bytes = static_cast<std::uint64_t>(mem_gb * GiB);
   c.device.tflops = f.number("tflops", 1e-6, kRate, opt(c.device.tflops));
   c.device.host_link_gbps = f.number("host_link_gbps", 1e-6, kRate, custom ? 128.0 : c.device.host_link_gbps);
@@ -161,7 +171,7 @@ ClusterSpec parse_cluster(JsonFields f) {
 
 PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
   PipelineSpec p;
-  p.stages = f.integer<int>("stages", 1, bounds::kDevices, c.devices);
+  p.stages = ranged<int>(f, "stages", c.devices);
   if (p.stages > c.devices)
     throw SpecError(f.path_of("stages"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
                                              std::to_string(p.stages));
@@ -173,7 +183,7 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (t.microbatch_size_auto && f.has("microbatches"))
     throw SpecError(f.path_of("microbatches"), "training.microbatch_size \"auto\" chooses the microbatch count with "
                                                "the size; leave microbatches out");
-  p.microbatches = f.integer<int>("microbatches", 1, bounds::kMicrobatches, derived);
+  p.microbatches = ranged<int>(f, "microbatches", derived);
   if (p.microbatches != derived)
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
@@ -183,7 +193,7 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   p.schedule = p.schedule_auto ? ScheduleKind::OneFOneB : *schedule_kind_from_string(schedule);
   p.planner = f.choice("planner", planner_names(), "uniform");
   const bool v_shape = is_v_shape(p.schedule);
-  p.chunks = f.integer<int>("chunks", 1, bounds::kChunks, v_shape ? 2 : 1);
+  p.chunks = ranged<int>(f, "chunks", v_shape ? 2 : 1);
   if (p.schedule_auto && p.chunks != 1)
     throw SpecError(f.path_of("chunks"), "schedule \"auto\" chooses the chunks with the schedule; leave chunks out");
   if (v_shape && p.chunks != 2)
@@ -192,7 +202,8 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
   // The planners refuse it too (for --planner); the job says so on load.
-  if (p.chunks > 1 && !v_shape && (p.planner == "exact" || p.planner == "pipedream"))
+  // Exact plans a V's two chunks; PipeDream's planner none.
+  if (p.chunks > 1 && (p.planner == "pipedream" || (!v_shape && p.planner == "exact")))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
   if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && !t.microbatch_size_auto)

@@ -3,15 +3,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/events/event_kinds.h"
+
 namespace pw {
 namespace {
 // Track ids: 3 per stage (compute, copy engine, links); the idle tracks
 // follow all of them (3 * stages + stage), so the others keep their ids.
-int track(int stage, EventKind k) {
-  int lane = (k == EventKind::SwapIn || k == EventKind::SwapOut) ? 1
-             : (k == EventKind::Send || k == EventKind::Recv) ? 2 : 0;
-  return stage * 3 + lane;
-}
+int track(int stage, EventKind k) { return stage * 3 + static_cast<int>(lane_of(k)); }
 void write_us(std::ostream& out, std::int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ns / 1000.0);

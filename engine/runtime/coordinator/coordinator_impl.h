@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/events/clock.h"
 #include "runtime/coordinator.h"
 #include "runtime/coordinator/event_tail.h"
 #include "runtime/failure_kind.h"
@@ -25,9 +26,7 @@ extern volatile std::sig_atomic_t g_interrupted;
 
 inline std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 inline std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
-inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+inline double now_s() { return static_cast<double>(steady_now_ns()) * 1e-9; }
 
 // workers.cpp
 pid_t spawn_worker(const std::string& binary, const std::string& store_file, int rank, int world);

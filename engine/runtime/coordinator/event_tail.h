@@ -1,23 +1,21 @@
 #pragma once
-#include <ios>
 #include <string>
 #include <vector>
 
 #include "core/events/event.h"
+#include "core/events/line_tail.h"
 
 namespace pw::rt {
 
-// Follows a stage's event file (JSON lines) as the worker appends to it;
-// a line without its newline yet waits for the next poll.
+// Follows a stage's event file (event_json lines) as the worker appends to
+// it (core/events/line_tail.h).
 class EventTail {
  public:
-  explicit EventTail(std::string file) : file_(std::move(file)) {}
+  explicit EventTail(std::string file) : lines_(std::move(file)) {}
   void poll(std::vector<Event>& out);
 
  private:
-  std::string file_;
-  std::streamoff pos_ = 0;
-  std::string partial_;
+  LineTail lines_;
 };
 
 }  // namespace pw::rt

@@ -2,8 +2,7 @@
 // result, a stage whose heartbeat stopped, or one that reported an error.
 #include "runtime/coordinator/coordinator_impl.h"
 
-#include <sys/wait.h>
-
+#include "runtime/child_process.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/protocol.h"
 
@@ -13,15 +12,13 @@ namespace pw::rt::coordinator_impl {
 bool Coordinator::a_worker_exited() {
   for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
     if (pids_[r] <= 0) continue;
-    int status = 0;
-    if (waitpid(pids_[r], &status, WNOHANG) == pids_[r]) {
+    auto x = poll_child(pids_[r]);
+    if (x && !x->lost) {
       pids_[r] = 0;
-      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok || !store_->check({keys::result(r)})) {
+      if (!x->ok() || !store_->check({keys::result(r)})) {
         StageFailure failure = worker_failure(r);
         const std::string& err = failure.message;
-        std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                              : "exited with status " + std::to_string(WEXITSTATUS(status));
+        const std::string how = x->how();
         auto [cause, cause_err] = root_cause(r, failure);
         if (cause != r) fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
         else fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));

@@ -3,8 +3,8 @@
 #include "runtime/coordinator/coordinator_impl.h"
 
 #include <signal.h>
-#include <sys/wait.h>
-#include <thread>
+
+#include <algorithm>
 
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"
@@ -27,23 +27,14 @@ void Coordinator::shutdown() {
     for (pid_t p : pids_)
       if (p > 0) kill(p, SIGTERM);
   }
-  double deadline = now_s() + (result_.exit_code != 0 ? 1.0 : 30.0);
+  // One grace period for all of them, then SIGKILL.
+  const double deadline = now_s() + (result_.exit_code != 0 ? 1.0 : 30.0);
   for (pid_t& p : pids_) {
-    while (p > 0) {
-      int status;
-      pid_t w = waitpid(p, &status, WNOHANG);
-      if (w == p || w < 0) {
-        if (w == p && result_.exit_code == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-          fail(1, "a worker exited with an error after reporting");
-        p = 0;
-      } else if (now_s() > deadline) {
-        kill(p, SIGKILL);
-        waitpid(p, &status, 0);
-        p = 0;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
+    if (p <= 0) continue;
+    ChildExit x = stop_child(p, std::max(0.0, deadline - now_s()));
+    if (!x.lost && !x.forced && !x.ok() && result_.exit_code == 0)
+      fail(1, "a worker exited with an error after reporting");
+    p = 0;
   }
 }
 

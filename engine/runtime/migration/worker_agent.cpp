@@ -1,6 +1,7 @@
 #include "runtime/migration/worker_agent.h"
 
 #include "core/events/clock.h"
+#include "core/events/event_kinds.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -27,14 +28,14 @@ std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), 
 // Tags of their own, above the training (< 2^28) and evaluation (2^28 + v) ranges.
 int state_tag(int version, int layer, int part) { return (1 << 29) + (version % 256) * 65536 + layer * 2 + part; }
 
-// Measures compute (forward + backward events) and, from slowdown_from on,
+// Measures compute (forward and backward events, a split backward's B and W too) and, from slowdown_from on,
 // makes this device `factor` times slower by sleeping (factor - 1) x each
 // action's measured time right after it.
 class MeasuringSink final : public EventSink {
  public:
   MeasuringSink(EventSink* next, double factor, std::int64_t from) : next_(next), factor_(factor), from_(from) {}
   void on_event(const Event& e) override {
-    if (e.kind == EventKind::Forward || e.kind == EventKind::Backward) {
+    if (is_compute(e.kind)) {
       std::int64_t d = e.end_ns - e.start_ns;
       if (factor_ > 1 && iteration_ >= from_) {
         auto extra = static_cast<std::int64_t>((factor_ - 1) * static_cast<double>(d));

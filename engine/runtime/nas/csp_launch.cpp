@@ -1,6 +1,5 @@
 #include "runtime/nas/csp_launch.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/events/clock.h"
 #include "core/nas/subnet_log.h"
 #include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
@@ -67,8 +67,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
-  const auto t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch()).count();
+  const std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline
   std::vector<pw::nas::SubnetLogTail> tails;
   for (int r = 0; r < l.workers; ++r) {
     std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/events/clock.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/csp_policy.h"
 #include "core/nas/device_cache_plan.h"
@@ -176,7 +177,6 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   std::map<int, at::Tensor> arrived_act, arrived_grad;
   std::map<int, InFlight> live;
   std::map<int, float> losses;
-  nlohmann::json events = nlohmann::json::array();
   int idle_waits = 0;
   // The studio's dependency data (subnet states, wait edges) and events,
   // streamed to the launcher through a file it follows.
@@ -186,15 +186,11 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   pw::nas::SubnetLogWriter records(record_file);
   pw::nas::WaitReporter waits_seen;
   pg->barrier()->wait();
-  auto t0 = Clock::now();
-  auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+  const std::int64_t t0 = steady_now_ns();
   // Record time: on the launcher's clock origin (steady clocks are one per
   // host), so every stage's records share one timeline.
-  const std::int64_t origin =
-      cfg.t0_ns >= 0 ? cfg.t0_ns : std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
-  auto rec_ns = [&] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - origin;
-  };
+  const std::int64_t origin = cfg.t0_ns >= 0 ? cfg.t0_ns : t0;
+  auto rec_ns = [&] { return steady_now_ns() - origin; };
   if (cache_plan)
     // Loads and write-backs as the simulator records them: SwapIn / SwapOut,
     // microbatch = the candidate's choice, first_layer = its layer.
@@ -289,7 +285,6 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     }
     const int b = a->subnet;
     const auto& subnet = nj.sequence[b];
-    std::int64_t start = now_ns();
     std::int64_t rec_start = rec_ns();
     if (stalled_since >= 0) {
       cache->add_stall_ns(rec_start - stalled_since);
@@ -345,13 +340,11 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       event(pw::EventKind::OptimizerStep, b, upd, done);
       if (s == 0) records.on_state(b, pw::nas::SubnetState::Done, 0, done);  // stage 0 finishes a subnet last
     }
-    events.push_back({{"kind", a->kind == CspActionKind::Forward ? "forward" : "backward"},
-                      {"subnet", b}, {"start_ns", start}, {"end_ns", now_ns()}});
     advance_cache(-1);  // prefetch in sequence order (on a GPU: a copy stream beside compute)
   }
   if (act_out) act_out->drain();
   if (grad_out) grad_out->drain();
-  double seconds = (now_ns()) / 1e9;
+  double seconds = static_cast<double>(steady_now_ns() - t0) / 1e9;
   pg->barrier()->wait();
   nlohmann::json cache_json = nullptr;
   if (cache) {
@@ -370,8 +363,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
                      {"first_layer", nj.stages[s].first},
                      {"last_layer", nj.stages[s].last},
                      {"idle_waits", idle_waits},
-                     {"device_cache", cache_json},
-                     {"events", events}};
+                     {"device_cache", cache_json}};
   if (net.has_head()) {
     nlohmann::json l = nlohmann::json::array();
     for (int b = 0; b < n; ++b) l.push_back(losses[b]);

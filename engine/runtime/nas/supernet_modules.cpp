@@ -1,6 +1,7 @@
 #include "runtime/nas/supernet_modules.h"
 
 #include "core/io/checked_write.h"
+#include "core/spec/optimizer_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,7 +51,7 @@ CnnSupernet::CnnSupernet(const JobSpec& job, const pw::nas::SearchSpace& space, 
         cand.params = {init({w, C, k, k}, C * k * k, g), init({w}, C * k * k, g), init({C, w, 1, 1}, w, g),
                        init({C}, w, g)};
         for (auto& p : cand.params) p.set_requires_grad(true);
-        int per = CandidateOptimizer{job.training.optimizer}.state_per_param();
+        int per = optimizer_states_per_param(job.training.optimizer);
         for (int i = 0; i < per; ++i)
           for (const auto& p : cand.params) cand.state.push_back(at::zeros_like(p.detach()));
       }

@@ -35,7 +35,6 @@ struct Candidate {
 struct CandidateOptimizer {
   std::string kind = "sgd";
   double lr = 0;
-  int state_per_param() const { return kind == "adam" ? 2 : kind == "momentum" ? 1 : 0; }
   // One step on `c` with its parameters' gradients; zeroes them.
   void step(Candidate& c) const;
 };

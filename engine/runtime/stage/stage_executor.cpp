@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/spec/messaging_spec.h"
+#include "core/spec/optimizer_state.h"
 #include "runtime/device_memory.h"
 #include "runtime/layers.h"
 
@@ -61,8 +62,7 @@ void StageExecutor::Impl::update_static() {
     p += t.nbytes();
     if (t.grad().defined()) g += t.grad().nbytes();
   }
-  const auto& o = job.training.optimizer;
-  std::int64_t opt = !stepped ? 0 : o == "adam" ? 2 * p : o == "momentum" ? p : 0;
+  std::int64_t opt = stepped ? optimizer_states_per_param(job.training.optimizer) * p : 0;
   std::set<Stash*> stashes;
   std::int64_t stashed = 0;
   for (auto& [k, st] : state)

@@ -1,7 +1,9 @@
 // User TorchScript models (issue 11). The models are scripted and saved by
 // Debian's python3-torch at test time (make_models.py), trained by the
 // engine in 1, 2 and 4 stages, and the trained file is loaded back in
-// Python. Skips only when python3-torch is absent.
+// Python. Without python3-torch every test fails, naming the package:
+// scripts/test installs it, so its absence is a broken set-up, and a pass
+// or a skip would hide that nothing was tested.
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/nn/functional/loss.h>
