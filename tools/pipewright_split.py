@@ -339,8 +339,7 @@ def split(model, name, example, cuts_arg):
     if cuts_arg.isdigit():
         n = int(cuts_arg)
         if not 1 <= n <= len(segments):
-            raise SplitError(f"--cuts: {name} has {len(segments)} cut points' worth of layers "
-                             f"(at most {len(segments)} children), asked for {n}")
+            raise SplitError(f"--cuts: {name} splits into at most {len(segments)} children, asked for {n}")
         times = [forward_ms(make_child(g, s, i, o), values[i] if i is not g.input else example)
                  for s, i, o in zip(segments, inputs, outputs)]
         groups = balanced_groups([[k] for k in range(len(segments))], times, n)
