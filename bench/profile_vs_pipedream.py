@@ -28,6 +28,9 @@ import pipewright_split  # noqa: E402
 
 # PipeDream's profiler names the ops it saw; ours are fx steps.
 FUNCTION_TYPES = {operator.add: "Add", operator.iadd: "Add", torch.flatten: "View"}
+# Our type -> the PipeDream node types that end the same step. PipeDream's VGG-16 (an older
+# torchvision) has no average pool: ours lines up with its zero-cost Size node.
+SAME = {"AdaptiveAvgPool2d": {"AvgPool2d", "Size"}}
 
 
 def last_step_type(child):
@@ -52,7 +55,7 @@ def align(types, nodes):
     groups, i = [], 0
     for t in types:
         j = i
-        while j < len(nodes) and nodes[j][0] != t:
+        while j < len(nodes) and nodes[j][0] not in SAME.get(t, {t}):
             j += 1
         if j == len(nodes):
             raise SystemExit(f"cannot line up: no PipeDream node of type {t} after node {i}")

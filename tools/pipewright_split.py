@@ -319,7 +319,17 @@ def forward_ms(module, x, repeats=3):
     return best * 1e3
 
 
+def out_of_place(model):
+    """ReLU(inplace=True) and the like write into their input; a child's input is the tensor a
+    stage received, which autograd must keep (a leaf that requires grad): the same result, computed
+    out of place."""
+    for m in model.modules():
+        if getattr(m, "inplace", False) is True:
+            m.inplace = False
+
+
 def split(model, name, example, cuts_arg):
+    out_of_place(model)
     gm = trace(model, name)
     g = Graph(gm, name)
     values = example_values(gm, example)
@@ -385,15 +395,6 @@ def check_same(model, scripted, example, name):
         sys.exit(1)
 
 
-def out_of_place(model):
-    """ReLU(inplace=True) and the like write into their input; a child's input is the tensor a
-    stage received, which autograd must keep (a leaf that requires grad): the same result, computed
-    out of place."""
-    for m in model.modules():
-        if getattr(m, "inplace", False) is True:
-            m.inplace = False
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="pipewright-split", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -440,7 +441,6 @@ def main(argv=None):
             raise SplitError(f"--input: {name} rejects an input of shape {shape} ({a.dtype}): "
                              f"{type(e).__name__}: {str(e).splitlines()[0]}")
         model.train()
-        out_of_place(model)
         seq, values = split(model, name, example, a.cuts)
         scripted = script(seq, name)
         check_same(model, scripted, example, name)
