@@ -1,4 +1,4 @@
-// Planners on PipeDream's measured profiles (../shared/profiles/pipedream,
+// Planners on PipeDream's measured profiles (resources/profiles/pipedream,
 // or the folder given as the first argument): for each model and 2, 4, 8
 // stages, the slowest stage's compute time per microbatch (forward +
 // backward + recompute, the cost model's stage time) and the speedup over
@@ -68,10 +68,10 @@ std::string cell_text(const Cell& c, double one_stage) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string root = argc > 1 ? argv[1] : std::string(PW_SHARED_DIR) + "/profiles/pipedream";
+  std::string root = argc > 1 ? argv[1] : std::string(PW_SOURCE_DIR) + "/resources/profiles/pipedream";
   if (!std::filesystem::exists(root + "/alexnet/graph.txt")) {
-    std::cout << "pw_bench_profiles: no PipeDream profiles at " << root << " (skipped)\n";
-    return 0;
+    std::cerr << "pw_bench_profiles: no PipeDream profiles at " << root << " (they ship in resources/profiles/pipedream)\n";
+    return 1;
   }
   // Quick: a chain, a residual network and an RNN.
   const auto models = pw::bench::quick_or<std::vector<std::string>>(

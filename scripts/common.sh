@@ -16,7 +16,7 @@ PW_PACKAGES=(
   libtorch-dev libgloo-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgraphviz-dev libgl-dev
   dataset-fashion-mnist fortunes
-  python3-torch python3-zmq python3-protobuf
+  python3-torch python3-torchvision python3-zmq python3-protobuf
   librapidcheck-dev
 )
 # scripts/fuzz and the CI fuzz smoke: libFuzzer comes with clang.

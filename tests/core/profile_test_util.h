@@ -1,9 +1,8 @@
 #pragma once
 // Shared by the profile tests: where PipeDream's published profiles are
-// (../shared, never copied into the repository) and profile equality.
+// (resources/profiles/pipedream, shipped with the project) and profile equality.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,17 +17,8 @@ inline const std::vector<std::string>& pipedream_models() {
 }
 
 inline std::string pipedream_graph_path(const std::string& model) {
-  return std::string(PW_SHARED_DIR) + "/profiles/pipedream/" + model + "/graph.txt";
+  return std::string(PW_SOURCE_DIR) + "/resources/profiles/pipedream/" + model + "/graph.txt";
 }
-
-inline bool have_pipedream_profiles() {
-  return std::filesystem::exists(pipedream_graph_path("alexnet"));
-}
-
-#define PW_REQUIRE_PIPEDREAM_PROFILES()                                                                  \
-  if (!::pw::test::have_pipedream_profiles())                                                            \
-  GTEST_SKIP() << "PipeDream's profiles are not at " << PW_SHARED_DIR                                    \
-               << "/profiles/pipedream (they live next to the repository in ../shared, not in it)"
 
 inline void expect_same_layers(const ModelProfile& a, const ModelProfile& b, bool all_fields) {
   ASSERT_EQ(a.size(), b.size());

@@ -1,5 +1,5 @@
 // PipeDream graph.txt import and export, checked against PipeDream's
-// published profiles (read from ../shared) and against small hand-written
+// published profiles (resources/profiles/pipedream) and against small hand-written
 // graphs. The sums, cuts and counts are recomputed here with a separate,
 // regex-based reading of the raw lines.
 #include <gtest/gtest.h>
@@ -175,7 +175,6 @@ TEST(PipeDreamGraph, MalformedFilesNameLineAndReason) {
 }
 
 TEST(PipeDreamGraph, EveryShippedProfileParsesAndMatchesAnIndependentReading) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   for (const auto& model : pipedream_models()) {
     SCOPED_TRACE(model);
     std::string text = read_all(pipedream_graph_path(model));
@@ -219,7 +218,6 @@ TEST(PipeDreamGraph, EveryShippedProfileParsesAndMatchesAnIndependentReading) {
 }
 
 TEST(PipeDreamGraph, ProfiledMinibatchIsReadFromTheData) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   // Image models: the Input node holds N x 3 x S x S fp32 pixels.
   for (const auto& [model, side] : std::vector<std::pair<std::string, double>>{
            {"alexnet", 224}, {"vgg16", 224}, {"resnet18", 224}, {"resnet50", 224}, {"resnet101", 224},
@@ -238,7 +236,6 @@ TEST(PipeDreamGraph, ProfiledMinibatchIsReadFromTheData) {
 }
 
 TEST(PipeDreamGraph, MicrobatchScalingIsLinearAndStated) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   ModelProfile full = load_profile_file(pipedream_graph_path("vgg16"), 0);
   ModelProfile small = load_profile_file(pipedream_graph_path("vgg16"), 16);
   ASSERT_EQ(full.microbatch_size, 128);
@@ -254,7 +251,6 @@ TEST(PipeDreamGraph, MicrobatchScalingIsLinearAndStated) {
 }
 
 TEST(PipeDreamGraph, RoundTripsThroughBothFormats) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   auto dir = std::filesystem::temp_directory_path() / ("pw_profile_rt_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (const auto& model : pipedream_models()) {

@@ -67,7 +67,6 @@ double slowest_stage(const ModelProfile& p, const Plan& plan) {
 }  // namespace
 
 TEST(ProfilePlanners, ChainModelsBruteForceAgreesWithTheDownsetOptimum) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   for (const char* model : {"alexnet", "vgg16"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     DownsetBound bound(p);
@@ -83,7 +82,6 @@ TEST(ProfilePlanners, ChainModelsBruteForceAgreesWithTheDownsetOptimum) {
 }
 
 TEST(ProfilePlanners, PipeDreamMatchesBruteForceOnChains) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   for (const char* model : {"alexnet", "vgg16"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     for (int k : {2, 4, 8}) {
@@ -96,7 +94,6 @@ TEST(ProfilePlanners, PipeDreamMatchesBruteForceOnChains) {
 }
 
 TEST(ProfilePlanners, PipeDreamWithinTwoPercentOfTheOptimumOnBranchingGraphs) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   for (const char* model : {"resnet18", "resnet50", "resnet101", "densenet121", "inception_v3", "gnmt", "gnmt_large"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     DownsetBound bound(p);
@@ -118,7 +115,6 @@ TEST(ProfilePlanners, PipeDreamWithinTwoPercentOfTheOptimumOnBranchingGraphs) {
 TEST(ProfilePlanners, OneFixedOrderIsNotEnoughOnBranchingGraphs) {
   // Why job_profile lays the graph out per stage count: in the profiler's
   // execution order the best 8-stage split of ResNet-18 is > 2% off.
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   ModelProfile p = load_profile_file(pipedream_graph_path("resnet18"), 0);
   double lb = DownsetBound(p).lower_bound(8, 1e-6);
   EXPECT_GT(slowest_stage(p, plan_with("pipedream", p, 8)), 1.02 * lb);
@@ -128,7 +124,6 @@ TEST(ProfilePlanners, OneFixedOrderIsNotEnoughOnBranchingGraphs) {
 }
 
 TEST(ProfilePlanners, VPipeAtLeastAsGoodAsPipeDreamUnconstrained) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   for (const char* model : {"alexnet", "vgg16", "resnet50"}) {
     ModelProfile p = load_profile_file(pipedream_graph_path(model), 0);
     for (int k : {2, 4, 8}) {

@@ -16,7 +16,6 @@ using namespace pw;
 using namespace pw::test;
 
 TEST(ProfileRetarget, ComputeBoundLayersScaleByFlopsOthersByBandwidth) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   ModelProfile p = load_profile_file(pipedream_graph_path("vgg16"), 0);
   DeviceSpec v100 = *device_preset("v100-32g"), a100 = *device_preset("a100-80g");
   ModelProfile q = retarget_profile(p, v100, a100);
@@ -40,7 +39,6 @@ TEST(ProfileRetarget, ComputeBoundLayersScaleByFlopsOthersByBandwidth) {
 }
 
 TEST(ProfileRetarget, JobFileProfilesResolveRelativeToTheJobAndAreRetargeted) {
-  PW_REQUIRE_PIPEDREAM_PROFILES();
   auto dir = std::filesystem::temp_directory_path() / ("pw_profile_job_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "jobs");
   ModelProfile measured = load_profile_file(pipedream_graph_path("resnet18"), 0);
@@ -79,4 +77,19 @@ TEST(ProfileRetarget, JobFileProfilesResolveRelativeToTheJobAndAreRetargeted) {
     EXPECT_NE(std::string(e.what()).find("model.profile"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+// The example jobs name the shipped profiles by a path relative to the job
+// file, which holds in the source tree and where both are installed
+// (share/pipewright/{jobs,profiles}).
+TEST(ProfileRetarget, ShippedPipeDreamJobsFindTheShippedProfiles) {
+  const std::string jobs = std::string(PW_SOURCE_DIR) + "/resources/jobs/pipedream/";
+  for (auto [job_file, model] : {std::pair{"vgg16-profile-4gpu.json", "vgg16"},
+                                 std::pair{"resnet50-profile-8gpu-a100.json", "resnet50"}}) {
+    SCOPED_TRACE(job_file);
+    JobSpec job = load_job(jobs + job_file);
+    EXPECT_EQ(std::filesystem::path(job.model.profile),
+              std::filesystem::path(pipedream_graph_path(model)).lexically_normal());
+    EXPECT_EQ(job_profile(job).size(), load_profile_file(pipedream_graph_path(model), 0).size());
+  }
 }

@@ -13,8 +13,9 @@ ok() { passed=$((passed+1)); }
 bad() { echo "FAIL: $*"; fail=$((fail+1)); }
 
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/pipewright ./usr/share/applications/pipewright-studio.desktop \
+for f in ./usr/bin/pipewright ./usr/bin/pipewright-split ./usr/share/applications/pipewright-studio.desktop \
          ./usr/share/mime/packages/pipewright.xml ./usr/share/pipewright/jobs/bert24-4gpu.json \
+         ./usr/share/pipewright/profiles/pipedream/vgg16/graph.txt ./usr/share/pipewright/profiles/pipedream/LICENSE.txt \
          ./usr/share/doc/pipewright/ARCHITECTURE.md; do
   grep -qF " $f" <<<"$contents" && ok || bad "package lacks $f"
 done
@@ -33,6 +34,9 @@ fi
 dpkg-deb -x "$deb" "$tmp/root"
 out=$("$tmp/root/usr/bin/pipewright" simulate "$tmp/root/usr/share/pipewright/jobs/uniform-8stage.json" --json)
 grep -q '"throughput_samples_per_s"' <<<"$out" && ok || bad "installed binary did not simulate"
+out=$("$tmp/root/usr/bin/pipewright" plan "$tmp/root/usr/share/pipewright/jobs/pipedream/vgg16-profile-4gpu.json" --json)
+grep -q '"planner": "pipedream"' <<<"$out" && ok || bad "installed binary did not plan on the installed PipeDream profile"
+"$tmp/root/usr/bin/pipewright-split" --help | grep -q "MODULE:FACTORY" && ok || bad "installed pipewright-split does not run"
 "$tmp/root/usr/bin/pipewright" --version | grep -q "^pipewright [0-9]" && ok || bad "--version"
 
 echo "$passed passed, $fail failed"

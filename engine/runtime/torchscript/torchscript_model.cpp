@@ -389,9 +389,12 @@ TensorData load_tensor_file(const std::string& path) {
   }
   auto check = [&](at::Tensor& x, at::Tensor& y, const std::string& what) {
     if (!x.defined()) return;
-    if (y.dim() != 1 || y.size(0) != x.size(0))
-      throw std::runtime_error(path + ": " + what + " labels must be one class id per input row: " +
-                               c10::str(y.sizes()) + " labels for inputs " + c10::str(x.sizes()));
+    // Token inputs [N, seq] may carry a label per token (a language model's next tokens).
+    bool per_token = y.dim() == 2 && x.dim() == 2 && !at::isFloatingType(x.scalar_type()) && y.size(1) == x.size(1);
+    if ((y.dim() != 1 && !per_token) || y.size(0) != x.size(0))
+      throw std::runtime_error(path + ": " + what + " labels must be one class id per input row (or per token of " +
+                               "int64 [N, seq] inputs): " + c10::str(y.sizes()) + " labels for inputs " +
+                               c10::str(x.sizes()));
     if (at::isFloatingType(y.scalar_type()))
       throw std::runtime_error(path + ": " + what + " labels must be integer class ids, got " +
                                c10::toString(y.scalar_type()));
