@@ -388,6 +388,8 @@ class Simulation {
       r.stages.push_back(st);
     }
     r.bubble_fraction = iter_ns > 0 ? std::max(0.0, 1.0 - total_busy / (p_ * iter_ns)) : 0;
+    const double window_ns = r.overlapped_iteration_ms * 1e6;
+    r.window_bubble_fraction = window_ns > 0 ? std::max(0.0, 1.0 - total_busy / (p_ * window_ns)) : 0;
     return r;
   }
 
