@@ -4,9 +4,12 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "core/schedule/zero_bubble.h"
 
@@ -287,10 +290,10 @@ void undo_move(std::vector<Action>& o, size_t i, size_t j) {
     std::rotate(o.begin() + j, o.begin() + j + 1, o.begin() + i + 1);
 }
 
-void improve(const OrderProblem& pr, GeneratedOrder& g) {
+void improve(const OrderProblem& pr, GeneratedOrder& g, std::int64_t search_budget) {
   std::int64_t actions = 0;
   for (const auto& o : g.order) actions += static_cast<std::int64_t>(o.size());
-  std::int64_t budget = 10'000'000 / std::max<std::int64_t>(1, actions);
+  std::int64_t budget = search_budget / std::max<std::int64_t>(1, actions);
   bool better = true;
   while (better && budget > 0) {
     better = false;
@@ -330,7 +333,7 @@ class GeneratedVSchedule final : public VShapeSchedule {
 
 }  // namespace
 
-GeneratedOrder generate_order(const OrderProblem& pr) {
+GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget) {
   pr.validate();
   std::optional<GeneratedOrder> best;
   double best_memory = 0;
@@ -353,7 +356,7 @@ GeneratedOrder generate_order(const OrderProblem& pr) {
   }
   if (!best) throw std::runtime_error("generate_order: no order fits the memory limits");
   const double before = best->timing.makespan;
-  improve(pr, *best);
+  improve(pr, *best, search_budget);
   if (best->timing.makespan < before - kEps) best->source += " + local search";
   return std::move(*best);
 }
@@ -383,9 +386,24 @@ std::unique_ptr<Schedule> make_generated_schedule(const OrderProblem& pr, const 
   return std::make_unique<GeneratedSchedule>(pr.devices, pr.microbatches, 1, g.order);
 }
 
+// At unit costs the heuristic and the hand-built orders leave the local
+// search little to find; a small budget keeps `auto`'s planning time.
+constexpr std::int64_t kQuickSearch = 1'000'000;
+
 std::unique_ptr<Schedule> make_generated(int devices, int microbatches, int chunks) {
   OrderProblem pr = default_order_problem(devices, microbatches, chunks);
-  return make_generated_schedule(pr, generate_order(pr));
+  // Planners build the schedule of a shape for every candidate they
+  // evaluate; the order depends on the shape alone, so it is made once.
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, GeneratedOrder> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_tuple(devices, microbatches, chunks);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() > 256) cache.clear();
+    it = cache.emplace(key, generate_order(pr, kQuickSearch)).first;
+  }
+  return make_generated_schedule(pr, it->second);
 }
 
 }  // namespace pw

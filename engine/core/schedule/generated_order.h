@@ -25,8 +25,10 @@ struct GeneratedOrder {
 // fit the limits. Each is timed with time_orders and the shortest kept, so
 // the result is never slower than a hand-built order that fits. Throws
 // std::invalid_argument for a problem validate() refuses and
-// std::runtime_error if no candidate fits.
-GeneratedOrder generate_order(const OrderProblem& pr);
+// std::runtime_error if no candidate fits. A local search then moves single
+// actions while that shortens the order, for at most `search_budget`
+// actions timed in all (time_orders calls x actions per call).
+GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget = 10'000'000);
 
 // `pr` with unit times (F = B = W = 1), no transfer and B releasing
 // nothing, at the memory of 1F1B's busiest device (min(m, p) units on

@@ -38,57 +38,68 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
   t.peak_memory.assign(p, 0);
   std::vector<size_t> cursor(p, 0);
   std::vector<double> free(p, 0), memory(p, 0);
-  bool progressed = true;
-  while (progressed) {
-    progressed = false;
-    for (int d = 0; d < p; ++d) {
-      while (cursor[d] < order[d].size()) {
-        const Action& a = order[d][cursor[d]];
-        if (a.kind == ActionKind::OptimizerStep) {
-          ++cursor[d];
-          continue;
-        }
-        const int vs = pr.vstage(d, a.chunk), mb = a.microbatch;
-        const ActionTimes& c = pr.stages[vs];
-        double ready = 0, dur = 0, mem = 0;
-        if (a.kind == ActionKind::Forward) {
-          if (vs > 0) {
-            double e = at(f_end, vs - 1, mb);
-            if (e == kUnset) break;
-            ready = e + (pr.device_of(vs - 1) != d ? pr.transfer : 0);
-          }
-          dur = c.f;
-          mem = 1;
-        } else if (a.kind == ActionKind::BackwardWeight) {
-          if (at(b_end, vs, mb) == kUnset) break;
-          ready = at(b_end, vs, mb);
-          dur = c.w;
-          mem = -(1 - pr.released_at_b);
-        } else {
-          const bool split = a.kind == ActionKind::BackwardInput;
-          if (vs + 1 < V) {
-            double e = at(b_end, vs + 1, mb);
-            if (e == kUnset) break;
-            ready = e + (pr.device_of(vs + 1) != d ? pr.transfer : 0);
-          } else {
-            if (at(f_end, vs, mb) == kUnset) break;
-            ready = at(f_end, vs, mb);
-          }
-          dur = split ? c.b : c.b + c.w;
-          mem = split ? -pr.released_at_b : -1;
-        }
-        const double start = std::max(free[d], ready), end = start + dur;
-        if (t.first_start[d] < 0) t.first_start[d] = start;
-        t.last_end[d] = end;
-        free[d] = end;
-        if (a.kind == ActionKind::Forward) at(f_end, vs, mb) = end;
-        if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) at(b_end, vs, mb) = end;
-        memory[d] += mem;
-        t.peak_memory[d] = std::max(t.peak_memory[d], memory[d]);
+  // A device runs its actions until one waits for a message; whoever it
+  // may have unblocked (its neighbours, as in the simulator) is tried next.
+  std::vector<int> work;
+  std::vector<bool> queued(p, true);
+  for (int d = p - 1; d >= 0; --d) work.push_back(d);
+  while (!work.empty()) {
+    const int d = work.back();
+    work.pop_back();
+    queued[d] = false;
+    bool progressed = false;
+    while (cursor[d] < order[d].size()) {
+      const Action& a = order[d][cursor[d]];
+      if (a.kind == ActionKind::OptimizerStep) {
         ++cursor[d];
-        progressed = true;
+        continue;
       }
+      const int vs = pr.vstage(d, a.chunk), mb = a.microbatch;
+      const ActionTimes& c = pr.stages[vs];
+      double ready = 0, dur = 0, mem = 0;
+      if (a.kind == ActionKind::Forward) {
+        if (vs > 0) {
+          double e = at(f_end, vs - 1, mb);
+          if (e == kUnset) break;
+          ready = e + (pr.device_of(vs - 1) != d ? pr.transfer : 0);
+        }
+        dur = c.f;
+        mem = 1;
+      } else if (a.kind == ActionKind::BackwardWeight) {
+        if (at(b_end, vs, mb) == kUnset) break;
+        ready = at(b_end, vs, mb);
+        dur = c.w;
+        mem = -(1 - pr.released_at_b);
+      } else {
+        const bool split = a.kind == ActionKind::BackwardInput;
+        if (vs + 1 < V) {
+          double e = at(b_end, vs + 1, mb);
+          if (e == kUnset) break;
+          ready = e + (pr.device_of(vs + 1) != d ? pr.transfer : 0);
+        } else {
+          if (at(f_end, vs, mb) == kUnset) break;
+          ready = at(f_end, vs, mb);
+        }
+        dur = split ? c.b : c.b + c.w;
+        mem = split ? -pr.released_at_b : -1;
+      }
+      const double start = std::max(free[d], ready), end = start + dur;
+      if (t.first_start[d] < 0) t.first_start[d] = start;
+      t.last_end[d] = end;
+      free[d] = end;
+      if (a.kind == ActionKind::Forward) at(f_end, vs, mb) = end;
+      if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) at(b_end, vs, mb) = end;
+      memory[d] += mem;
+      t.peak_memory[d] = std::max(t.peak_memory[d], memory[d]);
+      ++cursor[d];
+      progressed = true;
     }
+    if (!progressed) continue;
+    for (int n : {d - 1, d + 1})
+      if (n >= 0 && n < p && !queued[n] && cursor[n] < order[n].size()) {
+        queued[n] = true;
+        work.push_back(n);
+      }
   }
   t.complete = true;
   for (int d = 0; d < p; ++d) {
