@@ -1,9 +1,12 @@
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/output_file.h"
 #include "core/job/job_plan.h"
+#include "core/schedule/torch_actions.h"
 
 namespace pw::cli {
 
@@ -59,10 +62,28 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
 }
 
 struct PlanArgs {
-  std::string job_file, planner, profile;
+  std::string job_file, planner, profile, export_schedule;
   std::vector<std::string> overrides;
-  bool json = false;
+  bool json = false, overwrite = false;
 };
+
+// --export-schedule: the planned schedule (auto's winner) as
+// torch.distributed.pipelining's action CSV (core/schedule/torch_actions.h).
+void export_schedule(const PlanArgs& a, JobSpec job, const Plan& plan) {
+  if (!a.overwrite && std::filesystem::exists(a.export_schedule))
+    throw UsageError("--export-schedule: " + a.export_schedule + " exists (give --overwrite to replace it)");
+  resolve_auto_schedule(job, plan);
+  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
+  std::string csv;
+  try {
+    csv = torch_schedule_csv(*sched);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--export-schedule: ") + e.what());
+  }
+  OutputFile out(a.export_schedule, "schedule");
+  out.stream() << csv;
+  out.close();
+}
 
 int run_plan(const PlanArgs& a) {
   JobSpec job = load_job(a.job_file, a.overrides);
@@ -72,6 +93,7 @@ int run_plan(const PlanArgs& a) {
   for (const auto& n : profile.assumptions) std::cerr << "note: " << n << "\n";
   PlanRequest req = plan_request(job, profile);
   Plan plan = run_planner(a.planner.empty() ? job.pipeline.planner : a.planner, req);
+  if (!a.export_schedule.empty()) export_schedule(a, job, plan);
   if (a.json) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
@@ -89,6 +111,10 @@ Action define_plan(Args& args) {
   args.profile(a->profile);
   args.json(a->json);
   args.overrides(a->overrides);
+  args.text("--export-schedule", a->export_schedule, "FILE.csv",
+            "write the planned schedule as torch.distributed.pipelining's action CSV (one row per rank)");
+  args.flag("--overwrite", a->overwrite, "replace an existing file given to --export-schedule");
+  args.needs("--overwrite", "--export-schedule");
   return [a] { return run_plan(*a); };
 }
 

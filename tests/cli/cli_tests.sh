@@ -77,4 +77,26 @@ json.dump(j, open('$tmp/huge.json', 'w'))"
 out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -Eq 'clipped: 100[0-9]{5} bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
 
+# plan --export-schedule (issue 28): torch.distributed.pipelining's action
+# CSV, one row per rank, every cell {stage}{F|I|W|B}{microbatch} (PyTorch's
+# pattern), each stage's forwards 0..m-1 on its own rank; an existing file
+# is kept unless --overwrite; PipeDream (no flush) is refused.
+check "export generated" 0 "$PW" plan "$U" --set 'pipeline.schedule="generated"' --export-schedule "$tmp/s.csv"
+py_check "export csv cells" "
+import csv, re
+rows = list(csv.reader(open('$tmp/s.csv', newline='')))
+assert len(rows) == 8, len(rows)
+for rank, row in enumerate(rows):
+    cells = [re.fullmatch(r'(\d+)(F|I|B|W)(\d+)', c) for c in row]
+    assert all(cells), row
+    assert {int(c.group(1)) for c in cells} == {rank}, row
+    fwd = [int(c.group(3)) for c in cells if c.group(2) == 'F']
+    assert fwd == list(range(len(fwd))) and len(fwd) > 0, fwd
+    assert sorted(int(c.group(3)) for c in cells if c.group(2) == 'W') == fwd
+"
+refused "export keeps a file" "s.csv exists (give --overwrite to replace it)" "$PW" plan "$U" --export-schedule "$tmp/s.csv"
+check "export --overwrite" 0 "$PW" plan "$U" --export-schedule "$tmp/s.csv" --overwrite
+refused "export pipedream" "pipedream has no flush" "$PW" plan "$U" --set 'pipeline.schedule="pipedream"' --export-schedule "$tmp/p.csv"
+refused "--overwrite needs --export-schedule" "--overwrite requires --export-schedule" "$PW" plan "$U" --overwrite
+
 checks_done
