@@ -396,3 +396,24 @@ TEST(GeneratedOrder, JobSpecAcceptsGenerated) {
   EXPECT_NE(std::find(choices.begin(), choices.end(), "generated"), choices.end());
   EXPECT_EQ(schedule_kind_from_string("generated"), ScheduleKind::Generated);
 }
+
+// The engine's runs of `generated` (tests/runtime/test_zero_bubble.cpp: 2
+// stages x 4 microbatches, 4 x 4) execute an order no hand-built family
+// has, so they check the engine on an order given as data.
+TEST(GeneratedOrder, EngineTestShapesRunANewOrder) {
+  for (auto [p, m] : {std::pair{2, 4}, std::pair{4, 4}}) {
+    auto gen = make_schedule(ScheduleKind::Generated, p, m, 1);
+    for (ScheduleKind k : {ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2}) {
+      auto hand = make_schedule(k, p, m, 1);
+      bool same = true;
+      for (int d = 0; d < p && same; ++d) {
+        same = hand->length(d) == gen->length(d);
+        for (std::int64_t i = 0; same && i < gen->length(d); ++i) {
+          Action a = gen->action(d, i), b = hand->action(d, i);
+          same = a.kind == b.kind && a.microbatch == b.microbatch;
+        }
+      }
+      EXPECT_FALSE(same) << "p=" << p << " m=" << m << " equals " << to_string(k);
+    }
+  }
+}

@@ -349,11 +349,13 @@ GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget
     best = GeneratedOrder{std::move(order), std::move(t), std::move(source)};
     best_memory = memory;
   };
-  for (auto& [name, order] : hand_built(pr)) consider(name, std::move(order));
+  // The heuristic's orders first: a hand-built one replaces them only where
+  // it is strictly better (shorter, or as short with less memory).
   for (const Variant& v : variants(pr)) {
     auto order = Greedy(pr, v).run();
     if (order) consider("greedy " + v.name(), std::move(*order));
   }
+  for (auto& [name, order] : hand_built(pr)) consider(name, std::move(order));
   if (!best) throw std::runtime_error("generate_order: no order fits the memory limits");
   const double before = best->timing.makespan;
   improve(pr, *best, search_budget);
