@@ -18,6 +18,7 @@
 #include "core/schedule/schedule.h"
 #include "core/schedule/zero_bubble.h"
 #include "core/spec/job_spec.h"
+#include "core/spec/spec_error.h"
 #include "uniform_pipeline.h"
 
 using namespace pw;
@@ -395,6 +396,21 @@ TEST(GeneratedOrder, JobSpecAcceptsGenerated) {
   auto choices = pipeline_schedule_choices();
   EXPECT_NE(std::find(choices.begin(), choices.end(), "generated"), choices.end());
   EXPECT_EQ(schedule_kind_from_string("generated"), ScheduleKind::Generated);
+  auto doc = nlohmann::json::parse(R"({
+    "name": "t",
+    "model": {"kind": "uniform", "layers": 8, "fwd_ms": 1, "bwd_ms": 2, "activation_mb": 1},
+    "training": {"batch_size": 16, "microbatch_size": 2},
+    "cluster": {"devices": 4, "device": "v100-32g"},
+    "pipeline": {"stages": 4, "schedule": "generated"}
+  })");
+  EXPECT_EQ(parse_job(doc).pipeline.schedule, ScheduleKind::Generated);
+  doc["pipeline"]["chunks"] = 2;
+  try {
+    parse_job(doc);
+    FAIL() << "accepted generated with 2 chunks";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(std::string(e.what()), "pipeline.chunks: schedule \"generated\" runs one chunk per device, got 2");
+  }
 }
 
 // The engine's runs of `generated` (tests/runtime/test_zero_bubble.cpp: 2

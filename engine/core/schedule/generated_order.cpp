@@ -32,6 +32,8 @@ struct Variant {
     if (wait_for_b > 0) s += " wait " + std::to_string(wait_for_b).substr(0, 4);
     if (cap == 1) s += " cap 1f1b";
     if (cap == 2) s += " cap zb-h2";
+    if (!deep_f_first) s += " F chunk 0 first";
+    if (!deep_b_first) s += " B chunk 0 first";
     return s;
   }
 };
