@@ -42,7 +42,7 @@ rc::Gen<JobDoc> valid_job() {
                {"optimizer_ms", *rc::gen::inRange(0, 50) / 100.0}};
       model_layers = layers;
     }
-    std::string schedule = *rc::gen::element<std::string>("gpipe", "1f1b", "pipedream", "interleaved");
+    std::string schedule = *rc::gen::element<std::string>("gpipe", "1f1b", "pipedream", "interleaved", "generated");
     int chunks = schedule == "interleaved" ? *rc::gen::inRange(1, std::min(4, model_layers) + 1) : 1;
     int stages = *rc::gen::inRange(1, std::min(8, model_layers / chunks) + 1);
     int microbatches = *rc::gen::inRange(1, 17);
