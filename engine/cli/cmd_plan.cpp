@@ -1,9 +1,12 @@
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
+#include "core/schedule/torch_actions.h"
 
 namespace pw::cli {
 
@@ -76,19 +79,36 @@ void print_microbatch_search(const Plan& plan) {
 }
 
 struct PlanArgs {
-  std::string job_file, planner, profile;
+  std::string job_file, planner, profile, export_schedule;
   std::vector<std::string> overrides;
-  bool json = false;
+  bool json = false, overwrite = false;
 };
+
+// --export-schedule: the planned schedule (auto's winner) as
+// torch.distributed.pipelining's action CSV (core/schedule/torch_actions.h).
+void export_schedule(const PlanArgs& a, JobSpec job, const Plan& plan) {
+  resolve_auto_schedule(job, plan);
+  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
+  std::string csv;
+  try {
+    csv = torch_schedule_csv(*sched);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--export-schedule: ") + e.what());
+  }
+  write_output({a.export_schedule, "--export-schedule", a.overwrite}, csv);
+}
 
 int run_plan(const PlanArgs& a) {
   JobSpec job = load_job(a.job_file, a.overrides);
   if (!a.profile.empty()) job.model.profile = a.profile;
+  // An existing file is refused before anything is planned.
+  if (!a.export_schedule.empty()) check_output({a.export_schedule, "--export-schedule", a.overwrite});
   PreparedJob prepared = prepare_job(job, a.planner);
   const ModelProfile& profile = prepared.profile;
   const Plan& plan = prepared.plan;
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& n : profile.assumptions) std::cerr << "note: " << n << "\n";
+  if (!a.export_schedule.empty()) export_schedule(a, prepared.job, plan);
   if (a.json) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
@@ -108,6 +128,9 @@ Action define_plan(Args& args) {
   args.profile(a->profile);
   args.json(a->json);
   args.overrides(a->overrides);
+  args.output("--export-schedule", a->export_schedule, "FILE.csv",
+              "write the planned schedule as torch.distributed.pipelining's action CSV (one row per rank)");
+  args.overwrite(a->overwrite);
   return [a] { return run_plan(*a); };
 }
 

@@ -30,6 +30,8 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
                       {"busy_fraction", st.busy_fraction},
                       {"busy_ms", st.busy_ms},
                       {"time_ms", st.time_ms},
+                      {"first_start_ms", st.first_start_ms},
+                      {"last_end_ms", st.last_end_ms},
                       {"peak_memory_bytes", st.peak_memory_bytes},
                       {"memory_budget_bytes", st.memory_budget_bytes}});
   }
@@ -41,6 +43,8 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
                    {"throughput_samples_per_s", r.throughput_samples_per_s},
                    {"iteration_time_ms", r.iteration_time_ms},
                    {"bubble_fraction", r.bubble_fraction},
+                   {"overlapped_iteration_ms", r.overlapped_iteration_ms},
+                   {"window_bubble_fraction", r.window_bubble_fraction},
                    {"events", r.events},
                    {"feasible", r.feasible},
                    {"stages", stages},

@@ -75,4 +75,40 @@ json.dump(j, open('$tmp/huge.json', 'w'))"
 out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && [ "${#out}" -lt 2000 ] && grep -q 'pipeline.schedule: must be one of' <<<"$out" && grep -Eq 'clipped: 100[0-9]{5} bytes in all' <<<"$out" && passed=$((passed+1)) || { echo "FAIL 10 MB value: exit $rc, ${#out} chars"; echo "${out:0:300}"; fail=$((fail+1)); }
 
+# simulate --json reports both iteration times and both bubble figures
+# (issue 28): the window is within the span, the window bubble within the
+# span's, and every stage's window within the iteration.
+"$PW" simulate "$U" --set 'pipeline.schedule="zb-h2"' --json > "$tmp/zb.json" 2>/dev/null
+py_check "simulate --json windows" "
+import json
+d = json.load(open('$tmp/zb.json'))
+assert 0 < d['overlapped_iteration_ms'] <= d['iteration_time_ms'] + 1e-9, d
+assert 0 <= d['window_bubble_fraction'] <= d['bubble_fraction'] + 1e-12, d
+for s in d['stages']:
+    assert 0 <= s['first_start_ms'] < s['last_end_ms'] <= d['iteration_time_ms'] + 1e-9, s
+assert max(s['last_end_ms'] - s['first_start_ms'] for s in d['stages']) == d['overlapped_iteration_ms']
+"
+
+# plan --export-schedule (issue 28): torch.distributed.pipelining's action
+# CSV, one row per rank, every cell {stage}{F|I|W|B}{microbatch} (PyTorch's
+# pattern), each stage's forwards 0..m-1 on its own rank; an existing file
+# is kept unless --overwrite; PipeDream (no flush) is refused.
+check "export generated" 0 "$PW" plan "$U" --set 'pipeline.schedule="generated"' --export-schedule "$tmp/s.csv"
+py_check "export csv cells" "
+import csv, re
+rows = list(csv.reader(open('$tmp/s.csv', newline='')))
+assert len(rows) == 8, len(rows)
+for rank, row in enumerate(rows):
+    cells = [re.fullmatch(r'(\d+)(F|I|B|W)(\d+)', c) for c in row]
+    assert all(cells), row
+    assert {int(c.group(1)) for c in cells} == {rank}, row
+    fwd = [int(c.group(3)) for c in cells if c.group(2) == 'F']
+    assert fwd == list(range(len(fwd))) and len(fwd) > 0, fwd
+    assert sorted(int(c.group(3)) for c in cells if c.group(2) == 'W') == fwd
+"
+refused "export keeps a file" "s.csv exists (give --overwrite to replace it)" "$PW" plan "$U" --export-schedule "$tmp/s.csv"
+check "export --overwrite" 0 "$PW" plan "$U" --export-schedule "$tmp/s.csv" --overwrite
+refused "export pipedream" "pipedream has no flush" "$PW" plan "$U" --set 'pipeline.schedule="pipedream"' --export-schedule "$tmp/p.csv"
+refused "--overwrite needs --export-schedule" "--overwrite requires --export-schedule" "$PW" plan "$U" --overwrite
+
 checks_done

@@ -54,14 +54,16 @@ TEST(AutoSchedule, CandidatesFollowTheShape) {
   r.stages = 4;
   r.microbatches = 8;
   auto c = auto_schedule_candidates(r);  // 2 x 4 > 6 layers: no V
-  EXPECT_EQ(c.size(), 3u);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[3].first, ScheduleKind::Generated);  // issue 28: auto considers the generated order
+  EXPECT_EQ(c[3].second, 1);
   prof.layers.resize(8);
   c = auto_schedule_candidates(r);
-  ASSERT_EQ(c.size(), 5u);
-  EXPECT_EQ(c[3].first, ScheduleKind::ZBV);
-  EXPECT_EQ(c[3].second, 2);
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[4].first, ScheduleKind::ZBV);
+  EXPECT_EQ(c[4].second, 2);
   r.microbatches = 7;  // DualPipeV needs 2p microbatches
-  EXPECT_EQ(auto_schedule_candidates(r).size(), 4u);
+  EXPECT_EQ(auto_schedule_candidates(r).size(), 5u);
   r.stages = 1;
   EXPECT_EQ(auto_schedule_candidates(r).size(), 1u);
 }

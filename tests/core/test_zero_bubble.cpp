@@ -376,3 +376,20 @@ TEST(ZeroBubble, AnalyticLayersSplitTheBackwardByFlops) {
     EXPECT_LE(weight_grad_ms(l), l.bwd_ms);
   }
 }
+
+// simulate's window_bubble_fraction is the Zero Bubble paper's bubble rate:
+// 0 for ZB-H2 at m >= 2p-1 and F = B = W (every device's window is exactly
+// m(F+B+W)) where the span-based bubble_fraction counts the late start and
+// end, (p-1)F / (m(F+B+W) + (p-1)F) = 3/27 at p = 4, m = 8; for 1F1B both
+// are (p-1)/(m+p-1).
+TEST(ZeroBubble, WindowBubbleFractionIsThePapersDefinition) {
+  auto h2 = make(ScheduleKind::ZBH2, 4, 8, 1, 1, 1).run();
+  EXPECT_NEAR(h2.window_bubble_fraction, 0.0, 1e-9);
+  EXPECT_NEAR(h2.bubble_fraction, 3.0 / 27.0, 1e-9);
+  EXPECT_NEAR(h2.overlapped_iteration_ms, 24.0, 1e-9);
+  for (int m : {1, 4, 9}) {
+    auto one = make(ScheduleKind::OneFOneB, 4, m, 1, 1, 1).run();
+    EXPECT_NEAR(one.window_bubble_fraction, 3.0 / (m + 3), 1e-9) << m;
+    EXPECT_NEAR(one.bubble_fraction, 3.0 / (m + 3), 1e-9) << m;
+  }
+}

@@ -71,7 +71,7 @@ TEST_P(OrderedMessaging, BitwiseTheTaggedRunAndTheReference) {
   // Flush schedules on a straight pipeline (stage files in model order)
   // also match the reference loop, independently of either mode.
   std::string s = c.schedule;
-  if (s == "gpipe" || s == "1f1b" || s == "zb-h1" || s == "zb-h2") {
+  if (s == "gpipe" || s == "1f1b" || s == "zb-h1" || s == "zb-h2" || s == "generated") {
     Reference ref = reference_loop(parse_job(doc));
     ASSERT_EQ(ordered.weights.size(), ref.weights.size());
     for (size_t i = 0; i < ref.weights.size(); ++i) {
@@ -82,7 +82,8 @@ TEST_P(OrderedMessaging, BitwiseTheTaggedRunAndTheReference) {
 }
 
 // The shapes of test_equivalence.cpp (microbatches < stages included),
-// PipeDream's of its stashing test, test_zero_bubble.cpp's, and interleaved.
+// PipeDream's of its stashing test, test_zero_bubble.cpp's, interleaved, and
+// a generated order (issue 28) on 4 stages.
 INSTANTIATE_TEST_SUITE_P(
     Runtime, OrderedMessaging,
     ::testing::Values(Case{"gpipe", 2, 4, 1, {32, 32, 32}}, Case{"1f1b", 2, 4, 1, {32, 32, 32}},
@@ -91,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pipedream", 3, 4, 1, {32, 32, 32}}, Case{"zb-h1", 2, 4, 1, {24, 24, 24, 24, 24}},
                       Case{"zb-h2", 2, 4, 1, {24, 24, 24, 24, 24}}, Case{"zb-v", 2, 4, 2, {24, 24, 24, 24, 24}},
                       Case{"dualpipe-v", 2, 4, 2, {24, 24, 24, 24, 24}},
-                      Case{"interleaved", 2, 4, 2, {24, 24, 24, 24, 24}}),
+                      Case{"interleaved", 2, 4, 2, {24, 24, 24, 24, 24}},
+                      Case{"generated", 4, 4, 1, {24, 24, 24, 24, 24}}),
     [](const auto& info) {
       std::string n = info.param.schedule;
       for (auto& ch : n)

@@ -33,7 +33,8 @@ SupernetMode supernet_mode(const JobSpec& job) {
     case ScheduleKind::ZBH1:
     case ScheduleKind::ZBH2:
     case ScheduleKind::ZBV:
-    case ScheduleKind::DualPipeV: break;
+    case ScheduleKind::DualPipeV:
+    case ScheduleKind::Generated: break;
   }
   throw SpecError("pipeline.schedule", "a supernet job runs csp, gpipe, 1f1b (VPipe-style) or async-1f1b "
                                        "(PipeDream), not " + to_string(job.pipeline.schedule));

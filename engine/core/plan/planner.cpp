@@ -66,6 +66,7 @@ std::vector<std::pair<ScheduleKind, int>> auto_schedule_candidates(const PlanReq
   if (req.stages < 2) return out;  // nothing to fill: every family is 1F1B on one device
   out.push_back({ScheduleKind::ZBH1, 1});
   out.push_back({ScheduleKind::ZBH2, 1});
+  out.push_back({ScheduleKind::Generated, 1});
   const int layers = req.profile ? req.profile->size() : 0;
   if (2 * req.stages <= layers) {
     out.push_back({ScheduleKind::ZBV, 2});

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/schedule/generated_order.h"
 #include "core/schedule/zero_bubble.h"
 
 namespace pw {
@@ -141,6 +142,7 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int micr
         throw std::invalid_argument(to_string(kind) + " places exactly 2 chunks per device (a V), got " +
                                     std::to_string(chunks));
       return kind == ScheduleKind::ZBV ? make_zb_v(devices, microbatches) : make_dualpipe_v(devices, microbatches);
+    case ScheduleKind::Generated: return make_generated(devices, microbatches, chunks);
     case ScheduleKind::CSP:
       throw std::invalid_argument("CSP is a dynamic schedule; it is driven by the supernet scheduler");
   }

@@ -14,13 +14,15 @@ constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
                            {ScheduleKind::ZBH1, "zb-h1"},
                            {ScheduleKind::ZBH2, "zb-h2"},
                            {ScheduleKind::ZBV, "zb-v"},
-                           {ScheduleKind::DualPipeV, "dualpipe-v"}};
+                           {ScheduleKind::DualPipeV, "dualpipe-v"},
+                           {ScheduleKind::Generated, "generated"}};
 }  // namespace
 
 bool is_v_shape(ScheduleKind k) { return k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV; }
 
 bool splits_backward(ScheduleKind k) {
-  return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV;
+  return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV ||
+         k == ScheduleKind::Generated;
 }
 
 std::string to_string(ScheduleKind k) {

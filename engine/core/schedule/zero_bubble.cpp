@@ -49,19 +49,6 @@ class ZbH2Schedule final : public ListSchedule {
   bool splits_backward() const override { return true; }
 };
 
-// Two chunks per device folded into a V: device d runs virtual stage d
-// (chunk 0, on the way out) and 2p-1-d (chunk 1, on the way back), so the
-// last virtual stage sits on device 0 next to the first, and the turn
-// (p-1 -> p) needs no transfer.
-class VShapeSchedule : public ListSchedule {
- public:
-  using ListSchedule::ListSchedule;
-  bool splits_backward() const override { return true; }
-  int virtual_stage(int device, int chunk) const override { return chunk == 0 ? device : 2 * devices_ - 1 - device; }
-  int device_of_virtual_stage(int vs) const override { return vs < devices_ ? vs : 2 * devices_ - 1 - vs; }
-  int chunk_of_virtual_stage(int vs) const override { return vs < devices_ ? 0 : 1; }
-};
-
 class ZbVSchedule final : public VShapeSchedule {
  public:
   using VShapeSchedule::VShapeSchedule;

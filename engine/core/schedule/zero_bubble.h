@@ -31,6 +31,19 @@ class ListSchedule : public Schedule {
   std::vector<std::vector<int>> chunk_in_flight_;
 };
 
+// Two chunks per device folded into a V: device d runs virtual stage d
+// (chunk 0, on the way out) and 2p-1-d (chunk 1, on the way back), so the
+// last virtual stage sits on device 0 next to the first, and the turn
+// (p-1 -> p) needs no transfer.
+class VShapeSchedule : public ListSchedule {
+ public:
+  using ListSchedule::ListSchedule;
+  bool splits_backward() const override { return true; }
+  int virtual_stage(int device, int chunk) const override { return chunk == 0 ? device : 2 * devices_ - 1 - device; }
+  int device_of_virtual_stage(int vs) const override { return vs < devices_ ? vs : 2 * devices_ - 1 - vs; }
+  int chunk_of_virtual_stage(int vs) const override { return vs < devices_ ? 0 : 1; }
+};
+
 // Zero Bubble (Qi et al., ICLR 2024) and DualPipeV (DeepSeek). Orders and
 // the formulas they meet: docs/simulator.md. Throw std::invalid_argument for
 // shapes a schedule cannot run (DualPipeV needs microbatches >= 2 x devices).

@@ -391,6 +391,8 @@ class Simulation {
       r.stages.push_back(st);
     }
     r.bubble_fraction = bubble_fraction(total_busy, p_, iter_ns);
+    // The Zero Bubble paper's definition: over the overlapped window.
+    r.window_bubble_fraction = bubble_fraction(total_busy, p_, r.overlapped_iteration_ms * 1e6);
     return r;
   }
 

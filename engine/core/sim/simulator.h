@@ -44,6 +44,11 @@ struct SimResult {
   // Longest device window (SimStage): the iteration time when iterations
   // overlap (no flush barrier), <= iteration_time_ms.
   double overlapped_iteration_ms = 0;
+  // Zero Bubble's bubble rate (Qi et al. 2024, section 5): idle time
+  // within the longest device window, 1 - sum of busy / (devices x
+  // overlapped_iteration_ms). bubble_fraction measures against the flushed
+  // span instead, which counts a device's late start and early end.
+  double window_bubble_fraction = 0;
   std::uint64_t events = 0;  // event records produced (compute, transfers, swaps)
   std::vector<SimStage> stages;
 };

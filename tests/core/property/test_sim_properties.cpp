@@ -52,7 +52,7 @@ rc::Gen<JobDoc> valid_job() {
       model_layers = layers;
     }
     std::string schedule = *rc::gen::element<std::string>("gpipe", "1f1b", "pipedream", "interleaved", "zb-h1", "zb-h2",
-                                                          "zb-v", "dualpipe-v");
+                                                          "zb-v", "dualpipe-v", "generated");
     if ((schedule == "zb-v" || schedule == "dualpipe-v") && model_layers < 2) schedule = "zb-h1";  // a V needs two
     const bool v_shape = schedule == "zb-v" || schedule == "dualpipe-v";
     int chunks = schedule == "interleaved" ? *rc::gen::inRange(1, std::min(4, model_layers) + 1) : v_shape ? 2 : 1;

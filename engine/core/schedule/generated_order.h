@@ -1,0 +1,46 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/schedule/order_timeline.h"
+#include "core/schedule/schedule.h"
+
+namespace pw {
+
+struct GeneratedOrder {
+  std::vector<std::vector<Action>> order;  // per device, ending with the optimizer step
+  OrderTiming timing;                      // under the problem's times (time_orders)
+  std::string source;                      // which candidate won: "greedy ..." or a hand-built family
+};
+
+// The fastest order found for `pr` whose memory stays within each device's
+// limit after every action (issue 28). Candidates: the Zero Bubble
+// authors' automatic heuristic (ZB-1p / ZB-2p: a greedy list schedule in
+// time order where a device runs a B whose gradient has arrived, else an F
+// its memory allows, else a pending W) under several variants (F or B
+// first, idling for a B about to arrive, capping warm-up at 1F1B's or
+// ZB-H2's count, which chunk first in a V), plus the hand-built orders of
+// the same placement (1F1B, ZB-H1, ZB-H2; ZB-V, DualPipeV) wherever they
+// fit the limits. Each is timed with time_orders and the shortest kept, so
+// the result is never slower than a hand-built order that fits. Throws
+// std::invalid_argument for a problem validate() refuses and
+// std::runtime_error if no candidate fits. A local search then moves single
+// actions while that shortens the order, for at most `search_budget`
+// actions timed in all (time_orders calls x actions per call).
+GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget = 10'000'000);
+
+// `pr` with unit times (F = B = W = 1), no transfer and B releasing
+// nothing, at the memory of 1F1B's busiest device (min(m, p) units on
+// every device) or, for a V, of ZB-V's: what `pipeline.schedule:
+// generated` runs when the planner does not supply the plan's own times.
+OrderProblem default_order_problem(int devices, int microbatches, int chunks);
+
+// A Schedule (kind Generated) running `g`'s order on `pr`'s placement.
+std::unique_ptr<Schedule> make_generated_schedule(const OrderProblem& pr, const GeneratedOrder& g);
+
+// generate_order(default_order_problem(...)) as a Schedule; chunks 1 or 2
+// (a V), else std::invalid_argument.
+std::unique_ptr<Schedule> make_generated(int devices, int microbatches, int chunks);
+
+}  // namespace pw

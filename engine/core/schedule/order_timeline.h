@@ -1,0 +1,54 @@
+#pragma once
+#include <vector>
+
+#include "core/schedule/action.h"
+
+namespace pw {
+
+// One microbatch's compute on one virtual stage: forward, input gradient
+// (B) and weight gradient (W). A full Backward takes b + w.
+struct ActionTimes {
+  double f = 1, b = 1, w = 1;
+};
+
+// What a per-device order is generated for and judged by: the times of
+// each virtual stage, one transfer time between devices, and each device's
+// memory limit counted in activation units (one microbatch held by one
+// virtual stage = 1 unit). B frees `released_at_b` of a unit (what W does
+// not need: W reads only each layer's input and output gradient), W the
+// rest; a full Backward frees the whole unit.
+struct OrderProblem {
+  int devices = 1, microbatches = 1;
+  bool v_shape = false;              // two chunks per device in a V: device d runs d and 2p-1-d
+  std::vector<ActionTimes> stages;   // per virtual stage, in pipeline order (p, or 2p when v_shape)
+  double transfer = 0;               // between two devices, either direction (none inside a device)
+  std::vector<double> memory_limit;  // per device, activation units; empty = unlimited
+  double released_at_b = 0;          // in [0, 1]
+
+  int chunks() const { return v_shape ? 2 : 1; }
+  int virtual_stages() const { return devices * chunks(); }
+  int device_of(int vs) const { return vs < devices ? vs : 2 * devices - 1 - vs; }
+  int vstage(int device, int chunk) const { return chunk == 0 ? device : 2 * devices - 1 - device; }
+  // Throws std::invalid_argument naming the field that is out of range.
+  void validate() const;
+};
+
+struct OrderTiming {
+  bool complete = false;             // false: some device waits forever (the order cannot run)
+  double makespan = 0;               // end of the last action (the flushed iteration)
+  std::vector<double> first_start;   // per device
+  std::vector<double> last_end;      // per device
+  std::vector<double> peak_memory;   // per device, units, counted along the order
+};
+
+// Runs `order` (per device; OptimizerStep takes no time) as early as its
+// dependencies allow: F after the previous virtual stage's F of that
+// microbatch has arrived, B after the next one's B (the last virtual
+// stage: after its own F), W after its own B. Transfers are pure latency
+// (every link is free), which is the model the generator optimises.
+OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Action>>& order);
+
+// Whether every device's memory stays within its limit after every action.
+bool within_memory(const OrderProblem& pr, const OrderTiming& t);
+
+}  // namespace pw
