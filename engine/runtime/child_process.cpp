@@ -53,11 +53,16 @@ std::string ChildExit::how() const {
   return signal ? "killed by signal " + std::to_string(signal) : "exited with status " + std::to_string(code);
 }
 
-std::optional<ChildExit> poll_child(pid_t pid) {
+std::optional<ChildExit> poll_child(pid_t pid, bool report_stopped) {
   int status = 0;
-  pid_t w = waitpid(pid, &status, WNOHANG);
+  pid_t w = waitpid(pid, &status, WNOHANG | (report_stopped ? WUNTRACED : 0));
   if (w == 0) return std::nullopt;
   if (w < 0) return ChildExit{-1, 0, true};
+  if (WIFSTOPPED(status)) {
+    ChildExit x;
+    x.stopped = WSTOPSIG(status);
+    return x;
+  }
   return exit_of(status);
 }
 

@@ -24,15 +24,19 @@ struct ChildExit {
   int signal = 0;   // the signal that ended it, 0 if none
   bool lost = false;
   bool forced = false;  // stop_child killed it when its grace ran out
+  // The signal that stopped it (SIGSTOP, SIGTSTP): it has not ended and is
+  // still to be reaped. Only poll_child with `report_stopped` says so.
+  int stopped = 0;
   bool ok() const { return !lost && signal == 0 && code == 0; }
   // "exited with status 3", "killed by signal 9", "was not ours to reap".
   std::string how() const;
 };
 
 // The one way Pipewright reaps what spawn_child started: poll_child
-// reaps `pid` if it has ended (nullopt while it runs), wait_child waits for
-// it. stop_child waits up to `grace_s` seconds, then SIGKILLs and reaps it.
-std::optional<ChildExit> poll_child(pid_t pid);
+// reaps `pid` if it has ended (nullopt while it runs; with `report_stopped`
+// a stopped child is reported too, as `stopped`, a worker that stopped
+// responding), wait_child waits for it. stop_child waits up to `grace_s` seconds, then SIGKILLs and reaps it.
+std::optional<ChildExit> poll_child(pid_t pid, bool report_stopped = false);
 ChildExit wait_child(pid_t pid);
 ChildExit stop_child(pid_t pid, double grace_s);
 

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <optional>
+#include <thread>
 
 #include "runtime/child_process.h"
 
@@ -45,6 +47,27 @@ TEST(ChildProcess, StopWaitsForAChildThatEndsInItsGrace) {
   EXPECT_FALSE(x.forced);
   EXPECT_EQ(x.code, 5);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // did not wait out the grace
+}
+
+// A stopped worker has not ended: only a caller that asks is told, and the
+// child is still there to be killed and reaped (the CSP launcher's
+// "stopped responding").
+TEST(ChildProcess, AStoppedChildIsReportedOnlyWhenAsked) {
+  pid_t p = sh("sleep 30");
+  ASSERT_EQ(kill(p, SIGSTOP), 0);
+  std::optional<ChildExit> seen;
+  for (int i = 0; i < 500 && !seen; ++i) {
+    seen = poll_child(p, /*report_stopped=*/true);
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->stopped, SIGSTOP);
+  EXPECT_FALSE(seen->lost);
+  EXPECT_FALSE(poll_child(p).has_value());  // not ended
+  kill(p, SIGKILL);
+  ChildExit x = wait_child(p);
+  EXPECT_EQ(x.signal, SIGKILL);
+  EXPECT_EQ(x.stopped, 0);
 }
 
 }  // namespace

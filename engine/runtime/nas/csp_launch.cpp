@@ -107,27 +107,24 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     bool reaped = false;
     for (size_t r = 0; r < pids.size(); ++r) {
       if (pids[r] <= 0) continue;
-      int status = 0;
-      if (waitpid(pids[r], &status, WNOHANG | WUNTRACED) != pids[r]) continue;
+      auto x = poll_child(pids[r], /*report_stopped=*/true);
+      if (!x) continue;
       reaped = true;
-      if (WIFSTOPPED(status)) {
+      if (x->stopped) {
         if (!abort_at)
           failed = "stage " + std::to_string(r) + " worker stopped responding (stopped by signal " +
-                   std::to_string(WSTOPSIG(status)) + ")";
+                   std::to_string(x->stopped) + ")";
         kill(pids[r], SIGKILL);  // reaped on a later pass
         abort_workers();
         continue;
       }
       pids[r] = -1;
       --left;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (x->ok()) continue;
       // Only the first failure is the cause; what the abort ends is not news.
       if (!abort_at && failed.empty()) {
         std::string why = read_worker_error(l, static_cast<int>(r), store_dir);
-        failed = "stage " + std::to_string(r) + " worker " +
-                 (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                      : "exited with status " + std::to_string(WEXITSTATUS(status))) +
-                 (why.empty() ? "" : ": " + why);
+        failed = "stage " + std::to_string(r) + " worker " + x->how() + (why.empty() ? "" : ": " + why);
       }
       abort_workers();
     }
