@@ -4,7 +4,13 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <climits>
+#include <filesystem>
+#include <iterator>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -123,7 +129,33 @@ class Channel {
 struct InFlight {
   at::Tensor input, output, loss;
 };
+
+std::string read_whole(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + what + " \"" + path + "\"");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The record stream's lines up to a checkpoint must outlive a crash of the
+// machine, not only of this process: fsync through a second descriptor
+// (fsync acts on the file, whichever descriptor names it).
+void sync_file(const std::string& path, const std::string& what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int e = errno ? errno : EIO;
+    if (fd >= 0) ::close(fd);
+    throw WriteError(what, path, e);
+  }
+  ::close(fd);
+}
 }  // namespace
+
+std::string checkpoint_state_file(const std::string& dir, int rank) {
+  return dir + "/stage" + std::to_string(rank) + ".bin";
+}
+std::string checkpoint_meta_file(const std::string& dir, int rank) {
+  return dir + "/stage" + std::to_string(rank) + ".json";
+}
 
 void run_csp_worker(const CspWorkerConfig& cfg) {
   at::set_num_threads(cfg.threads);
@@ -150,6 +182,49 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   pw::rt::TrainData data(job);  // subnet b trains on microbatch (b, 0)
   int window = cfg.window > 0 ? cfg.window : nj.space.window;
   CspStage csp(s, p, nj.stages[s], &nj.sequence, window);
+  if ((cfg.checkpoint_every > 0 || !cfg.resume_from.empty()) && pw::nas::stage_cache_active(nj)[s])
+    throw std::invalid_argument("search_space.device_budget_gb: checkpoints and resume are not implemented for a stage "
+                                "with a device cache (stage " + std::to_string(s) + "'s budget is below its slice)");
+  std::map<int, float> losses;
+  // Where this run starts: subnet 0, or a checkpoint's subnet k with the
+  // weights, optimizer state and losses of subnets < k. The subnet
+  // sequence and each subnet's batch are pure functions of (seed, id), so
+  // nothing else (no RNG stream) needs restoring.
+  int start = 0;
+  if (!cfg.resume_from.empty()) {
+    const std::string meta_file = checkpoint_meta_file(cfg.resume_from, s);
+    nlohmann::json meta = nlohmann::json::parse(read_whole(meta_file, "checkpoint"));
+    start = meta.at("subnet").get<int>();
+    if (meta.at("first_layer").get<int>() != nj.stages[s].first || meta.at("last_layer").get<int>() != nj.stages[s].last)
+      throw std::runtime_error(meta_file + ": the checkpoint's stage " + std::to_string(s) + " holds choice layers " +
+                               std::to_string(meta.at("first_layer").get<int>()) + ".." +
+                               std::to_string(meta.at("last_layer").get<int>()) + ", this job's " +
+                               std::to_string(nj.stages[s].first) + ".." + std::to_string(nj.stages[s].last) +
+                               "; a resume cannot change the partition");
+    if (start >= n)
+      throw std::runtime_error(meta_file + ": the checkpoint is at subnet " + std::to_string(start) +
+                               ", training.iterations is " + std::to_string(n) + ": nothing left to train");
+    net.restore_state(read_whole(checkpoint_state_file(cfg.resume_from, s), "checkpoint"),
+                      meta.at("steps").get<std::vector<std::int64_t>>(), checkpoint_state_file(cfg.resume_from, s));
+    if (net.has_head()) {
+      auto l = meta.at("losses").get<std::vector<float>>();
+      if (static_cast<int>(l.size()) != start)
+        throw std::runtime_error(meta_file + ": " + std::to_string(l.size()) + " losses for " + std::to_string(start) +
+                                 " subnets");
+      for (int b = 0; b < start; ++b) losses[b] = l[b];
+    }
+    csp.start_at(start);
+  }
+  // The next checkpoint: stage 0 admits nothing past it until every stage
+  // has drained to it and saved (CspStage::hold_from).
+  int next_checkpoint = INT_MAX;
+  auto plan_checkpoint = [&] {
+    next_checkpoint = cfg.checkpoint_every > 0 ? (csp.oldest_unfinished() / cfg.checkpoint_every + 1) * cfg.checkpoint_every
+                                               : INT_MAX;
+    if (next_checkpoint >= n) next_checkpoint = INT_MAX;  // the end of the run saves everything anyway
+    csp.hold_from(next_checkpoint);
+  };
+  plan_checkpoint();
   if (pw::nas::stage_cache_active(nj)[s]) {
     cache_plan = std::make_unique<pw::nas::CachePlan>(pw::nas::plan_device_cache(
         pw::nas::stage_cache_steps(nj.space, nj.sequence, nj.stages[s]), capacity, pw::nas::SupernetSimInput{}.eviction));
@@ -169,19 +244,20 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   for (auto d : shape) numel *= d;
   std::unique_ptr<Channel> act_in, act_out, grad_in, grad_out;
   auto inbox = std::make_shared<Inbox>();
-  if (s > 0) act_in = std::make_unique<Channel>(pg, s - 1, kActTag, numel, n, inbox, 0);
+  if (s > 0) act_in = std::make_unique<Channel>(pg, s - 1, kActTag, numel, n - start, inbox, 0);
   if (s + 1 < p) act_out = std::make_unique<Channel>(pg, s + 1, kActTag, numel, 0);
-  if (s + 1 < p) grad_in = std::make_unique<Channel>(pg, s + 1, kGradTag, numel, n, inbox, 1);
+  if (s + 1 < p) grad_in = std::make_unique<Channel>(pg, s + 1, kGradTag, numel, n - start, inbox, 1);
   if (s > 0) grad_out = std::make_unique<Channel>(pg, s - 1, kGradTag, numel, 0);
 
   std::map<int, at::Tensor> arrived_act, arrived_grad;
   std::map<int, InFlight> live;
-  std::map<int, float> losses;
   int idle_waits = 0;
   // The studio's dependency data (subnet states, wait edges) and events,
   // streamed to the launcher through a file it follows.
   const std::string record_path = cfg.out_dir + "/stage" + std::to_string(s) + ".records.jsonl";
-  std::ofstream record_file(record_path, std::ios::trunc);
+  // A resumed stage appends to the stream the launcher cut back to the
+  // checkpoint, so the run's records read as one.
+  std::ofstream record_file(record_path, start > 0 ? std::ios::app : std::ios::trunc);
   if (!record_file) throw WriteError("subnet records", record_path, errno ? errno : EIO);
   pw::nas::SubnetLogWriter records(record_file);
   pw::nas::WaitReporter waits_seen;
@@ -230,6 +306,36 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
     records.on_event(e);
   };
 
+  // Every subnet < k is finished here and none >= k started (stage 0 holds
+  // them back): this stage's state is that of k sequential steps. The
+  // state file goes first, the small JSON last (the launcher counts a
+  // stage's part done by it), both through the checked writer; the record
+  // stream is flushed and synced so its first `records_bytes` survive.
+  auto save_checkpoint = [&](int k) {
+    const std::string dir = cfg.checkpoint_dir + "/" + std::to_string(k);
+    std::filesystem::create_directories(dir);
+    write_file_atomically(checkpoint_state_file(dir, s), net.state_bytes(), "supernet checkpoint");
+    errno = 0;
+    record_file.flush();
+    if (!record_file) throw WriteError("subnet records", record_path, errno ? errno : EIO);
+    sync_file(record_path, "subnet records");
+    nlohmann::json meta{{"subnet", k},
+                        {"stage", s},
+                        {"world", p},
+                        {"first_layer", nj.stages[s].first},
+                        {"last_layer", nj.stages[s].last},
+                        {"steps", net.optimizer_steps()},
+                        {"hash", std::to_string(net.hash())},
+                        {"records_bytes", std::filesystem::file_size(record_path)},
+                        {"record_ns", rec_ns()}};
+    if (net.has_head()) {
+      std::vector<float> l;
+      for (int b = 0; b < k; ++b) l.push_back(losses.at(b));
+      meta["losses"] = l;
+    }
+    write_file_atomically(checkpoint_meta_file(dir, s), meta.dump() + "\n", "supernet checkpoint");
+  };
+
   while (!csp.all_done()) {
     // A full disk ends the stage when it happens, naming the file (the
     // stream keeps no errno of its own; the failed write's is still set).
@@ -255,7 +361,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       if (!a || a->kind != CspActionKind::Backward) {
         int b = -1;
         if (s == 0) {
-          for (int c = csp.oldest_unfinished(); c < std::min(n, csp.oldest_unfinished() + window); ++c)
+          for (int c = csp.oldest_unfinished(); c < std::min({n, csp.oldest_unfinished() + window, csp.held_from()}); ++c)
             if (!live.count(c) && !csp.finished(c)) { b = c; break; }
         } else if (!arrived_act.empty()) {
           b = arrived_act.begin()->first;
@@ -339,6 +445,10 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
       std::int64_t done = rec_ns();
       event(pw::EventKind::OptimizerStep, b, upd, done);
       if (s == 0) records.on_state(b, pw::nas::SubnetState::Done, 0, done);  // stage 0 finishes a subnet last
+      if (csp.oldest_unfinished() >= next_checkpoint) {
+        save_checkpoint(next_checkpoint);
+        plan_checkpoint();
+      }
     }
     advance_cache(-1);  // prefetch in sequence order (on a GPU: a copy stream beside compute)
   }
@@ -358,6 +468,7 @@ void run_csp_worker(const CspWorkerConfig& cfg) {
   nlohmann::json out{{"stage", s},
                      {"world", p},
                      {"subnets", n},
+                     {"start_subnet", start},
                      {"seconds", seconds},
                      {"hash", std::to_string(net.hash())},
                      {"first_layer", nj.stages[s].first},
