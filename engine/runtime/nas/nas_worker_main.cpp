@@ -138,8 +138,14 @@ int main(int argc, char** argv) {
       run_csp_worker(w);
       return 0;
     }
-    CspLaunch l{argv[0][0] == '/' ? argv[0] : std::filesystem::absolute(argv[0]).string(), w.job_file, w.overrides,
-                workers, out, w.csp, w.window};
+    CspLaunch l;
+    l.worker_binary = argv[0][0] == '/' ? argv[0] : std::filesystem::absolute(argv[0]).string();
+    l.job_file = w.job_file;
+    l.overrides = w.overrides;
+    l.workers = workers;
+    l.out_dir = out;
+    l.csp = w.csp;
+    l.window = w.window;
     l.checkpoint_every = w.checkpoint_every;
     l.resume_dir = resume_dir;
     if (mode == "run") {
