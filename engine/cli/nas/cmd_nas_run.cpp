@@ -91,11 +91,6 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   const bool any_cache = std::find(active.begin(), active.end(), true) != active.end();
   // A resume that cannot proceed changes nothing (the pipeline run's rule):
   // every check before the first write, naming the field or option.
-  if (any_cache && (args.checkpoint_every > 0 || !args.resume.empty()))
-    throw SpecError("search_space.device_budget_gb",
-                    std::string(args.resume.empty() ? "--checkpoint-every" : "--resume") +
-                        " is not implemented for a supernet whose stages run a device cache (the budget is below a "
-                        "stage's slice); raise the budget or leave the option out");
   std::optional<rt::nas::CspResumePoint> resume;
   if (!args.resume.empty()) {
     check_resume_compatible(args.resume, job);  // SpecError naming the field, exit 2

@@ -321,10 +321,31 @@ class StageCache {
     schedule_ = std::make_unique<pw::nas::CacheSchedule>(plan_.get(), window);
     cache_ = std::make_unique<DeviceCache>(
         net, capacity_, torch::Device(torch::kCPU), [&clock] { return clock.now(); },
-        [&rec](bool load, std::int64_t key, std::int64_t a, std::int64_t z, std::int64_t bytes) {
-          rec.transfer(load, key, a, z, bytes);
+        [this, &rec](bool load, std::int64_t key, std::int64_t a, std::int64_t z, std::int64_t bytes) {
+          if (!replaying_) rec.transfer(load, key, a, z, bytes);
         });
   }
+  // A resumed stage: the plan's steps for subnets < k carried out again on
+  // the restored candidates, so the cache holds what the interrupted run's
+  // held at its checkpoint (the prefetch stopped at k, see prefetch). The
+  // copies are bit copies, so the values are the checkpoint's; the counts
+  // add up to the uninterrupted run's, and the records (already in the
+  // stream up to the checkpoint) are not repeated.
+  void replay_to(int k) {
+    if (!cache_ || k == 0) return;
+    replaying_ = true;
+    for (int b = 0; b < k; ++b) {
+      advance(b, b + 1);
+      if (!schedule_->ready(b))
+        throw std::logic_error("device cache: the plan's step for subnet " + std::to_string(b) +
+                               " could not run while replaying to the checkpoint at " + std::to_string(k));
+      schedule_->started(b);
+      schedule_->released(b);
+    }
+    replaying_ = false;
+  }
+  // What a checkpoint saves of the candidates (the cache knows where each one is).
+  std::string state_bytes(const CnnSupernet& net) const { return cache_ ? cache_->state_bytes() : net.state_bytes(); }
   bool active() const { return cache_ != nullptr; }
   // Whether forward b may run now (`now`: when the stage chose it). Loads
   // (synchronously on CPU) what it needs; when a victim is still held by an
@@ -332,7 +353,7 @@ class StageCache {
   // after a gradient arrives, releases it. Either way the wait counts as stall.
   bool prepare_forward(int b, std::int64_t now) {
     if (!cache_ || schedule_->ready(b)) return true;
-    advance(b);
+    advance(b, INT_MAX);
     if (stalled_since_ < 0) stalled_since_ = now;
     return schedule_->ready(b);
   }
@@ -348,8 +369,11 @@ class StageCache {
   void released(int b) {
     if (schedule_) schedule_->released(b);
   }
-  // Prefetch in sequence order (on a GPU: a copy stream beside compute).
-  void prefetch() { advance(-1); }
+  // Prefetch in sequence order (on a GPU: a copy stream beside compute),
+  // the steps of subnets below `limit` only: up to a checkpoint, the cache
+  // then holds exactly what the plan's steps before it leave, which a
+  // resume rebuilds (replay_to).
+  void prefetch(int limit) { advance(-1, limit); }
   // End of the run: every candidate's final weights and state back in the
   // host store; the measured figures (null: no cache).
   nlohmann::json finish() {
@@ -363,10 +387,11 @@ class StageCache {
 
  private:
   // Runs cache steps in sequence order as far as the plan allows (all
-  // that may run, or until subnet `until`'s candidates are resident).
-  void advance(int until) {
+  // that may run, or until subnet `until`'s candidates are resident), the
+  // steps of subnets below `limit` only.
+  void advance(int until, int limit) {
     if (!cache_) return;
-    while (until < 0 || !schedule_->ready(until)) {
+    while ((until < 0 || !schedule_->ready(until)) && schedule_->next_step() < limit) {
       const pw::nas::CacheStep* step = schedule_->advance();
       if (!step) break;
       cache_->apply(*step);
@@ -377,6 +402,7 @@ class StageCache {
   std::unique_ptr<pw::nas::CacheSchedule> schedule_;
   std::unique_ptr<DeviceCache> cache_;
   std::int64_t stalled_since_ = -1;  // idle since then: the forward to run waits for its cache step
+  bool replaying_ = false;
 };
 
 // -------------------------------------------------------------- the trainer
@@ -442,9 +468,6 @@ CspStageTrainer::CspStageTrainer(const CspWorkerConfig& cfg)
   pw::nas::check_device_budget(nj_);
   data_ = std::make_unique<pw::rt::TrainData>(job_);
   csp_ = std::make_unique<CspStage>(s_, p_, nj_.stages[s_], &nj_.sequence, window_);
-  if ((cfg.checkpoint_every > 0 || !cfg.resume_from.empty()) && pw::nas::stage_cache_active(nj_)[s_])
-    throw std::invalid_argument("search_space.device_budget_gb: checkpoints and resume are not implemented for a stage "
-                                "with a device cache (stage " + std::to_string(s_) + "'s budget is below its slice)");
   if (!cfg.resume_from.empty()) restore(cfg.resume_from);
   plan_checkpoint();
 
@@ -462,6 +485,7 @@ CspStageTrainer::CspStageTrainer(const CspWorkerConfig& cfg)
   // A budget below this stage's slice: candidates live in a host store and
   // a device cache that follows core's plan (the simulator's planned model).
   cache_ = std::make_unique<StageCache>(nj_, s_, window_, *net_, clock_, *rec_);
+  cache_->replay_to(start_);  // after restore(): the host store took the checkpoint's values
 }
 
 // Where this run starts: subnet 0, or a checkpoint's subnet k with the
@@ -511,7 +535,7 @@ void CspStageTrainer::plan_checkpoint() {
 void CspStageTrainer::save_checkpoint(int k) {
   const std::string dir = cfg_.checkpoint_dir + "/" + std::to_string(k);
   std::filesystem::create_directories(dir);
-  write_file_atomically(checkpoint_state_file(dir, s_), net_->state_bytes(), "supernet checkpoint");
+  write_file_atomically(checkpoint_state_file(dir, s_), cache_->state_bytes(*net_), "supernet checkpoint");
   const std::uintmax_t records_bytes = rec_->sync();
   nlohmann::json meta{{"subnet", k},
                       {"stage", s_},
@@ -627,7 +651,7 @@ void CspStageTrainer::run() {
     cache_->action_starts(start);
     if (a->kind == CspActionKind::Forward) forward(a->subnet, start);
     else backward(a->subnet, start);
-    cache_->prefetch();
+    cache_->prefetch(next_checkpoint_);
   }
   transport_->drain();
   const double seconds = static_cast<double>(clock_.now() - started) / 1e9;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "db/run_reader.h"
 
@@ -201,6 +202,72 @@ TEST(NasResume, KilledWorkerResumesToTheUninterruptedLossesExactly) {
   // remove its temporary file), the resume leaves none.
   for (const auto& e : fs::recursive_directory_iterator(cut))
     EXPECT_NE(e.path().extension(), ".tmp") << "a temporary file was left: " << e.path();
+}
+
+// With a device budget of a third of the slice, both stages run a device
+// cache: the checkpoint saves each candidate from wherever it is (device or
+// host store), the resumed stage rebuilds the cache by carrying out the
+// plan's steps before the checkpoint again, and the result is still the
+// uninterrupted run's, bit for bit, with the cache counts the simulator
+// predicts for the whole run.
+TEST(NasResume, WithADeviceCacheTheResumedRunIsTheUninterruptedOne) {
+  Tmp tmp;
+  const fs::path& dir = tmp.dir;
+  std::vector<std::string> sets = {"training.iterations=40", "data.train_samples=1280", "search_space.kernels=[3,5]",
+                                   "search_space.widths=[8,12,16,20,24]", "training.optimizer=adam",
+                                   "training.lr=0.01"};
+  auto nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  auto slice = pw::nas::supernet_slice_bytes(nj);
+  char budget[64];
+  std::snprintf(budget, sizeof budget, "%.17g", std::max(slice[0], slice[1]) / 3 / (1024.0 * 1024 * 1024));
+  sets.push_back(std::string("search_space.device_budget_gb=") + budget);
+  nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  auto active = pw::nas::stage_cache_active(nj);
+  ASSERT_TRUE(active[0] && active[1]);
+  auto with = [&](std::vector<std::string> args) {
+    for (const auto& x : sets) args.insert(args.end(), {"--set", x});
+    return args;
+  };
+  std::string out, err;
+  ASSERT_EQ(run_cli(with({PW_CLI_BIN, "run", kJob, "--run-dir", (dir / "full").string(), "--json", "--quiet"}), dir,
+                    "full", &out, &err), 0) << err;
+  const auto full = nlohmann::json::parse(out);
+
+  const fs::path cut = dir / "cut";
+  pid_t pid = spawn_cli(with({PW_CLI_BIN, "run", kJob, "--run-dir", cut.string(), "--checkpoint-every", "8", "--quiet"}),
+                        dir / "cut.out", dir / "cut.err");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(cut / "checkpoint" / "meta.json") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(cut / "checkpoint" / "meta.json")) << slurp(dir / "cut.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto workers = children_of(pid);
+  ASSERT_EQ(workers.size(), 2u) << "the run ended before the fault: " << slurp(dir / "cut.err");
+  ASSERT_EQ(kill(workers.front(), SIGKILL), 0);
+  ASSERT_EQ(wait_exit(pid), 1);
+  const int k = nlohmann::json::parse(slurp(cut / "checkpoint" / "meta.json")).at("subnet").get<int>();
+  ASSERT_GT(k, 0);
+  ASSERT_LT(k, 40);
+
+  ASSERT_EQ(run_cli({PW_CLI_BIN, "run", "--resume", cut.string(), "--json", "--quiet"}, dir, "resume", &out, &err), 0)
+      << err;
+  const auto resumed = nlohmann::json::parse(out);
+  EXPECT_EQ(resumed.at("start_subnet").get<int>(), k);
+  ASSERT_EQ(resumed.at("losses").size(), full.at("losses").size());
+  for (size_t b = 0; b < full["losses"].size(); ++b)
+    EXPECT_EQ(resumed["losses"][b].get<double>(), full["losses"][b].get<double>()) << "subnet " << b << " (resumed at " << k << ")";
+  EXPECT_EQ(resumed.at("stage_hashes"), full.at("stage_hashes"));
+  // The cache evicted and reloaded on both stages, and its counts over the
+  // two launches are the whole run's prediction.
+  const auto& stages = resumed.at("device_cache").at("stages");
+  ASSERT_EQ(stages.size(), 2u);
+  for (const auto& st : stages) {
+    SCOPED_TRACE("stage " + st.at("stage").dump());
+    ASSERT_FALSE(st.at("measured").is_null());
+    EXPECT_GT(st["measured"]["evictions"].get<std::uint64_t>(), 4u);
+    for (const char* f : {"uses", "hits", "loads", "evictions"})
+      EXPECT_EQ(st["measured"][f].get<std::uint64_t>(), st["predicted"][f].get<std::uint64_t>()) << f;
+  }
 }
 
 TEST(NasResume, NoCheckpointIsNamed) {
