@@ -186,6 +186,40 @@ TEST(CspPolicy, StageZeroAdmitsWithinTheWindow) {
   EXPECT_EQ(s0.oldest_unfinished(), 2);
 }
 
+// A checkpoint's drain (hold_from) and a resumed stage (start_at): stage 0
+// admits nothing at or past the hold while the window still has room, and
+// a resumed stage runs on from k as if subnets < k had finished.
+TEST(CspPolicy, HoldDrainsStageZeroAndStartAtResumes) {
+  std::vector<Subnet> seq = random_seq(10, 4, 1000, 1);
+  CspStage s0(0, 2, {0, 1}, &seq, 8);
+  s0.hold_from(2);
+  for (int b = 0; b < 2; ++b) {
+    ASSERT_EQ(s0.next()->subnet, b);
+    s0.forward_started(b);
+  }
+  EXPECT_FALSE(s0.next().has_value());  // window room for 6 more, but 2 is held back
+  s0.backward_done(0);
+  s0.backward_done(1);
+  EXPECT_EQ(s0.oldest_unfinished(), 2);  // drained: every stage's state is that of subnets 0 and 1
+  EXPECT_FALSE(s0.next().has_value());
+  s0.hold_from(1 << 30);
+  EXPECT_EQ(s0.next()->subnet, 2);
+
+  CspStage r0(0, 2, {0, 1}, &seq, 3), r1(1, 2, {2, 3}, &seq, 3);
+  r0.start_at(6);
+  r1.start_at(6);
+  EXPECT_TRUE(r0.finished(5));
+  EXPECT_EQ(r0.finished_count(), 6);
+  EXPECT_EQ(r0.next()->subnet, 6);  // nothing below 6 again, and no earlier subnet blocks
+  r1.forward_ready(6);
+  EXPECT_FALSE(r1.blocker(6).has_value());
+  EXPECT_THROW(r0.start_at(7), std::logic_error);  // only before the stage starts
+  CspStage r2(0, 2, {0, 1}, &seq, 3);
+  EXPECT_THROW(r2.start_at(11), std::invalid_argument);
+  r2.start_at(10);
+  EXPECT_TRUE(r2.all_done());
+}
+
 struct Adversary {
   const char* name;
   std::vector<Subnet> seq;

@@ -62,5 +62,46 @@ TEST(ResumeCheck, WhatOnlySteersTrainingMayChange) {
   EXPECT_EQ(refusal({"name=\"other\""}), "");
 }
 
+// A supernet job also keeps its search space (but its window and search
+// settings) and its seed: they make the candidates, the subnet sequence and
+// the partition a checkpoint was taken in (issue 31).
+JobSpec supernet(const std::vector<std::string>& overrides = {}) {
+  return job_from_text(R"({"name": "s", "model": {"kind": "cnn", "image_size": 28, "in_channels": 1, "channels": [16],
+    "classes": 10}, "search_space": {"builtin": "fmnist-cnn", "choice_layers": 4, "kernels": [3, 5, 7],
+    "widths": [16, 32], "window": 8}, "training": {"batch_size": 32, "microbatch_size": 32, "iterations": 20, "seed": 1},
+    "cluster": {"devices": 2, "device": "custom", "memory_gb": 1, "tflops": 0.05},
+    "pipeline": {"stages": 2, "schedule": "csp"}})",
+                       ".", overrides);
+}
+
+std::string supernet_refusal(const std::vector<std::string>& overrides) {
+  try {
+    check_resume_compatible(supernet(), supernet(overrides));
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResumeCheck, ASupernetKeepsItsSearchSpaceAndSeed) {
+  EXPECT_EQ(supernet_refusal({"search_space.kernels=[3,5]"}),
+            "search_space.kernels: differs from the checkpoint's [3,5,7] (now [3,5]); a resume cannot change the supernet");
+  EXPECT_EQ(supernet_refusal({"search_space.device_budget_gb=0.5"}),
+            "search_space.device_budget_gb: differs from the checkpoint's null (now 0.5); a resume cannot change the "
+            "supernet");
+  EXPECT_EQ(supernet_refusal({"training.seed=2"}),
+            "training.seed: differs from the checkpoint's 1 (now 2); a resume cannot change the supernet's initial "
+            "weights and subnets");
+  EXPECT_EQ(supernet_refusal({"search_space.window=1"}), "");  // CSP's result does not depend on it
+  EXPECT_EQ(supernet_refusal({"search_space.search.evaluations=8"}), "");
+  EXPECT_EQ(supernet_refusal({"training.iterations=40"}), "");
+  try {
+    check_resume_compatible(job(), supernet());
+    ADD_FAILURE() << "a supernet resuming a pipeline checkpoint must be refused";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.path(), "model.channels");  // the model differs first here
+  }
+}
+
 }  // namespace
 }  // namespace pw

@@ -4,7 +4,8 @@ seeded random point, repeated.
 
 usage: fault_trials.py PIPEWRIGHT WORKER JOB.json KIND...
   JOB.json: a pipeline job (WORKER: pipewright-worker) or a supernet job
-            (WORKER: pw_nas_worker; its CSP run under the same faults, issue 31)
+            (WORKER: pw_nas_worker; its CSP run under the same faults, issue 31,
+            with checkpoints: after each fault, `run --resume` continues it)
   KIND: worker-kill worker-stop coordinator-kill coordinator-stop disk
 env:  PW_FAULT_TRIALS  trials per kind (default 3; raise it for a longer soak)
       PW_FAULT_BUDGET_S  no new round of trials starts after this many seconds
@@ -39,9 +40,11 @@ with open(JOB) as _f:
     SUPERNET = "search_space" in json.load(_f)
 ENV = dict(os.environ, **{"PW_NAS_WORKER" if SUPERNET else "PW_WORKER": WORKER})
 # Long enough that every fault lands mid-run. A supernet run trains one
-# subnet per iteration on a small slice of Fashion-MNIST; it has no
-# checkpoints (--checkpoint-every is a pipeline option).
-RUN_SETS = (["--set", "training.iterations=20000", "--set", "data.train_samples=640", "--set", "data.test_samples=100"]
+# subnet per iteration on a small slice of Fashion-MNIST, with a checkpoint
+# every SUPERNET_EVERY subnets: after every fault it must resume from it.
+SUPERNET_EVERY = 16
+RUN_SETS = (["--set", "training.iterations=20000", "--set", "data.train_samples=640", "--set", "data.test_samples=100",
+             "--checkpoint-every", str(SUPERNET_EVERY)]
             if SUPERNET else ["--set", "training.iterations=1000000"])
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 SKIP = 77
@@ -95,6 +98,29 @@ def events(db):
             c.close()
     except sqlite3.Error:
         return set()
+
+
+def checkpoint_index(run_dir):
+    return os.path.join(run_dir, "checkpoint", "meta.json")
+
+
+def resume_after(kind, run_dir, disk):
+    """A supernet run continues from its last complete checkpoint after the
+    fault (the disk freed first): a short stretch past it, through
+    `pipewright run --resume`, must start there and train on."""
+    with open(checkpoint_index(run_dir)) as f:
+        k = json.load(f)["subnet"]
+    if disk:
+        os.remove(os.path.join(disk, "filler"))
+    total = k + SUPERNET_EVERY // 2
+    r = subprocess.run([PW, "run", "--resume", run_dir, "--set", f"training.iterations={total}", "--json", "--quiet"],
+                       capture_output=True, text=True, env=ENV, timeout=120)
+    check(r.returncode == 0, f"{kind}: the resume from subnet {k} failed ({r.returncode}): {r.stderr}")
+    out = json.loads(r.stdout)
+    check(out["start_subnet"] == k and len(out["losses"]) == total,
+          f"{kind}: the resume should start at {k} and end with {total} losses: start {out['start_subnet']}, "
+          f"{len(out['losses'])} losses")
+    return k
 
 
 def run_row(db):
@@ -176,7 +202,9 @@ def run_trial(kind, coord, db, run_dir, err_path, disk):
         check(coord.poll() is None, f"run ended before the fault: {open(err_path).read()}")
         if len(workers) < 2:
             workers = children_of(coord.pid)
-        if len(workers) >= 2 and events(db):
+        # A supernet trial faults after its first complete checkpoint, so
+        # that every kind of fault is followed by a resume.
+        if len(workers) >= 2 and events(db) and (not SUPERNET or os.path.exists(checkpoint_index(run_dir))):
             break
         time.sleep(0.05)
     else:
@@ -245,8 +273,10 @@ def run_trial(kind, coord, db, run_dir, err_path, disk):
         check((ended is None) == (status == "running"), f"{kind}: ended_unix_ns {ended} with status {status}")
     if TIMING and kind in BOUND_S:
         check(detected <= BOUND_S[kind], f"{kind}: the run ended {detected:.2f} s after the fault, bound {BOUND_S[kind]} s")
+    resumed = resume_after(kind, run_dir, disk) if SUPERNET and not TIMING else None
     return {"kind": kind, "ended_after_s": round(detected, 3), "events_before": len(before), "events_after": len(after),
-            "lost": len(lost), "status": status, "reason": (reason or "")[:160], "stderr": err.strip()[-160:]}
+            "lost": len(lost), "status": status, "reason": (reason or "")[:160], "stderr": err.strip()[-160:],
+            "resumed_at": resumed}
 
 
 def main():

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -23,6 +24,8 @@
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
 #include "core/nas/supernet_run_info.h"
+#include "core/spec/resume_check.h"
+#include "core/spec/spec_error.h"
 #include "runtime/child_process.h"
 #include "runtime/nas/csp_launch.h"
 
@@ -77,12 +80,35 @@ class Progress final : public nas::SubnetObserver {
 int run_supernet_command(const std::string& job_file, const JobSpec& job, const RunArgs& args, const Args& given) {
   // --threads too: each supernet stage runs one intra-op thread, which keeps
   // its kernels deterministic (CSP's reproducibility rests on it).
-  for (const char* o : {"resume", "checkpoint-every", "attach", "eval", "profile", "planner", "port", "threads"})
+  for (const char* o : {"attach", "eval", "profile", "planner", "port", "threads"})
     if (given.given(std::string("--") + o))
       throw UsageError(std::string("--") + o + " is not supported for a supernet job (it has a search_space); "
-                       "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet");
+                       "supernet runs take --run-dir, --db, --listen, --worker, --json, --quiet, "
+                       "--checkpoint-every, --resume");
   nas::NasJob nj = nas::prepare_nas_job(job);  // bad search spaces fail here, before any process starts
   nas::check_device_budget(nj);                 // and a budget no subnet fits
+  const auto active = nas::stage_cache_active(nj);
+  const bool any_cache = std::find(active.begin(), active.end(), true) != active.end();
+  // A resume that cannot proceed changes nothing (the pipeline run's rule):
+  // every check before the first write, naming the field or option.
+  std::optional<rt::nas::CspResumePoint> resume;
+  if (!args.resume.empty()) {
+    check_resume_compatible(args.resume, job);  // SpecError naming the field, exit 2
+    resume = rt::nas::read_csp_resume_point(args.resume, job.pipeline.stages);
+    for (size_t r = 0; r < resume->stages.size(); ++r) {
+      const auto& st = resume->stages[r];
+      if (st.at("first_layer").get<int>() != nj.stages[r].first || st.at("last_layer").get<int>() != nj.stages[r].last)
+        throw SpecError("pipeline.stages", "stage " + std::to_string(r) + " would hold choice layers " +
+                                               std::to_string(nj.stages[r].first) + ".." + std::to_string(nj.stages[r].last) +
+                                               ", the checkpoint's holds " + std::to_string(st.at("first_layer").get<int>()) +
+                                               ".." + std::to_string(st.at("last_layer").get<int>()) +
+                                               "; a resume cannot change the partition");
+    }
+    if (resume->subnet >= static_cast<int>(nj.sequence.size()))
+      throw SpecError("training.iterations", std::to_string(nj.sequence.size()) + " subnets, the checkpoint " +
+                                                 resume->dir + " is at subnet " + std::to_string(resume->subnet) +
+                                                 ": nothing left to train");
+  }
   if (nas::supernet_mode(job) != nas::SupernetMode::Csp && nas::supernet_mode(job) != nas::SupernetMode::Sequential)
     throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
                      "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
@@ -92,7 +118,12 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   l.job_file = job_file;
   l.overrides = args.overrides;
   l.workers = job.pipeline.stages;
-  l.out_dir = args.run_dir.empty() ? default_run_dir(job.name) : args.run_dir;
+  // As the pipeline run: a resume continues in its own directory unless
+  // --run-dir names another (the records up to the checkpoint are carried
+  // there; the checkpoint is read from the directory resumed).
+  l.out_dir = !args.run_dir.empty() ? args.run_dir : !args.resume.empty() ? args.resume : default_run_dir(job.name);
+  l.checkpoint_every = args.checkpoint_every;
+  l.resume_dir = args.resume;
   std::filesystem::create_directories(l.out_dir);
   write_file_atomically(l.out_dir + "/job.json", job.raw.dump(2) + "\n", "job");  // `pipewright search RUN_DIR` reads it
   const std::string& db_path = args.outputs.db_path;
@@ -113,7 +144,8 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   if (!json && !args.quiet)
     std::cerr << "run " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size() << " choice layers, "
               << nj.sequence.size() << " subnets on " << l.workers << " CSP worker processes (window "
-              << nj.space.window << ")\n";
+              << nj.space.window << ")"
+              << (resume ? ", resuming at subnet " + std::to_string(resume->subnet) : std::string()) << "\n";
   auto finish = [&](RunStatus status, const std::string& error, const nlohmann::json& summary) {
     deps.finish();
     outputs.finish(status, error, &summary);
@@ -133,13 +165,11 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   }
   // The device cache: what each stage measured beside what the simulator
   // predicts for the same sequence and budget (counts equal, stalls not).
-  const auto active = nas::stage_cache_active(nj);
-  const bool any_cache = std::find(active.begin(), active.end(), true) != active.end();
   nlohmann::json cache_record = nullptr;
   if (any_cache) cache_record = nas::device_cache_record(nas::predict_device_cache(nj), nas::stage_capacities(nj), r.device_cache);
   nlohmann::json hashes = nlohmann::json::array();
   for (auto h : r.stage_hashes) hashes.push_back(std::to_string(h));
-  nlohmann::json summary{{"subnets", r.subnets}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
+  nlohmann::json summary{{"subnets", r.subnets}, {"start_subnet", r.start_subnet}, {"seconds", r.seconds}, {"subnets_per_s", r.subnets_per_s()},
                          {"samples_per_s", r.subnets_per_s() * job.training.batch_size}, {"losses", r.losses},
                          {"stage_hashes", hashes},
                          // absolute: `pipewright search RUN.sqlite` finds the weights from anywhere
@@ -154,8 +184,9 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
     std::cout << summary.dump(2) << "\n";
     return 0;
   }
-  std::cout << "done: " << r.subnets << " subnets in " << fixed(r.seconds, 2) << " s, " << fixed(r.subnets_per_s(), 2)
-            << " subnets/s";
+  std::cout << "done: " << r.subnets << " subnets"
+            << (r.start_subnet > 0 ? " (resumed at subnet " + std::to_string(r.start_subnet) + ")" : std::string())
+            << " in " << fixed(r.seconds, 2) << " s, " << fixed(r.subnets_per_s(), 2) << " subnets/s";
   if (!r.losses.empty()) std::cout << ", loss " << fixed(r.losses.front(), 4) << " -> " << fixed(r.losses.back(), 4);
   if (any_cache) {
     std::cout << "\n  device cache (" << cache_record["eviction"].get<std::string>() << ", budget "

@@ -129,8 +129,10 @@ Action define_run(Args& args) {
   args.planner(a->planner);
   args.profile(a->profile);
   args.text("--run-dir", a->run_dir, "DIR", "where weights, events and checkpoints go (default runs/NAME-TIME)");
-  args.integer("--checkpoint-every", a->checkpoint_every, 1, 1'000'000'000, "N", "checkpoint every N iterations");
-  args.text("--resume", a->resume, "RUN_DIR", "continue a run from its last checkpoint");
+  args.integer("--checkpoint-every", a->checkpoint_every, 1, 1'000'000'000, "N",
+               "checkpoint every N iterations (a supernet job: every N subnets)");
+  args.text("--resume", a->resume, "RUN_DIR",
+            "continue a run (pipeline or supernet) from its last complete checkpoint");
   args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads per worker (default: libtorch's)");
   args.flag("--eval", a->eval, "report test accuracy at the end");
   args.flag("--attach", a->attach, "wait for workers started elsewhere (pipewright launch) instead of starting them");

@@ -16,6 +16,15 @@ CspStage::CspStage(int stage, int stages, StageSlots slots, const std::vector<Su
                                   std::to_string(slots.last) + " but subnets have " + std::to_string(s.size()));
 }
 
+void CspStage::start_at(int k) {
+  if (k < 0 || k > total())
+    throw std::invalid_argument("CSP resume point " + std::to_string(k) + " is outside the " + std::to_string(total()) +
+                                " subnets");
+  if (low_ != 0 || finished_total_ != 0) throw std::logic_error("CspStage::start_at after the stage started");
+  low_ = k;
+  finished_total_ = k;
+}
+
 void CspStage::forward_ready(int b) {
   if (stage_ > 0) fwd_ready_.insert(b);
 }
@@ -59,7 +68,7 @@ std::optional<SubnetWait> CspStage::blocker(int b) const {
 bool CspStage::forward_candidate(int b) const {
   if (finished(b) || fwd_started_.count(b)) return false;
   if (stage_ > 0) return fwd_ready_.count(b) > 0;
-  return b < total() && b < low_ + window_;
+  return b < total() && b < low_ + window_ && b < hold_;
 }
 
 std::optional<CspAction> CspStage::next(std::vector<SubnetWait>* waits) const {
@@ -81,7 +90,7 @@ std::optional<CspAction> CspStage::next_forward(std::vector<SubnetWait>* waits) 
     return false;
   };
   if (stage_ == 0) {
-    int end = std::min(total(), low_ + window_);
+    int end = std::min({total(), low_ + window_, hold_});
     for (int b = low_; b < end; ++b)
       if (forward_candidate(b) && consider(b)) return CspAction{CspActionKind::Forward, b};
   } else {
@@ -99,7 +108,7 @@ std::vector<int> CspStage::predicted_forwards(int k) const {
   int end = std::min(total(), low_ + window_ + stages_);
   for (int b = low_; b < end && static_cast<int>(out.size() + later.size()) < 4 * k; ++b) {
     if (finished(b) || fwd_started_.count(b)) continue;
-    bool ready = stage_ == 0 ? b < low_ + window_ : fwd_ready_.count(b) > 0;
+    bool ready = stage_ == 0 ? b < low_ + window_ && b < hold_ : fwd_ready_.count(b) > 0;
     (ready && !blocker(b) ? out : later).push_back(b);
   }
   out.insert(out.end(), later.begin(), later.end());

@@ -49,6 +49,18 @@ class CspStage {
   const StageSlots& slots() const { return slots_; }
   int window() const { return window_; }
 
+  // A resumed run: subnets < k were trained (and checkpointed) before, so
+  // they count as finished here and nothing below k is run again.
+  void start_at(int k);
+  // A checkpoint at k needs every stage to have finished exactly the
+  // subnets < k: stage 0 admits no subnet >= k until hold_from is moved on
+  // (the pipeline drains to k, as the pipeline engine's flush). Stage 0
+  // finishes every subnet last, so once it has finished those below k no
+  // subnet >= k is anywhere and every stage's state is that of k sequential
+  // steps. Other stages never admit on their own; they ignore it.
+  void hold_from(int k) { hold_ = k; }
+  int held_from() const { return hold_; }
+
   // Events, in the order they happen on this stage.
   void forward_ready(int b);   // activation arrived (stages > 0; stage 0 admits by itself)
   void forward_started(int b);
@@ -87,6 +99,7 @@ class CspStage {
   const std::vector<Subnet>* seq_;
   int window_;
   int low_ = 0;            // every id < low_ finished here
+  int hold_ = 1 << 30;     // stage 0 admits ids below this only (a checkpoint's drain)
   std::set<int> finished_; // finished ids >= low_
   std::set<int> fwd_ready_, fwd_started_, bwd_ready_;
   int finished_total_ = 0;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/spec/spec_error.h"
 
@@ -44,6 +45,32 @@ void check_resume_compatible(const JobSpec& checkpoint, const JobSpec& resumed) 
   same("pipeline.chunks", checkpoint.pipeline.chunks, resumed.pipeline.chunks, "the chunks per device");
   // The optimizer's state (Adam's moments, momentum) is in the checkpoint.
   same("training.optimizer", checkpoint.training.optimizer, resumed.training.optimizer, "the optimizer");
+  // A supernet job (docs/nas.md): the search space and the seed make its
+  // candidates (initialised from (seed, layer, choice)), the subnet sequence
+  // and the partition; a checkpoint holds that supernet at a point of that
+  // sequence. The window only orders the work (CSP gives the sequential
+  // result for any window) and `search` runs after training: both may change.
+  const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json& a_space = checkpoint.raw.is_object() && checkpoint.raw.contains("search_space")
+                                      ? checkpoint.raw["search_space"] : none;
+  const nlohmann::json& b_space = resumed.raw.is_object() && resumed.raw.contains("search_space")
+                                      ? resumed.raw["search_space"] : none;
+  if (a_space.empty() && b_space.empty()) return;
+  if (a_space.empty() != b_space.empty())
+    throw SpecError("search_space", std::string(a_space.empty() ? "given, but the checkpoint's job has none"
+                                                                : "missing, but the checkpoint's job is a supernet") +
+                                        "; a resume cannot change the model");
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a_space.items()) keys.insert(k);
+  for (const auto& [k, v] : b_space.items()) keys.insert(k);
+  for (const auto& k : keys) {
+    if (k == "window" || k == "search") continue;
+    const nlohmann::json a = a_space.value(k, nlohmann::json()), b = b_space.value(k, nlohmann::json());
+    if (a != b)
+      throw SpecError("search_space." + k, "differs from the checkpoint's " + a.dump() + " (now " + b.dump() +
+                                               "); a resume cannot change the supernet");
+  }
+  same("training.seed", checkpoint.training.seed, resumed.training.seed, "the supernet's initial weights and subnets");
 }
 
 void check_resume_compatible(const std::string& run_dir, const JobSpec& resumed) {

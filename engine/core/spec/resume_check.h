@@ -11,7 +11,9 @@ namespace pw {
 // `resumed` that differs from `checkpoint` ("model.channels: differs from
 // the checkpoint's [8,16]; a resume cannot change the model"). What only
 // steers training (iterations, learning rate, data, microbatches, schedule
-// within the same stages) may change.
+// within the same stages) may change. A supernet job (one with a
+// search_space) also keeps its search_space (except `window` and `search`)
+// and training.seed: "search_space.kernels: differs from the checkpoint's ...".
 void check_resume_compatible(const JobSpec& checkpoint, const JobSpec& resumed);
 
 // The same against the job a run directory recorded (RUN_DIR/job.json). A

@@ -1,5 +1,6 @@
 #include "runtime/nas/csp_launch.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 #include <thread>
 
 #include "core/events/clock.h"
+#include "core/io/checked_write.h"
 #include "core/nas/subnet_log.h"
+#include "runtime/nas/csp_trainer.h"
 #include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
 
@@ -58,7 +61,85 @@ std::string read_worker_error(const CspLaunch&, int rank, const LocalStoreDir& s
   return text;
 }
 
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The checkpoint directories under root whose every stage wrote its part
+// (stage<r>.json is written last), newest first.
+std::vector<int> complete_checkpoints(const std::filesystem::path& root, int workers) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = d.path().filename().string();
+    if (!d.is_directory() || !all_digits(name) || name.size() > 9) continue;
+    bool complete = true;
+    for (int r = 0; r < workers && complete; ++r)
+      complete = std::filesystem::exists(checkpoint_meta_file(d.path().string(), r));
+    if (complete) out.push_back(std::stoi(name));
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+// As the pipeline coordinator's note_checkpoints: the newest checkpoint
+// every stage completed becomes meta.json's (atomic rename), and older
+// ones go. A stage never writes into a checkpoint the others have not
+// completed (they drain to it together), so nothing removed is in use.
+// Returns the error instead of throwing: the launcher must still end and
+// reap its workers (a full disk fails the run naming the file).
+std::string note_checkpoints(const std::string& out_dir, int workers, int* last) try {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(out_dir) / "checkpoint";
+  auto done = complete_checkpoints(root, workers);
+  if (done.empty() || done.front() <= *last) return {};
+  const int k = done.front();
+  write_file_atomically((root / "meta.json").string(),
+                        nlohmann::json{{"subnet", k}, {"dir", "checkpoint/" + std::to_string(k)}}.dump() + "\n",
+                        "checkpoint index");
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(root, ec)) {
+    const std::string name = d.path().filename().string();
+    if (d.is_directory() && all_digits(name) && name.size() <= 9 && std::stoi(name) < k) fs::remove_all(d.path(), ec);
+  }
+  *last = k;
+  return {};
+} catch (const std::exception& e) {
+  return e.what();
+}
+
 }  // namespace
+
+CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers) {
+  const std::string index = run_dir + "/checkpoint/meta.json";
+  std::ifstream in(index);
+  if (!in) throw std::runtime_error(run_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(index + ": not a checkpoint index: " + e.what());
+  }
+  CspResumePoint p;
+  p.subnet = meta.at("subnet").get<int>();
+  p.dir = run_dir + "/" + meta.at("dir").get<std::string>();
+  for (int r = 0; r < workers; ++r) {
+    std::ifstream part(checkpoint_meta_file(p.dir, r));
+    if (!part)
+      throw std::runtime_error(index + " names " + p.dir + ", which has no stage " + std::to_string(r) +
+                               " part (" + checkpoint_meta_file(p.dir, r) + "); pipeline.stages " +
+                               std::to_string(workers) + " must be the checkpoint's");
+    p.stages.push_back(nlohmann::json::parse(part));
+    if (p.stages.back().at("subnet").get<int>() != p.subnet)
+      throw std::runtime_error(checkpoint_meta_file(p.dir, r) + ": subnet " +
+                               std::to_string(p.stages.back().at("subnet").get<int>()) + ", " + index + " says " +
+                               std::to_string(p.subnet));
+  }
+  if (std::filesystem::exists(checkpoint_meta_file(p.dir, workers)))
+    throw std::runtime_error(p.dir + " was saved by more than " + std::to_string(workers) +
+                             " stages; pipeline.stages must be the checkpoint's");
+  return p;
+}
 
 CspInterrupted::CspInterrupted(int sig)
     : std::runtime_error(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")), signal(sig) {}
@@ -67,12 +148,46 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
-  const std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline
+  std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline
+  std::optional<CspResumePoint> resume;
+  if (!l.resume_dir.empty()) resume = read_csp_resume_point(l.resume_dir, l.workers);
+  int last_checkpoint = resume ? resume->subnet : -1;
   std::vector<pw::nas::SubnetLogTail> tails;
   for (int r = 0; r < l.workers; ++r) {
     std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";
-    std::filesystem::remove(records);  // a previous run's records are not this run's
+    if (!resume) {
+      std::filesystem::remove(records);  // a previous run's records are not this run's
+    } else {
+      // The stream up to the checkpoint is this run's first part; what the
+      // interrupted run wrote after it is redone, so it is cut off.
+      const std::string from = l.resume_dir + "/stage" + std::to_string(r) + ".records.jsonl";
+      const auto keep = resume->stages[r].at("records_bytes").get<std::uintmax_t>();
+      std::error_code ec;
+      const auto have = std::filesystem::file_size(from, ec);
+      if (ec || have < keep)
+        throw std::runtime_error(from + ": " + (ec ? ec.message() : std::to_string(have) + " bytes") + ", the checkpoint " +
+                                 resume->dir + " recorded " + std::to_string(keep));
+      std::ifstream in(from, std::ios::binary);
+      std::string prefix(keep, '\0');
+      in.read(prefix.data(), static_cast<std::streamsize>(keep));
+      write_file_atomically(records, prefix, "subnet records");
+      // This launch's clock continues the checkpoint's timeline.
+      t0 = std::min(t0, steady_now_ns() - resume->stages[r].at("record_ns").get<std::int64_t>() - 1'000'000);
+    }
     tails.emplace_back(records);
+  }
+  if (resume) {
+    // Checkpoints of the interrupted run past its resume point are redone
+    // (possibly incomplete): not to be taken for this run's. So is a
+    // temporary file a writer killed mid-write left (the checked writer
+    // removes its own on a failed write, not after SIGKILL).
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(l.out_dir + "/checkpoint", ec)) {
+      const std::string name = d.path().filename().string();
+      if (d.is_directory() && all_digits(name) && name.size() <= 9 && std::stoi(name) > resume->subnet)
+        std::filesystem::remove_all(d.path(), ec);
+      if (d.is_regular_file() && d.path().extension() == ".tmp") std::filesystem::remove(d.path(), ec);
+    }
   }
   auto follow = [&] {
     if (l.observer || l.events)
@@ -84,6 +199,10 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
                                      "--window", std::to_string(l.window), "--t0", std::to_string(t0),
                                      "--error-file", worker_error_file(store_dir, r)};
     if (!l.csp) args.push_back("--no-csp");
+    if (l.checkpoint_every > 0)
+      args.insert(args.end(), {"--checkpoint-every", std::to_string(l.checkpoint_every), "--checkpoint-dir",
+                               l.out_dir + "/checkpoint"});
+    if (resume) args.insert(args.end(), {"--resume-from", resume->dir});
     for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
     pids.push_back(spawn_child(args));
   }
@@ -133,9 +252,21 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
       for (pid_t p : pids)
         if (p > 0) kill(p, SIGKILL);
     follow();
+    if (l.checkpoint_every > 0 && !abort_at) {
+      std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
+      if (!err.empty()) {
+        failed = "launcher: " + err;
+        abort_workers();
+      }
+    }
     if (!reaped && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   follow();  // the rest
+  // Also after a failure: a checkpoint every stage completed stays usable.
+  if (l.checkpoint_every > 0) {
+    std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
+    if (!err.empty() && failed.empty() && !interrupts.signal()) failed = "launcher: " + err;
+  }
   if (interrupts.signal() && failed.empty()) throw CspInterrupted(interrupts.signal());
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed);
   CspRunResult res;
@@ -146,6 +277,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     if (r == 0) {
       res.seconds = j.at("seconds").get<double>();
       res.subnets = j.at("subnets").get<int>();
+      res.start_subnet = j.value("start_subnet", 0);
     }
     std::optional<pw::nas::StageCacheFigures> cache;
     if (j.contains("device_cache") && !j["device_cache"].is_null()) {

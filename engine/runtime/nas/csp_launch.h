@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 
@@ -25,17 +26,39 @@ struct CspLaunch {
   // launch. Called on the launcher's thread; either may be null.
   pw::nas::SubnetObserver* observer = nullptr;
   pw::EventSink* events = nullptr;
+  // Every `checkpoint_every` subnets (0: never) the stages drain to that
+  // subnet and save it under out_dir/checkpoint/<k>/; once every stage has,
+  // out_dir/checkpoint/meta.json (written atomically) points at it and
+  // older ones are removed: the pipeline engine's layout and rule.
+  int checkpoint_every = 0;
+  // A previous run directory to continue from its newest complete
+  // checkpoint (read_csp_resume_point). Its record streams up to the
+  // checkpoint are carried into out_dir's (the same directory or another),
+  // so the observer and event sink see the whole run, on one timeline that
+  // continues where the checkpoint's ended.
+  std::string resume_dir;
 };
+
+// The newest complete checkpoint of a supernet run directory: its subnet,
+// its directory and each stage's part (stage<r>.json). Throws naming the
+// directory when there is none or it is incomplete.
+struct CspResumePoint {
+  int subnet = 0;
+  std::string dir;
+  std::vector<nlohmann::json> stages;
+};
+CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers);
 
 struct CspRunResult {
   std::vector<std::uint64_t> stage_hashes;  // per stage, parameters held there
-  std::vector<float> losses;                // per subnet, in sequence order
-  double seconds = 0;                       // stage 0's training time
+  std::vector<float> losses;                // per subnet, in sequence order (a resumed run: from subnet 0)
+  double seconds = 0;                       // stage 0's training time (a resumed run: this launch's)
   int subnets = 0;
+  int start_subnet = 0;                     // where this launch started (a checkpoint's subnet when resumed)
   // Per stage, its device cache's measured figures; nullopt where the stage
   // held its whole slice (budget at or above it) and ran without one.
   std::vector<std::optional<pw::nas::StageCacheFigures>> device_cache;
-  double subnets_per_s() const { return seconds > 0 ? subnets / seconds : 0; }
+  double subnets_per_s() const { return seconds > 0 ? (subnets - start_subnet) / seconds : 0; }
 };
 
 // SIGINT or SIGTERM reached the launcher: the workers were ended.

@@ -19,7 +19,21 @@ struct CspWorkerConfig {
   int window = 0;         // 0: search_space.window; 1: one subnet at a time
   int threads = 1;        // intra-op threads (1 keeps kernels deterministic)
   std::int64_t t0_ns = -1;  // the launcher's steady-clock origin for records (-1: this worker's start)
+  // Checkpoints: every `checkpoint_every` subnets (0: none) the pipeline
+  // drains to that subnet and each stage writes its weights, optimizer
+  // state and record position into checkpoint_dir/<k>/stage<r>.{bin,json}
+  // through the checked writer (the launcher marks a checkpoint complete).
+  int checkpoint_every = 0;
+  std::string checkpoint_dir;
+  // A resumed run: the checkpoint directory (checkpoint_dir/<k> of the
+  // interrupted run) to start from; empty: from the first subnet. The
+  // launcher has already cut this stage's record stream back to it.
+  std::string resume_from;
 };
+
+// One stage's checkpoint file names within a checkpoint directory.
+std::string checkpoint_state_file(const std::string& dir, int rank);  // stage<r>.bin
+std::string checkpoint_meta_file(const std::string& dir, int rank);   // stage<r>.json (written last)
 
 // Trains the job's subnet sequence; throws on any failure.
 void run_csp_worker(const CspWorkerConfig& cfg);

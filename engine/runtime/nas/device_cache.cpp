@@ -113,6 +113,26 @@ void DeviceCache::apply(const pw::nas::CacheStep& step) {
   }
 }
 
+std::string DeviceCache::state_bytes() const {
+  std::string bytes;
+  auto put = [&](const at::Tensor& t) {
+    at::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    bytes.append(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  };
+  const auto& sl = net_.slots();
+  for (int l = sl.first; l <= sl.last; ++l)
+    for (int c = 0; c < net_.choices(l); ++c) {
+      const std::int64_t key = pw::nas::candidate_key(l, c);
+      auto h = host_.find(key);
+      if (h == host_.end()) continue;  // identity: nothing held (nor in the supernet's layout)
+      const Candidate& cand = net_.candidate(l, c);
+      const bool on_device = resident_.count(key) > 0;
+      for (const auto& t : on_device ? cand.params : h->second.params) put(t);
+      for (const auto& t : on_device ? cand.state : h->second.state) put(t);
+    }
+  return bytes;
+}
+
 void DeviceCache::flush() {
   std::vector<std::int64_t> keys;
   for (const auto& [k, r] : resident_) keys.push_back(k);

@@ -47,6 +47,12 @@ class DeviceCache {
   // saving).
   void flush();
 
+  // Every candidate's current parameters and optimizer state, wherever they
+  // are (the device copy of a resident one, the host copy otherwise), in
+  // CnnSupernet::state_bytes's layout: what a checkpoint saves. The net's
+  // own tensors cannot give it (a candidate not resident has none there).
+  std::string state_bytes() const;
+
   pw::nas::StageCacheFigures figures() const { return fig_; }
   void add_stall_ns(std::int64_t ns) { fig_.stall_ms += ns / 1e6; }
   MemoryBreakdown device() const { return dev_; }

@@ -1,7 +1,9 @@
 // pw_nas_worker: the CPU supernet trainer.
 //   pw_nas_worker worker JOB --rank R --world P --store FILE --out DIR [--window W] [--no-csp] [--set k=v]...
+//       [--checkpoint-every N --checkpoint-dir DIR] [--resume-from CHECKPOINT_DIR]
 //       one pipeline stage (started by the launcher)
-//   pw_nas_worker run JOB [--workers P] [--window W] [--no-csp] [--out DIR] [--set k=v]...
+//   pw_nas_worker run JOB [--workers P] [--window W] [--no-csp] [--out DIR] [--checkpoint-every N]
+//                         [--resume RUN_DIR] [--set k=v]...
 //       launches P workers and prints subnets/s, per-stage parameter hashes and the last losses
 //   pw_nas_worker bench JOB [--workers P] [--set k=v]...
 //       CSP against a one-subnet-at-a-time pipeline on the same job: subnets/s and the ratio
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
   CspWorkerConfig w;
   w.job_file = a[1];
   int workers = 2;
-  std::string results, subnet_text, model_file, error_file;
+  std::string results, subnet_text, model_file, error_file, resume_dir;
   std::string out = (std::filesystem::temp_directory_path() / ("pw-nas-" + std::to_string(getpid()))).string();
   try {
     for (size_t i = 2; i < a.size(); ++i) {
@@ -124,15 +126,28 @@ int main(int argc, char** argv) {
       else if (a[i] == "--model") model_file = val();
       else if (a[i] == "--t0") w.t0_ns = std::stoll(val());
       else if (a[i] == "--error-file") error_file = val();
+      else if (a[i] == "--checkpoint-every") w.checkpoint_every = std::stoi(val());
+      else if (a[i] == "--checkpoint-dir") w.checkpoint_dir = val();
+      else if (a[i] == "--resume-from") w.resume_from = val();
+      else if (a[i] == "--resume") resume_dir = val();
       else throw std::invalid_argument("unknown option " + a[i]);
     }
     w.out_dir = out;
+    if (w.checkpoint_every > 0 && w.checkpoint_dir.empty()) w.checkpoint_dir = out + "/checkpoint";
     if (mode == "worker") {
       run_csp_worker(w);
       return 0;
     }
-    CspLaunch l{argv[0][0] == '/' ? argv[0] : std::filesystem::absolute(argv[0]).string(), w.job_file, w.overrides,
-                workers, out, w.csp, w.window};
+    CspLaunch l;
+    l.worker_binary = argv[0][0] == '/' ? argv[0] : std::filesystem::absolute(argv[0]).string();
+    l.job_file = w.job_file;
+    l.overrides = w.overrides;
+    l.workers = workers;
+    l.out_dir = out;
+    l.csp = w.csp;
+    l.window = w.window;
+    l.checkpoint_every = w.checkpoint_every;
+    l.resume_dir = resume_dir;
     if (mode == "run") {
       auto r = launch_csp_run(l);
       std::printf("%d subnets on %d workers in %.2f s: %.2f subnets/s\n", r.subnets, workers, r.seconds, r.subnets_per_s());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -180,6 +181,58 @@ void CnnSupernet::load(const std::string& path, int first, int last) {
         at::Tensor v = p.variable_data();
         in.read(static_cast<char*>(v.data_ptr()), v.numel() * static_cast<std::streamsize>(v.element_size()));
       }
+}
+
+std::string CnnSupernet::state_bytes() const {
+  std::string bytes;
+  auto put = [&](const at::Tensor& t) {
+    at::Tensor c = t.detach().contiguous();
+    bytes.append(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+  };
+  for (const auto& layer : layers_)
+    for (const auto& cand : layer) {
+      for (const auto& p : cand.params) put(p);
+      for (const auto& t : cand.state) put(t);
+    }
+  return bytes;
+}
+
+std::vector<std::int64_t> CnnSupernet::optimizer_steps() const {
+  std::vector<std::int64_t> out;
+  for (const auto& layer : layers_)
+    for (const auto& cand : layer) out.push_back(cand.steps);
+  return out;
+}
+
+void CnnSupernet::restore_state(const std::string& bytes, const std::vector<std::int64_t>& steps,
+                                const std::string& what) {
+  std::size_t need = 0, cands = 0;
+  for (const auto& layer : layers_)
+    for (const auto& cand : layer) {
+      ++cands;
+      for (const auto& p : cand.params) need += p.numel() * p.element_size();
+      for (const auto& t : cand.state) need += t.numel() * t.element_size();
+    }
+  if (bytes.size() != need)
+    throw std::runtime_error(what + ": " + std::to_string(bytes.size()) + " bytes, layers " +
+                             std::to_string(slots_.first) + ".." + std::to_string(slots_.last) + " of this job need " +
+                             std::to_string(need));
+  if (steps.size() != cands)
+    throw std::runtime_error(what + ": optimizer steps for " + std::to_string(steps.size()) + " candidates, this stage holds " +
+                             std::to_string(cands));
+  at::NoGradGuard ng;
+  std::size_t at = 0, i = 0;
+  auto get = [&](at::Tensor t) {
+    const std::size_t n = t.numel() * t.element_size();
+    std::memcpy(t.data_ptr(), bytes.data() + at, n);
+    at += n;
+  };
+  for (auto& layer : layers_)
+    for (auto& cand : layer) {
+      for (auto& p : cand.params) get(p.variable_data());
+      for (auto& t : cand.state) get(t);
+      cand.steps = steps[i++];
+    }
 }
 
 std::uint64_t CnnSupernet::hash() const { return hash_range(slots_.first, slots_.last); }

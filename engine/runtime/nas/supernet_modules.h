@@ -77,6 +77,14 @@ class CnnSupernet {
   // load() throws naming the file when its size does not match.
   void save(const std::string& path) const;
   void load(const std::string& path, int first, int last);
+  // A checkpoint of the training state held here: every candidate's
+  // parameters and optimizer state as raw bytes, in (layer, choice, tensor)
+  // order, and each candidate's optimizer step count (Adam's bias
+  // correction) in the same order. Restoring both gives bitwise the state
+  // that was saved; the sizes are checked, naming `what`.
+  std::string state_bytes() const;
+  std::vector<std::int64_t> optimizer_steps() const;
+  void restore_state(const std::string& bytes, const std::vector<std::int64_t>& steps, const std::string& what);
   std::vector<std::int64_t> activation_shape(int batch) const { return {batch, channels_, half_, half_}; }
 
  private:
