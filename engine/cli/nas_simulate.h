@@ -9,7 +9,7 @@ namespace pw::cli {
 
 // `pipewright simulate` on a supernet job (one with a search_space): runs
 // the job's schedule (csp, or a baseline: gpipe, 1f1b = VPipe-style,
-// async-1f1b = PipeDream) on the supernet simulator and, for comparison,
+// pipedream = PipeDream) on the supernet simulator and, for comparison,
 // sequential training of the same subnet sequence.
 // --json, --trace (under the output rule); --db FILE records events, subnets,
 // subnet phases and CSP wait edges; --listen publishes them as telemetry and

@@ -3,7 +3,7 @@
 # search_space) has the pipeline simulate's outputs and control (engine/cli/sim_control.h): --trace
 # under the output rule, --pace and --linger, pause / resume / stop over --listen's control server,
 # SIGINT/SIGTERM recorded "interrupted" (exit 128 + signal); the supernet `run` answers the same
-# control server (stop; pause and checkpoint refused saying why).
+# control server (stop; pause and checkpoint refused saying why). One schedule name: pipedream.
 # Parts needing a layer this build lacks (ZeroMQ, SQLite, the runtime) are checked where built.
 set -u
 PW=$(realpath "$1"); SRC="$2"
@@ -21,6 +21,10 @@ refused_output "supernet simulate: --trace onto an existing file" --trace "$T/no
   "$PW" simulate "$NAS" --trace "$T/notes.json"
 check "supernet simulate: --trace --overwrite" 0 "$PW" simulate "$NAS" --trace "$T/notes.json" --overwrite
 py_check "supernet simulate: the trace is a Chrome trace" "import json; assert json.load(open('$T/notes.json'))['traceEvents']"
+# One name per schedule: pipedream, as in every other job.
+expect_text "async-1f1b is refused naming pipedream" 2 'pipeline.schedule: "async-1f1b" is called "pipedream"' \
+  "$PW" simulate "$NAS" --set pipeline.schedule=async-1f1b
+expect_text "the pipedream baseline" 0 '"mode": "pipedream"' "$PW" simulate "$NAS" --set pipeline.schedule=pipedream --json
 
 if "$PW" replay --help > /dev/null 2>&1; then
   "$PW" simulate "$NAS" --db "$T/rec.sqlite" > /dev/null || { echo "FAIL: cannot record a supernet simulation"; fail=$((fail+1)); }

@@ -86,7 +86,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   nas::check_device_budget(nj);                 // and a budget no subnet fits
   if (nas::supernet_mode(job) != nas::SupernetMode::Csp && nas::supernet_mode(job) != nas::SupernetMode::Sequential)
     throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
-                     "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
+                     "subnet at a time); gpipe, 1f1b and pipedream are simulated baselines (pipewright simulate)");
   rt::nas::CspLaunch l;
   l.worker_binary = args.worker;
   if (l.worker_binary.empty()) l.worker_binary = nas_worker_binary();
