@@ -191,6 +191,55 @@ const char* to_string(pb::RunState s) {
   }
 }
 
+std::optional<RunStatus> final_status(pb::RunState s) {
+  switch (s) {
+    case pb::FINISHED: return RunStatus::Finished;
+    case pb::FAILED: return RunStatus::Failed;
+    case pb::STOPPED: return RunStatus::Stopped;
+    case pb::INTERRUPTED: return RunStatus::Interrupted;
+    default: return std::nullopt;
+  }
+}
+
+void decode(const pb::Envelope& env, RunTelemetry& into) {
+  switch (env.body_case()) {
+    case pb::Envelope::kEvents:
+      for (const auto& e : env.events().events()) into.events.push_back(from_pb(e));
+      break;
+    case pb::Envelope::kMemory:
+      for (const auto& m : env.memory().samples()) into.memory.push_back(from_pb(m));
+      break;
+    case pb::Envelope::kThroughput: into.throughput.push_back(from_pb(env.throughput())); break;
+    case pb::Envelope::kMigrations:
+      for (const auto& m : env.migrations().migrations()) into.migrations.push_back(from_pb(m));
+      break;
+    case pb::Envelope::kSubnets:
+      for (const auto& x : env.subnets().states()) into.subnet_states.push_back(from_pb(x));
+      for (const auto& x : env.subnets().edges()) into.subnet_edges.push_back(from_pb(x));
+      break;
+    case pb::Envelope::kLogs:
+      for (const auto& l : env.logs().lines()) into.logs.push_back(from_pb(l));
+      break;
+    case pb::Envelope::kPlan: {
+      const auto& p = env.plan();
+      auto j = nlohmann::json::parse(p.plan_json(), nullptr, false);
+      if (j.is_discarded()) break;
+      try {
+        into.plans.push_back({p.version(), p.t_ns(), p.reason(), plan_from_json(j)});
+      } catch (const std::exception&) {
+        // Not a plan this build reads: the rest of the run still shows.
+      }
+      break;
+    }
+    case pb::Envelope::kStatus: {
+      const auto& s = env.status();
+      into.status = RunTelemetry::Status{s.job_name(), s.stages(), s.state(), s.reason()};
+      break;
+    }
+    default: break;
+  }
+}
+
 void fold_event(pb::StageState& s, const pb::Event& e) {
   s.set_stage(e.stage());
   s.set_events(s.events() + 1);

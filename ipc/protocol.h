@@ -3,10 +3,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/events/clock.h"
 #include "core/events/event.h"
 #include "core/events/run_records.h"
+#include "core/plan/plan.h"
 #include "ipc/pipewright.pb.h"
 
 namespace zmq {
@@ -50,6 +52,40 @@ SubnetEdge from_pb(const pb::SubnetEdge& e);
 void to_pb(const LogRecord& l, pb::LogLine* out);
 LogRecord from_pb(const pb::LogLine& l);
 pb::RunState to_pb(RunStatus s);
+
+// The final status a run state reports; nullopt while the run goes on
+// (running, paused, unspecified).
+std::optional<RunStatus> final_status(pb::RunState s);
+
+// A run's telemetry as pw records: the one decoding of what a publisher
+// sends about a run, for whoever follows one (the studio's live source).
+// decode() appends what one message carries; a part it lacks stays empty.
+struct RunTelemetry {
+  struct PlanVersion {  // a plan in force from t_ns on (version 1: the initial plan)
+    int version = 1;
+    std::int64_t t_ns = 0;
+    std::string reason;
+    Plan plan;
+  };
+  struct Status {  // the run as its last status message says
+    std::string job_name;
+    int stages = 0;
+    pb::RunState state = pb::RUN_STATE_UNSPECIFIED;
+    std::string reason;
+    bool paused() const { return state == pb::PAUSED; }
+    std::optional<RunStatus> final() const { return final_status(state); }
+  };
+  std::vector<Event> events;
+  std::vector<MemorySample> memory;
+  std::vector<ThroughputSample> throughput;
+  std::vector<Migration> migrations;
+  std::vector<SubnetState> subnet_states;
+  std::vector<SubnetEdge> subnet_edges;
+  std::vector<PlanVersion> plans;  // a plan whose JSON is not a plan is left out
+  std::optional<Status> status;    // the last status decoded
+  std::vector<LogRecord> logs;
+};
+void decode(const pb::Envelope& env, RunTelemetry& into);
 
 // The per-stage state telemetry keeps (the publisher's snapshots, `watch`):
 // one fold for both. Busy time is core/events/event_kinds.h's is_busy.

@@ -35,9 +35,23 @@ pw_install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-pw_build() {
+# The one configuration of build/ every script uses (test, demo, bench, package,
+# .ci/run): same folder, same cache arguments, so the second script to run finds
+# nothing to do. No script passes arguments of its own (tests/build checks it):
+# an argument one script adds and another lacks reconfigures and rebuilds.
+PW_CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+
+pw_configure() {
   echo "==> configuring ($BUILD_DIR)"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${PW_CMAKE_ARGS[@]}" >/dev/null
+}
+
+pw_build() {
+  if [ $# -ne 0 ]; then
+    echo "pw_build takes no arguments (one configuration for every script: PW_CMAKE_ARGS)" >&2
+    return 2
+  fi
+  pw_configure
   echo "==> building"
   cmake --build "$BUILD_DIR" --parallel "$(nproc)"
 }

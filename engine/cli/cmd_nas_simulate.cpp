@@ -1,5 +1,5 @@
-#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "cli/format.h"
 #include "cli/nas_simulate.h"
@@ -9,6 +9,7 @@
 #include "core/nas/subnet_records.h"
 #include "core/trace/chrome_trace.h"
 #include "cli/run_outputs.h"
+#include "cli/sim_control.h"
 #include "core/nas/supernet_run_info.h"
 
 namespace pw::cli {
@@ -37,16 +38,6 @@ nlohmann::json to_json(const nas::SupernetSimResult& r) {
           {"max_in_flight", r.max_in_flight},
           {"events", r.events}};
 }
-// Events to every output (--trace, --db, --listen).
-struct Tee final : EventSink {
-  std::vector<EventSink*> sinks;
-  void on_event(const Event& e) override {
-    for (auto* x : sinks) x->on_event(e);
-  }
-  void on_memory(std::int32_t stage, std::int64_t t, std::int64_t b) override {
-    for (auto* x : sinks) x->on_memory(stage, t, b);
-  }
-};
 // Candidate budgets and traffic run from KiB (a CPU supernet) to tens of GiB.
 std::string size(double bytes) {
   return bytes >= 1024.0 * 1024 * 1024 ? gib(static_cast<std::uint64_t>(bytes))
@@ -59,33 +50,38 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
   const std::string& trace = args.trace;
   nas::NasJob nj = nas::prepare_nas_job(job);
   auto mode = nas::supernet_mode(job);
+  // The output rule for --trace (core/io/checked_write.h), checked before any work.
   std::unique_ptr<OutputStream> trace_file;
   std::unique_ptr<ChromeTraceWriter> writer;
-  Tee tee;
   if (!trace.empty()) {
     trace_file = std::make_unique<OutputStream>(trace_target(args));
     writer = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
-    tee.sinks.push_back(writer.get());
   }
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
     outputs.begin(job.raw, &profile, &plan);
-    tee.sinks.push_back(&outputs.recorder());
   }
+  // As the pipeline's simulate (cmd_simulate.cpp): signals, --listen's control and --pace.
+  SimulationControl control(outputs, args.pace);
+  if (writer) control.add(writer.get());
+  if (outputs.recording()) control.add(&outputs.recorder());
   // Dependency data (subnet phases, wait edges) to the recorder and telemetry.
   RunRecorder& rec = outputs.recorder();
   nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
                             [&](const SubnetState& x) { rec.subnet_state(x); },
                             [&](const SubnetEdge& e) { rec.subnet_edge(e); }});
   const bool recording = outputs.recording();
-  auto r = nas::simulate_supernet(nas::supernet_sim_input(nj, mode), tee.sinks.empty() ? nullptr : &tee,
-                                  recording ? &deps : nullptr);
-  deps.finish();
-  if (writer) {
-    writer->finish();
-    trace_file->commit();
-  }
+  nas::SupernetSimResult r;
+  if (!control.run([&] {
+        r = nas::simulate_supernet(nas::supernet_sim_input(nj, mode), control.sink(), recording ? &deps : nullptr);
+        deps.finish();
+        if (writer) {
+          writer->finish();
+          trace_file->commit();  // a full disk shows here, not as a truncated file and exit 0
+        }
+      }))
+    return 1;  // stopped by a control client
   auto seq_in = nas::supernet_sim_input(nj, nas::SupernetMode::Sequential);
   auto seq = nas::simulate_supernet(seq_in);
   double samples = job.training.batch_size;
@@ -94,7 +90,9 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
                     r.subnets_per_s > 0 ? 1000.0 / r.subnets_per_s : 0});
     nlohmann::json sum = to_json(r);
     sum["job"] = job.name;
-    outputs.finish(RunStatus::Finished, "", &sum);
+    // Last: a lingering run keeps serving late joiners after the printout.
+    std::cout.flush();
+    outputs.finish(RunStatus::Finished, "", &sum, args.linger_s);
   };
   if (json) {
     nlohmann::json j = to_json(r);
@@ -111,8 +109,8 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
     if (!args.outputs.db_path.empty()) j["db"] = args.outputs.db_path, j["run_id"] = outputs.run_id();
     j["recorded_subnet_states"] = deps.states();
     j["recorded_wait_edges"] = deps.edges();
-    finish_outputs();
     std::cout << j.dump(2) << "\n";
+    finish_outputs();
     return 0;
   }
   std::cout << "job " << job.name << ": supernet " << nj.space.kind << ", " << nj.space.size()

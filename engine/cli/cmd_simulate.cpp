@@ -6,7 +6,6 @@
 #include "cli/nas_simulate.h"
 #include "core/nas/search_space.h"
 #include "cli/format.h"
-#include "cli/interrupt.h"
 #include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
@@ -14,10 +13,7 @@
 #include "core/model/profile_io.h"
 #include "cli/run_outputs.h"
 #include "cli/simulate_args.h"
-#include <functional>
-#ifdef PW_HAVE_IPC
-#include "cli/ipc/sim_telemetry.h"
-#endif
+#include "cli/sim_control.h"
 
 namespace pw::cli {
 namespace {
@@ -55,22 +51,6 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
   }
   return j;
 }
-
-// Tees the simulator's stream to every output (--trace, --db, --listen);
-// `gate` runs first (pause / stop / pace of --listen).
-struct Fanout final : EventSink {
-  std::vector<EventSink*> sinks;
-  std::function<void(std::int64_t)> gate;
-  std::int64_t last_end = 0;
-  void on_event(const Event& e) override {
-    if (gate) gate(e.start_ns);
-    last_end = std::max(last_end, e.end_ns);
-    for (auto* s : sinks) s->on_event(e);
-  }
-  void on_memory(std::int32_t stage, std::int64_t t, std::int64_t b) override {
-    for (auto* s : sinks) s->on_memory(stage, t, b);
-  }
-};
 
 void print_human(const PreparedJob& p, const SimResult& r) {
   const auto& job = p.job;
@@ -111,54 +91,21 @@ int run_simulate(const SimulateArgs& args) {
     trace_file = std::make_unique<OutputStream>(trace_target(args));
     trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
-  Fanout out;
-  if (trace) out.sinks.push_back(trace.get());
-#ifdef PW_HAVE_IPC
-  // Before the outputs, so their control server stops before it goes.
-  std::unique_ptr<SimTelemetry> control;
-#endif
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
     outputs.begin(job.raw, &profile, &plan);
-    out.sinks.push_back(&outputs.recorder());
-    // A recording run ended by SIGINT/SIGTERM is "interrupted", never left "running".
-    catch_interrupts();
-    out.gate = [](std::int64_t) { check_interrupt(); };
   }
-#ifdef PW_HAVE_IPC
-  if (auto* pub = outputs.publisher()) {
-    control = std::make_unique<SimTelemetry>(*pub, args.pace);
-    outputs.set_control_handler([&](const ipc::pb::ControlRequest& r) { return control->handle(r); });
-    out.gate = [&](std::int64_t t) {
-      check_interrupt();
-      control->gate(t);
-    };
-  }
-#endif
+  SimulationControl control(outputs, args.pace);  // signals, --listen's control and --pace
+  if (trace) control.add(trace.get());
+  if (outputs.recording()) control.add(&outputs.recorder());
   auto end_run = [&](RunStatus status, const std::string& reason, const SimResult* r, double linger_s) {
-    if (r) outputs.recorder().throughput({out.last_end, 1, r->throughput_samples_per_s, r->iteration_time_ms});
+    if (r) outputs.recorder().throughput({control.last_end_ns(), 1, r->throughput_samples_per_s, r->iteration_time_ms});
     nlohmann::json summary = r ? result_json(p, *r) : nlohmann::json();
     outputs.finish(status, reason, r ? &summary : nullptr, linger_s);
   };
   SimResult r;
-  try {
-    r = simulate(p.sim_input(), out.sinks.empty() && !out.gate ? nullptr : &out);
-  } catch (const std::exception& e) {
-#ifdef PW_HAVE_IPC
-    if (dynamic_cast<const SimStopped*>(&e)) {
-      end_run(RunStatus::Stopped, e.what(), nullptr, 0);
-      std::cout << "simulation " << e.what() << "\n";
-      return 1;
-    }
-#endif
-    if (auto* i = dynamic_cast<const Interrupted*>(&e)) {
-      end_run(RunStatus::Interrupted, i->what(), nullptr, 0);
-      throw;
-    }
-    end_run(RunStatus::Failed, e.what(), nullptr, 0);
-    throw;
-  }
+  if (!control.run([&] { r = simulate(p.sim_input(), control.sink()); })) return 1;  // stopped
   if (trace) {
     trace->finish();
     try {

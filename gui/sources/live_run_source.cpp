@@ -1,6 +1,7 @@
 #include "gui/sources/live_run_source.h"
 
 #include <chrono>
+#include <iterator>
 #include <memory>
 
 #include "ipc/control.h"
@@ -45,61 +46,39 @@ void LiveRunSource::run() {
   bool have_info = false;
   bool paused = false;
   auto last_msg = steady_clock::now(), last_publish = steady_clock::now();
+  // The protocol's decoding is ipc's (ipc::decode); what is kept here is the studio's: the run's
+  // info when it changes, pause and the final status as status lines.
   auto handle = [&](const ipc::Subscriber::Message& m) {
-    const auto& env = m.envelope;
-    switch (env.body_case()) {
-      case ipc::pb::Envelope::kEvents:
-        for (const auto& e : env.events().events()) batch.events.push_back(ipc::from_pb(e));
-        break;
-      case ipc::pb::Envelope::kMemory:
-        for (const auto& s : env.memory().samples()) batch.memory.push_back(ipc::from_pb(s));
-        break;
-      case ipc::pb::Envelope::kThroughput: batch.throughput.push_back(ipc::from_pb(env.throughput())); break;
-      case ipc::pb::Envelope::kMigrations:
-        for (const auto& x : env.migrations().migrations()) batch.migrations.push_back(ipc::from_pb(x));
-        break;
-      case ipc::pb::Envelope::kSubnets:
-        for (const auto& s : env.subnets().states()) batch.subnet_states.push_back(ipc::from_pb(s));
-        for (const auto& e : env.subnets().edges()) batch.subnet_edges.push_back(ipc::from_pb(e));
-        break;
-      case ipc::pb::Envelope::kPlan: {
-        auto j = nlohmann::json::parse(env.plan().plan_json(), nullptr, false);
-        if (!j.is_discarded()) {
-          try {
-            batch.plans.push_back({env.plan().version(), env.plan().t_ns(), env.plan().reason(), plan_from_json(j)});
-          } catch (const std::exception&) {
-          }
-        }
-        break;
-      }
-      case ipc::pb::Envelope::kStatus: {
-        const auto& s = env.status();
-        if (!have_info || info.stages != s.stages() || info.name != s.job_name()) {
-          info.name = s.job_name();
-          info.stages = s.stages();
-          info.source = "live: " + endpoint_;
-          batch.info = info;
-          have_info = true;
-        }
-        if ((s.state() == ipc::pb::PAUSED) != paused && (s.state() == ipc::pb::PAUSED || s.state() == ipc::pb::RUNNING)) {
-          paused = s.state() == ipc::pb::PAUSED;
-          batch.paused = paused;
-          emit status(paused ? QStringLiteral("run paused") : QStringLiteral("run resumed"));
-        }
-        if (s.state() == ipc::pb::FINISHED || s.state() == ipc::pb::FAILED || s.state() == ipc::pb::STOPPED ||
-            s.state() == ipc::pb::INTERRUPTED) {
-          batch.finished = true;
-          batch.status = s.state() == ipc::pb::FINISHED      ? RunStatus::Finished
-                         : s.state() == ipc::pb::FAILED      ? RunStatus::Failed
-                         : s.state() == ipc::pb::INTERRUPTED ? RunStatus::Interrupted
-                                                             : RunStatus::Stopped;
-          batch.status_reason = s.reason();
-          emit status(QStringLiteral("run %1%2").arg(QLatin1String(ipc::to_string(s.state())),
-                                                     s.reason().empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(s.reason())));
-        }
-        break;
-      }
-      default: break;
+    ipc::RunTelemetry t;
+    ipc::decode(m.envelope, t);
+    auto append = [](auto& to, auto& from) { to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end())); };
+    append(batch.events, t.events);
+    append(batch.memory, t.memory);
+    append(batch.throughput, t.throughput);
+    append(batch.migrations, t.migrations);
+    append(batch.subnet_states, t.subnet_states);
+    append(batch.subnet_edges, t.subnet_edges);
+    for (auto& p : t.plans) batch.plans.push_back({p.version, p.t_ns, std::move(p.reason), std::move(p.plan)});
+    if (!t.status) return;
+    const auto& s = *t.status;
+    if (!have_info || info.stages != s.stages || info.name != s.job_name) {
+      info.name = s.job_name;
+      info.stages = s.stages;
+      info.source = "live: " + endpoint_;
+      batch.info = info;
+      have_info = true;
+    }
+    if (s.paused() != paused && (s.paused() || s.state == ipc::pb::RUNNING)) {
+      paused = s.paused();
+      batch.paused = paused;
+      emit status(paused ? QStringLiteral("run paused") : QStringLiteral("run resumed"));
+    }
+    if (auto end = s.final()) {
+      batch.finished = true;
+      batch.status = *end;
+      batch.status_reason = s.reason;
+      emit status(QStringLiteral("run %1%2").arg(QLatin1String(ipc::to_string(s.state)),
+                                                 s.reason.empty() ? QString() : QStringLiteral(": ") + QString::fromStdString(s.reason)));
     }
   };
   handle(*first);

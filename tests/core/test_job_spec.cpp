@@ -72,6 +72,18 @@ TEST(JobSpec, ErrorsNameTheFieldPath) {
   EXPECT_NE(error_of(d).find("training.warmup: must be less than training.iterations (10)"), std::string::npos);
 }
 
+// One name per schedule (issue 30): the supernet jobs' old "async-1f1b" is refused naming the field
+// and "pipedream", which every job (supernet or pipeline) takes.
+TEST(JobSpec, AsyncOneFOneBIsRefusedNamingPipedream) {
+  auto d = minimal();
+  d["pipeline"]["schedule"] = "async-1f1b";
+  EXPECT_EQ(error_of(d), "pipeline.schedule: \"async-1f1b\" is called \"pipedream\" (PipeDream's 1F1B without flush, "
+                         "for supernet and pipeline jobs alike): set \"schedule\": \"pipedream\"");
+  d["pipeline"]["schedule"] = "pipedream";
+  EXPECT_EQ(parse_job(d).pipeline.schedule, ScheduleKind::AsyncOneFOneB);
+  EXPECT_EQ(to_string(ScheduleKind::AsyncOneFOneB), "pipedream");
+}
+
 TEST(LearningRate, WarmupThenCosineToZero) {
   TrainingSpec t;
   t.lr = 0.1;

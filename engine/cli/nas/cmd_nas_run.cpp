@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -111,7 +112,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   }
   if (nas::supernet_mode(job) != nas::SupernetMode::Csp && nas::supernet_mode(job) != nas::SupernetMode::Sequential)
     throw UsageError("pipeline.schedule: real supernet training runs the csp schedule (search_space.window 1: one "
-                     "subnet at a time); gpipe, 1f1b and async-1f1b are simulated baselines (pipewright simulate)");
+                     "subnet at a time); gpipe, 1f1b and pipedream are simulated baselines (pipewright simulate)");
   rt::nas::CspLaunch l;
   l.worker_binary = args.worker;
   if (l.worker_binary.empty()) l.worker_binary = nas_worker_binary();
@@ -127,11 +128,39 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   std::filesystem::create_directories(l.out_dir);
   write_file_atomically(l.out_dir + "/job.json", job.raw.dump(2) + "\n", "job");  // `pipewright search RUN_DIR` reads it
   const std::string& db_path = args.outputs.db_path;
+  std::atomic<bool> stop{false};  // a control client's stop; outlives the outputs' control server
+  l.stop = &stop;
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "run", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
     outputs.begin(job.raw, &profile, &plan);
   }
+#ifdef PW_HAVE_IPC
+  // The control server of --listen, as for a pipeline run (cli/runtime/run_recording.cpp): status, and
+  // stop, which ends the workers (recorded "stopped"). CSP workers have no agreed point to pause or
+  // checkpoint at: those are refused saying so.
+  if (auto* pub = outputs.publisher())
+    outputs.set_control_handler([&stop, pub](const ipc::pb::ControlRequest& req) {
+      namespace pb = ipc::pb;
+      using R = pb::ControlRequest;
+      switch (req.command_case()) {
+        case R::kStop: stop = true; break;
+        case R::kQueryStatus: break;
+        case R::kPause:
+        case R::kResume:
+        case R::kCheckpoint:
+        case R::kRebalance:
+          return ipc::error_reply(pb::UNSUPPORTED, "a supernet run's CSP workers take stop only (no pause, "
+                                                   "checkpoint or rebalance)");
+        case R::kSet:
+          return ipc::error_reply(pb::INVALID, "setting \"" + req.set().key() + "\" cannot change during a run");
+        default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
+      }
+      pb::ControlReply reply;
+      *reply.mutable_status() = pub->snapshot().status();
+      return reply;
+    });
+#endif
   RunRecorder& rec = outputs.recorder();
   nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
                             [&](const SubnetState& x) { rec.subnet_state(x); },
@@ -158,6 +187,10 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
     finish(RunStatus::Interrupted, "interrupted", {{"error", e.what()}});
     std::cerr << "pipewright run: " << e.what() << "\n";
     return 128 + e.signal;
+  } catch (const rt::nas::CspStopped& e) {
+    finish(RunStatus::Stopped, e.what(), {{"error", e.what()}});
+    std::cerr << "pipewright run: " << e.what() << " (the workers were ended)\n";
+    return 1;
   } catch (const std::exception& e) {
     finish(RunStatus::Failed, e.what(), {{"error", e.what()}});
     std::cerr << "error: " << e.what() << "\n";

@@ -158,7 +158,8 @@ void withhold_within_error(SuggestionReport& rep, double model_error) {
   std::vector<Suggestion> kept;
   for (auto& s : rep.suggestions) {
     const double gain = 1.0 - s.iteration_ms_after / s.iteration_ms_before;
-    if (gain > model_error) {
+    // A gain equal to the error is within it (1e-9: the figures' rounding).
+    if (gain > model_error + 1e-9) {
       kept.push_back(std::move(s));
       continue;
     }

@@ -36,8 +36,8 @@ SupernetMode supernet_mode(const JobSpec& job) {
     case ScheduleKind::DualPipeV:
     case ScheduleKind::Generated: break;
   }
-  throw SpecError("pipeline.schedule", "a supernet job runs csp, gpipe, 1f1b (VPipe-style) or async-1f1b "
-                                       "(PipeDream), not " + to_string(job.pipeline.schedule));
+  throw SpecError("pipeline.schedule", "a supernet job runs csp, gpipe, 1f1b (VPipe-style) or pipedream, "
+                                       "not " + to_string(job.pipeline.schedule));
 }
 
 SupernetSimInput supernet_sim_input(const NasJob& nj, SupernetMode mode) {

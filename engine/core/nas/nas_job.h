@@ -27,7 +27,7 @@ NasJob prepare_nas_job(const JobSpec& job);
 
 // pipeline.schedule of a supernet job: csp -> CSP, gpipe -> GPipe,
 // 1f1b -> VPipe-style (1F1B, one subnet per flush, prefetch),
-// async-1f1b -> PipeDream. (Sequential is csp with search_space.window 1.)
+// pipedream -> PipeDream. (Sequential is csp with search_space.window 1.)
 SupernetMode supernet_mode(const JobSpec& job);
 
 SupernetSimInput supernet_sim_input(const NasJob& nj, SupernetMode mode);

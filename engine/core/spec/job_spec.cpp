@@ -188,6 +188,11 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("microbatches"),
                     "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
                         "), got " + std::to_string(p.microbatches));
+  // One name per schedule: supernet jobs once called PipeDream's "async-1f1b". Refused naming the
+  // field and the name (docs/jobs.md), rather than run under a name nothing else uses.
+  if (f.has("schedule") && f.raw("schedule") == "async-1f1b")
+    throw SpecError(f.path_of("schedule"), "\"async-1f1b\" is called \"pipedream\" (PipeDream's 1F1B without flush, "
+                                           "for supernet and pipeline jobs alike): set \"schedule\": \"pipedream\"");
   std::string schedule = f.choice("schedule", pipeline_schedule_choices(), "1f1b");
   p.schedule_auto = schedule == "auto";
   p.schedule = p.schedule_auto ? ScheduleKind::OneFOneB : *schedule_kind_from_string(schedule);

@@ -216,6 +216,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   InterruptWatch interrupts;
   std::string failed;
   std::optional<std::chrono::steady_clock::time_point> abort_at;
+  auto stop_requested = [&] { return l.stop && l.stop->load(); };
   auto abort_workers = [&] {
     if (abort_at) return;
     abort_at = std::chrono::steady_clock::now();
@@ -247,7 +248,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
       }
       abort_workers();
     }
-    if (interrupts.signal() && !abort_at) abort_workers();
+    if ((interrupts.signal() || stop_requested()) && !abort_at) abort_workers();
     if (abort_at && std::chrono::steady_clock::now() - *abort_at > std::chrono::duration<double>(kAbortGraceS))
       for (pid_t p : pids)
         if (p > 0) kill(p, SIGKILL);
@@ -268,6 +269,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     if (!err.empty() && failed.empty() && !interrupts.signal()) failed = "launcher: " + err;
   }
   if (interrupts.signal() && failed.empty()) throw CspInterrupted(interrupts.signal());
+  if (abort_at && stop_requested() && failed.empty()) throw CspStopped();  // (no abort: every worker had finished)
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed);
   CspRunResult res;
   for (int r = 0; r < l.workers; ++r) {

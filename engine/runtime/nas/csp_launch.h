@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct CspLaunch {
   // so the observer and event sink see the whole run, on one timeline that
   // continues where the checkpoint's ended.
   std::string resume_dir;
+  // Set by another thread (a control client's stop): the workers are ended
+  // as on SIGINT and launch_csp_run throws CspStopped. May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The newest complete checkpoint of a supernet run directory: its subnet,
@@ -67,13 +71,18 @@ struct CspInterrupted : std::runtime_error {
   int signal;
 };
 
+// A stop request (CspLaunch::stop) ended the workers.
+struct CspStopped : std::runtime_error {
+  CspStopped() : std::runtime_error("stopped by control request") {}
+};
+
 // Starts a private FileStore (runtime/rendezvous.h), spawns `workers` processes of
 // the worker binary, waits for them and reads their results. Throws
 // std::runtime_error naming the stage that failed first and how ("stage 1
 // worker killed by signal 9", "stage 0 worker exited with status 1: writing
 // subnet records F: No space left on device", "stage 1 worker stopped
 // responding (stopped by signal 19)"), the other workers ended within a
-// second; CspInterrupted on SIGINT/SIGTERM.
+// second; CspInterrupted on SIGINT/SIGTERM, CspStopped on a stop request.
 CspRunResult launch_csp_run(const CspLaunch& l);
 
 }  // namespace pw::rt::nas
