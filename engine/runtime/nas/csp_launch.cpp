@@ -1,5 +1,6 @@
 #include "runtime/nas/csp_launch.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
