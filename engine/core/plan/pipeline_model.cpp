@@ -74,7 +74,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     fwd_[l + 1] = fwd_[l] + L.fwd_ms;
     bwd_[l + 1] = bwd_[l] + L.bwd_ms;
     bww_[l + 1] = bww_[l] + weight_grad_ms(L);
-    stash_[l + 1] = stash_[l] + L.input_bytes + L.output_bytes;
+    stash_[l + 1] = stash_[l] + w_stash_bytes(L);
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
