@@ -5,6 +5,18 @@
 #include <numeric>
 
 namespace pw {
+
+std::uint64_t held_memory_bound(StageCost c, int in_flight, int weight_versions, std::uint64_t kept_floor, int w_lag) {
+  // At any time n_fb microbatches hold kept (F to B) and n_bw the stash (B
+  // to W): n_fb kept + n_bw stash <= in_flight kept + w_lag (stash - kept)+,
+  // as n_fb + n_bw <= in_flight and n_bw <= w_lag.
+  if (w_lag < 0 || w_lag > in_flight) {
+    c.kept_bytes_per_mb = std::max(c.kept_bytes_per_mb, kept_floor);
+    return peak_memory_bound(c, in_flight, weight_versions);
+  }
+  const std::uint64_t excess = kept_floor > c.kept_bytes_per_mb ? kept_floor - c.kept_bytes_per_mb : 0;
+  return peak_memory_bound(c, in_flight, weight_versions) + static_cast<std::uint64_t>(w_lag) * excess;
+}
 namespace {
 
 class State {
@@ -43,10 +55,10 @@ class State {
   }
 
   std::uint64_t bound() const {
-    cost_.kept_bytes_per_mb = std::max(kept_, p_.kept_floor);
+    cost_.kept_bytes_per_mb = kept_;
     cost_.swap_bytes_per_mb = swap_;
     cost_.recompute_peak_bytes = peak_act_;
-    return peak_memory_bound(cost_, p_.in_flight, p_.weight_versions);
+    return held_memory_bound(cost_, p_.in_flight, p_.weight_versions, p_.kept_floor, p_.w_lag);
   }
   bool swap_ok() const { return swap_ <= p_.swap_cap; }
   bool fits() const { return swap_ok() && bound() <= p_.budget; }
@@ -193,10 +205,10 @@ void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& 
   auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
     if (prune(r, swap)) return;
     if (i == k) {
-      c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
+      c.kept_bytes_per_mb = kept;
       c.swap_bytes_per_mb = swap;
       c.recompute_peak_bytes = peak;
-      std::uint64_t bound = peak_memory_bound(c, prob.in_flight, prob.weight_versions);
+      std::uint64_t bound = held_memory_bound(c, prob.in_flight, prob.weight_versions, prob.kept_floor, prob.w_lag);
       if (bound <= prob.budget) visit(pol, kept, swap, peak, r, bound);
       return;
     }

@@ -36,6 +36,11 @@ struct SwapExposure {
 // One stage's policy problem: its layers, the stage's weight-side cost
 // (static and parameter bytes; activations are filled in by the solver),
 // what the schedule keeps in flight, the budget, and the host link.
+struct PolicyProblem;
+// peak_memory_bound of `c` (whose kept_bytes_per_mb is the policy's kept
+// bytes) under the problem's in-flight counts, with W's stash as above.
+std::uint64_t held_memory_bound(StageCost c, int in_flight, int weight_versions, std::uint64_t kept_floor, int w_lag);
+
 struct PolicyProblem {
   StageCost base;
   int in_flight = 1;
@@ -43,6 +48,11 @@ struct PolicyProblem {
   // A microbatch holds at least this much whatever the policy (a split
   // backward's W stash): the bound counts max(kept, kept_floor) per microbatch.
   std::uint64_t kept_floor = 0;
+  // Of the microbatches in flight, at most this many hold W's stash at once
+  // (between their B and W, counted from the schedule's order): the bound
+  // then counts kept per microbatch in flight plus, for these, what the
+  // stash exceeds it by. < 0: unknown, max(kept, kept_floor) each.
+  int w_lag = -1;
   std::uint64_t budget = 0;
   std::uint64_t swap_cap = 0;      // swap bytes per microbatch the host link moves behind the forward
   double swap_ms_per_byte = 0;     // host-link transfer time of one byte
