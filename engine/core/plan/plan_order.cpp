@@ -16,7 +16,7 @@ constexpr double kLeast = 1e-9;
 
 // The local search's budget (actions timed): enough for the gains of
 // unequal stages at 8 x 32, a few ms per plan (docs/planners.md).
-constexpr std::int64_t kPlanSearch = 2'000'000;
+constexpr std::int64_t kPlanSearch = 500'000;
 
 }  // namespace
 

@@ -5,18 +5,6 @@
 #include <numeric>
 
 namespace pw {
-
-std::uint64_t held_memory_bound(StageCost c, int in_flight, int weight_versions, std::uint64_t kept_floor, int w_lag) {
-  // At any time n_fb microbatches hold kept (F to B) and n_bw the stash (B
-  // to W): n_fb kept + n_bw stash <= in_flight kept + w_lag (stash - kept)+,
-  // as n_fb + n_bw <= in_flight and n_bw <= w_lag.
-  if (w_lag < 0 || w_lag > in_flight) {
-    c.kept_bytes_per_mb = std::max(c.kept_bytes_per_mb, kept_floor);
-    return peak_memory_bound(c, in_flight, weight_versions);
-  }
-  const std::uint64_t excess = kept_floor > c.kept_bytes_per_mb ? kept_floor - c.kept_bytes_per_mb : 0;
-  return peak_memory_bound(c, in_flight, weight_versions) + static_cast<std::uint64_t>(w_lag) * excess;
-}
 namespace {
 
 class State {

@@ -39,7 +39,16 @@ struct SwapExposure {
 struct PolicyProblem;
 // peak_memory_bound of `c` (whose kept_bytes_per_mb is the policy's kept
 // bytes) under the problem's in-flight counts, with W's stash as above.
-std::uint64_t held_memory_bound(StageCost c, int in_flight, int weight_versions, std::uint64_t kept_floor, int w_lag);
+// At any time n_fb microbatches hold kept (F to B) and n_bw the stash (B to
+// W): n_fb kept + n_bw stash <= in_flight kept + w_lag (stash - kept)+, as
+// n_fb + n_bw <= in_flight and n_bw <= w_lag (w_lag < 0: in_flight).
+inline std::uint64_t held_memory_bound(const StageCost& c, int in_flight, int weight_versions, std::uint64_t kept_floor,
+                                       int w_lag) {
+  const std::uint64_t bound = peak_memory_bound(c, in_flight, weight_versions);
+  if (kept_floor <= c.kept_bytes_per_mb) return bound;
+  const int n = w_lag < 0 || w_lag > in_flight ? in_flight : w_lag;
+  return bound + static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
+}
 
 struct PolicyProblem {
   StageCost base;
