@@ -52,7 +52,9 @@ Unequal unequal(int p, int m, int variant) {
     x.f.push_back(heavy);
     x.b.push_back(heavy * (1.0 + 0.1 * (d % 3)));
     x.w.push_back(heavy * (0.6 + 0.2 * (d % 2)));
-    x.rel.push_back(d % 3 == 0 ? 0.0 : d % 3 == 1 ? 0.5 : 0.8);
+    // Variant 2: B adds half a unit on every third stage (W's stash larger
+    // than what F kept, as for recomputed layers).
+    x.rel.push_back(d % 3 == 0 ? 0.0 : d % 3 == 1 ? 0.5 : variant == 2 ? -0.5 : 0.8);
     if (d + 1 < p) x.hop.push_back(0.05 * (1 + d % 2));
   }
   return x;
@@ -130,7 +132,7 @@ TEST(PlanOrder, UnequalStagesHoldEachDevicesLimitAndPassCommOrder) {
           // Per-device limits: 1F1B's (p - d), a flat p, and tight ones (1
           // unit on every other device).
           for (int d = 0; d < p; ++d)
-            x.limit.push_back(shape == 0 ? p - d : shape == 1 ? p : (d % 2 ? 1 : std::max(1, p - d)));
+            x.limit.push_back(std::max(1 - x.rel[d], 1.0 * (shape == 0 ? p - d : shape == 1 ? p : (d % 2 ? 1 : std::max(1, p - d)))));
           OrderProblem pr = problem_of(x);
           GeneratedOrder g = generate_order(pr);
           auto pk = peaks(x, g.order);
@@ -263,15 +265,17 @@ TEST(PlanOrder, ProblemFromThePlansCostsAndMemory) {
     EXPECT_NEAR(pr.stages[j].f, c.fwd_ms, 1e-12);
     EXPECT_NEAR(pr.stages[j].b, c.bwd_input_ms + c.recompute_ms, 1e-12);
     EXPECT_NEAR(pr.stages[j].w, c.bwd_weight_ms, 1e-12);
-    // One unit: the larger of what F keeps and W's stash; B frees the rest.
-    const double held = static_cast<double>(std::max(c.kept_bytes_per_mb, c.w_stash_bytes_per_mb));
+    // One unit: what F keeps; B turns it into W's stash.
+    const double held = static_cast<double>(c.kept_bytes_per_mb);
     EXPECT_NEAR(pr.released[j], 1 - c.w_stash_bytes_per_mb / held, 1e-12);
     // The limit: the most microbatches whose bound fits the budget.
     StageCost unit = c;
     unit.kept_bytes_per_mb = static_cast<std::uint64_t>(held);
-    const int n = static_cast<int>(pr.memory_limit[j]);
-    EXPECT_LE(peak_memory_bound(unit, n, 1), req.device.memory_bytes);
-    if (n < req.microbatches) EXPECT_GT(peak_memory_bound(unit, n + 1, 1), req.device.memory_bytes);
+    // The limit (in units, not rounded): the budget's bytes left over
+    // after what holds with no microbatch in flight.
+    const double most = req.microbatches * std::max(1.0, 1 - pr.released[j]);
+    const double left = static_cast<double>(req.device.memory_bytes - peak_memory_bound(unit, 0, 1));
+    EXPECT_NEAR(pr.memory_limit[j], std::min(most, left / held), 1e-9);
   }
   EXPECT_GT(pr.stages[0].f, pr.stages[2].f);  // the heavy first stage shows
   EXPECT_GT(pr.stages[1].b, pr.stages[2].b - 1.0);
@@ -291,7 +295,10 @@ TEST(PlanOrder, SimulatorRunsTheOrderAdaptedToUnequalStages) {
     Plan plan = run_planner("uniform", req);
     const bool tight = memory < (8ull << 30);
     if (tight)
-      for (double l : plan.generated->memory_limit) EXPECT_EQ(l, 4) << "the budget allows 4 microbatches";
+      for (double l : plan.generated->memory_limit) {
+        EXPECT_GE(l, 4) << "the budget allows 4 microbatches";
+        EXPECT_LT(l, 5) << "the budget allows 4 microbatches";
+      }
     ASSERT_TRUE(plan.feasible) << plan.reason;
     ASSERT_TRUE(plan.generated.has_value());
     EXPECT_EQ(plan.generated->source.find("unit costs"), std::string::npos) << "m=" << m << " " << plan.generated->source;

@@ -52,16 +52,23 @@ OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
       const double link = transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us);
       pr.hops[j] = std::max(0.0, link - cpu_out - overhead);
     }
-    // One unit: what a microbatch holds at most between F and W.
-    const std::uint64_t held = std::max(c.kept_bytes_per_mb, c.w_stash_bytes_per_mb);
+    // One unit: what a microbatch keeps from F to B (W's stash where it
+    // keeps nothing on the device, all swapped); B turns it into the stash,
+    // freeing 1 - stash / unit of it (negative: B adds).
+    const std::uint64_t held = c.kept_bytes_per_mb > 0 ? c.kept_bytes_per_mb : c.w_stash_bytes_per_mb;
     pr.released[j] = held == 0 ? 1.0 : 1.0 - static_cast<double>(c.w_stash_bytes_per_mb) / static_cast<double>(held);
     StageCost unit = c;
     unit.kept_bytes_per_mb = held;
     const std::uint64_t fixed = peak_memory_bound(unit, 0, 1);
-    double limit = m;
+    // All m microbatches held, each at its largest (after B where B adds):
+    // more is no limit.
+    const double most = m * std::max(1.0, 1.0 - pr.released[j]);
+    double limit = most;
     if (held > 0)
-      limit = dev.memory_bytes > fixed ? std::floor(static_cast<double>(dev.memory_bytes - fixed) / static_cast<double>(held)) : 0;
-    pr.memory_limit[j] = std::clamp(limit, 1.0, static_cast<double>(m));
+      // Not rounded: with B's releases the units a device holds are
+      // fractional, and the bytes are what must fit.
+      limit = dev.memory_bytes > fixed ? static_cast<double>(dev.memory_bytes - fixed) / static_cast<double>(held) : 0;
+    pr.memory_limit[j] = std::clamp(limit, 1.0, most);
   }
   return pr;
 }
@@ -71,7 +78,16 @@ void attach_generated_order(const PlanRequest& req, Plan& plan) {
   if (req.schedule != ScheduleKind::Generated || req.chunks != 1 || plan.stages.empty()) return;
   const OrderProblem pr = plan_order_problem(req, plan);
   const auto unit = order_of(*make_schedule(ScheduleKind::Generated, req.stages, req.microbatches, 1));
-  GeneratedOrder g = generate_order(pr, kPlanSearch, {{"unit costs", unit}});
+  GeneratedOrder g;
+  try {
+    g = generate_order(pr, kPlanSearch, {{"unit costs", unit}});
+  } catch (const std::runtime_error&) {
+    // Nothing fits the limits (the plan is out of memory whatever the
+    // order): the unit-cost order, which the simulator will judge.
+    g.order = unit;
+    g.timing = time_orders(pr, unit);
+    g.source = "unit costs (no order fits the memory limits)";
+  }
   PlanOrder o;
   o.devices = pr.devices;
   o.microbatches = pr.microbatches;

@@ -18,14 +18,14 @@ namespace pw {
 //  - the hop between two stages: the cut's transfer (latency + bytes over
 //    the link) less the sender's CPU time already in F or B;
 //  - memory, per device, counted in the microbatches it holds: one unit is
-//    the larger of what a microbatch keeps from F to B (the policy's kept
-//    bytes: keep, a recomputed layer's input, nothing for a swapped one) and
-//    W's stash (w_stash_bytes, what B cannot free), as the planners count a
-//    microbatch in flight (PipelineModel); B frees 1 - stash / unit of it.
+//    what a microbatch keeps from F to B (the policy's kept bytes: keep, a
+//    recomputed layer's input; W's stash where all is swapped); B turns it
+//    into W's stash (w_stash_bytes), freeing 1 - stash / unit of it (< 0: B
+//    adds, as for recomputed layers), W the rest, as the simulator does.
 //    The limit is what the device budget leaves after the stage's static
 //    memory, transfer buffers and transient backward memory
 //    (peak_memory_bound at no microbatch in flight), over one unit, in
-//    [1, microbatches].
+//    [1, microbatches x the most a microbatch holds].
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan);
 
 // Generates the order for `plan` (plan_order_problem), judging the

@@ -55,15 +55,21 @@ class Greedy {
     now_.assign(p_, 0);
     idle_.assign(p_, false);
     memory_.assign(p_, 0);
+    reserved_.assign(p_, 0);
     pending_w_.resize(p_);
     order_.resize(p_);
     cap_.resize(p_);
+    need_.resize(p_);
     for (int d = 0; d < p_; ++d) {
       double lim = pr.memory_limit.empty() ? kInf : pr.memory_limit[d];
       const int c = pr.chunks();
       if (v_.cap == 1) lim = std::min(lim, static_cast<double>(c * (p_ - d)));
       if (v_.cap == 2) lim = std::min(lim, static_cast<double>(c * (2 * (p_ - d) - 1)));
-      cap_[d] = std::max(lim, static_cast<double>(c));
+      // An F reserves what its microbatch will hold at most: one unit, or
+      // more where B adds W's stash (a negative release).
+      need_[d] = 1;
+      for (int k = 0; k < c; ++k) need_[d] = std::max(need_[d], 1 - pr.release(pr.vstage(d, k)));
+      cap_[d] = std::max(lim, c * need_[d]);
     }
   }
 
@@ -111,7 +117,7 @@ class Greedy {
   }
 
   int ready_f(int d, double t) {
-    if (memory_[d] + 1 > cap_[d] + kEps) return -1;
+    if (reserved_[d] + need_[d] > cap_[d] + kEps) return -1;
     for (int vs : stages_of(d, v_.deep_f_first)) {
       int mb = next_f_[vs];
       if (mb < m_ && f_arr(vs, mb) >= 0 && f_arr(vs, mb) <= t + kEps) return vs;
@@ -146,6 +152,7 @@ class Greedy {
     if (k == ActionKind::Forward) {
       end += c.f;
       memory_[d] += 1;
+      reserved_[d] += need_[d];
       ++next_f_[vs];
       if (vs + 1 < V_)
         arrive(vs + 1, mb, end + (pr_.device_of(vs + 1) != d ? pr_.hop(vs) : 0), true);
@@ -154,12 +161,14 @@ class Greedy {
     } else if (k == ActionKind::BackwardInput) {
       end += c.b;
       memory_[d] -= pr_.release(vs);
+      reserved_[d] -= need_[d] - (1 - pr_.release(vs));  // now holds 1 - release
       ++next_b_[vs];
       pending_w_[d].push_back({vs, mb});
       if (vs > 0) arrive(vs - 1, mb, end + (pr_.device_of(vs - 1) != d ? pr_.hop(vs - 1) : 0), false);
     } else {
       end += c.w;
       memory_[d] -= 1 - pr_.release(vs);
+      reserved_[d] -= 1 - pr_.release(vs);
     }
     now_[d] = end;
   }
@@ -187,10 +196,11 @@ class Greedy {
       idle_[d] = false;
       now_[d] = t + pr_.stages[vs].w;
       memory_[d] -= 1 - pr_.release(vs);
+      reserved_[d] -= 1 - pr_.release(vs);
       return;
     }
     // Nothing to do: sleep until a known arrival, or until a producer wakes it.
-    now_[d] = next_arrival(d, t, memory_[d] + 1 > cap_[d] + kEps);
+    now_[d] = next_arrival(d, t, reserved_[d] + need_[d] > cap_[d] + kEps);
     idle_[d] = true;
   }
 
@@ -199,7 +209,10 @@ class Greedy {
   int p_, m_, V_;
   std::vector<double> f_arr_, b_arr_;  // when an input / output gradient is at the virtual stage's device
   std::vector<int> next_f_, next_b_;   // per virtual stage, in microbatch order
-  std::vector<double> now_, memory_, cap_;
+  std::vector<double> now_, memory_, cap_, need_;
+  // memory_ plus, per microbatch between its F and B, the growth its B may
+  // bring (need_ - 1): what an F must leave room for.
+  std::vector<double> reserved_;
   std::vector<bool> idle_;
   std::vector<std::deque<std::pair<int, int>>> pending_w_;  // (virtual stage, microbatch) after its B
   std::vector<std::vector<Action>> order_;

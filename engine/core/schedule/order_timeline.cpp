@@ -25,9 +25,11 @@ void OrderProblem::validate() const {
   if (!released.empty() && static_cast<int>(released.size()) != virtual_stages())
     throw std::invalid_argument("released: " + std::to_string(released.size()) + " entries, the placement has " +
                                 std::to_string(virtual_stages()) + " virtual stages");
+  // Per stage, B may also add memory (a negative share: W's stash larger
+  // than what the forward kept, e.g. a recomputed layer that kept only its
+  // input); W then frees the rest.
   for (size_t j = 0; j < released.size(); ++j)
-    if (!(released[j] >= 0 && released[j] <= 1))
-      throw std::invalid_argument("released[" + std::to_string(j) + "]: must be in [0, 1]");
+    if (!(released[j] <= 1)) throw std::invalid_argument("released[" + std::to_string(j) + "]: must be <= 1");
   if (!memory_limit.empty() && static_cast<int>(memory_limit.size()) != devices)
     throw std::invalid_argument("memory_limit: " + std::to_string(memory_limit.size()) + " entries for " +
                                 std::to_string(devices) + " devices");
