@@ -19,13 +19,6 @@
 namespace pw::bench {
 namespace {
 
-std::vector<std::vector<Action>> order_of(const Schedule& s) {
-  std::vector<std::vector<Action>> o(s.devices());
-  for (int d = 0; d < s.devices(); ++d)
-    for (std::int64_t i = 0; i < s.length(d); ++i) o[d].push_back(s.action(d, i));
-  return o;
-}
-
 // Unit: F = B = W = 1, no transfer. Unequal: the F:B:W = 1:1.1:0.9
 // with a 0.1 transfer, and stages differing (every third stage's forward
 // 40% slower, odd stages' B 20% slower), as a planner's partition leaves them.

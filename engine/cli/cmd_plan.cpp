@@ -6,6 +6,7 @@
 #include "cli/format.h"
 #include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
+#include "core/plan/plan_order.h"
 #include "core/schedule/torch_actions.h"
 
 namespace pw::cli {
@@ -88,7 +89,8 @@ struct PlanArgs {
 // torch.distributed.pipelining's action CSV (core/schedule/torch_actions.h).
 void export_schedule(const PlanArgs& a, JobSpec job, const Plan& plan) {
   resolve_auto_schedule(job, plan);
-  auto sched = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches, job.pipeline.chunks);
+  auto sched = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
+                                  job.pipeline.chunks, plan);
   std::string csv;
   try {
     csv = torch_schedule_csv(*sched);

@@ -21,6 +21,7 @@
 #include "core/events/event.h"
 #include "core/events/event_json.h"
 #include "core/plan/plan.h"
+#include "core/plan/plan_order.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/job_spec.h"
 #include "core/io/checked_write.h"
@@ -173,8 +174,10 @@ int run_worker(const WorkerEnv& env) {
     at::set_num_interop_threads(1);
     JobSpec job = parse_job(cfg.at("job"));
     Plan plan = plan_from_json(cfg.at("plan"));
-    auto schedule = make_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
-                                  job.pipeline.chunks);
+    // pipeline.schedule "generated": the order stored in the plan, which
+    // the simulator ran too (core/plan/plan_order.h).
+    auto schedule = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
+                                       job.pipeline.chunks, plan);
     if (schedule->devices() != env.world_size)
       throw std::runtime_error("WORLD_SIZE " + std::to_string(env.world_size) + " but the job has " +
                                std::to_string(schedule->devices()) + " stages");

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/job/job_plan.h"
+#include "core/plan/plan_order.h"
 #include "core/plan/planner.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
@@ -40,7 +41,8 @@ TEST(AutoSchedule, KeepsTheFastestFeasibleFamilyAndReportsTheBest1F1B) {
     // The plan runs under the schedule it names: re-simulating agrees.
     auto kind = *schedule_kind_from_string(a.schedule);
     int chunks = static_cast<int>(a.stages.size()) / req.stages;
-    auto sched = make_schedule(kind, req.stages, req.microbatches, chunks);
+    // (generated: the order stored in the plan, made for its own costs.)
+    auto sched = make_plan_schedule(kind, req.stages, req.microbatches, chunks, a);
     SimInput in{req.profile, &a, sched.get(), req.device, req.microbatch_size};
     EXPECT_DOUBLE_EQ(simulate(in).iteration_time_ms, a.iteration_time_ms);
   }

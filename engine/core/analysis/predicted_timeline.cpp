@@ -5,6 +5,7 @@
 
 #include "core/analysis/steps_per_iteration.h"
 #include "core/job/job_plan.h"
+#include "core/plan/plan_order.h"
 #include "core/model/profile_io.h"
 
 namespace pw {
@@ -49,7 +50,7 @@ PlanPrediction predict_plan(const JobSpec& job, const ModelProfile& profile, con
   run.profile = profile;
   run.plan = plan;
   const PipelineSpec& pipe = run.job.pipeline;
-  run.schedule = make_schedule(pipe.schedule, pipe.stages, pipe.microbatches, pipe.chunks);
+  run.schedule = make_plan_schedule(pipe.schedule, pipe.stages, pipe.microbatches, pipe.chunks, run.plan);
   Collect c;
   simulate(run.sim_input(), &c);
   PlanPrediction p;

@@ -13,7 +13,7 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     double w = weight_grad_ms(p);
     c.bwd_weight_ms += w;
     c.bwd_input_ms += p.bwd_ms - w;
-    c.w_stash_bytes_per_mb += p.input_bytes + p.output_bytes;
+    c.w_stash_bytes_per_mb += w_stash_bytes(p);
     c.optimizer_ms += p.optimizer_ms;
     c.param_bytes += p.param_bytes;
     c.static_bytes += 2 * p.param_bytes + p.optimizer_bytes;

@@ -26,9 +26,9 @@ struct StageCost {
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
   std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
-  // Held from a split backward's B until its W: per layer, the input
-  // activation and the output gradient the weight gradient needs (B frees
-  // the rest of what the forward kept).
+  // Held from a split backward's B until its W: per layer, what its weight
+  // gradient needs (w_stash_bytes, by layer kind; B frees the rest of what
+  // the forward kept).
   std::uint64_t w_stash_bytes_per_mb = 0;
   // Transfers in flight at the stage's two cuts: receives are posted ahead
   // of the actions that need them (so a peer's send never waits), and a

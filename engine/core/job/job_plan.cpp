@@ -5,6 +5,7 @@
 #include "core/model/profile_io.h"
 #include "core/model/profile_retarget.h"
 #include "core/plan/microbatch_search.h"
+#include "core/plan/plan_order.h"
 
 #include <map>
 #include "core/spec/spec_error.h"
@@ -111,8 +112,8 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
     p.plan.microbatch_size = job.training.microbatch_size;
   }
   resolve_auto_schedule(p.job, p.plan);
-  p.schedule = make_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
-                             p.job.pipeline.chunks);
+  p.schedule = make_plan_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
+                                  p.job.pipeline.chunks, p.plan);
   return p;
 }
 

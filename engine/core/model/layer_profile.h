@@ -57,6 +57,34 @@ inline double weight_grad_ms(const LayerProfile& l) {
   return l.param_bytes == 0 ? 0.0 : l.bwd_ms / 2;
 }
 
+// What a split backward's W (weight gradients) needs from its B until it
+// runs, per microbatch: the activation B cannot free (docs/planners.md,
+// "What B frees"). A weight gradient dW = X^T dY reads the weight layer's
+// input X and its output gradient dY, which B computes (Zero Bubble, Qi et
+// al. 2024, section 2: W depends only on B's output gradient and the stored
+// input); everything else the forward kept for the input gradient (scores,
+// softmax, masks, activation-function inputs) B frees. Only the linear
+// layers' weight gradients wait for W, as in the Zero Bubble authors'
+// Megatron-LM code (WeightGradStore keeps each linear layer's input and
+// output gradient); layer norms' small weight gradients run within B. Per
+// layer kind, with H the block's input (one [s,b,h] tensor, input_bytes):
+//  - no weights (and not attention, and no W time measured): nothing, there
+//    is no W;
+//  - attention: 6 H: the QKV projection's input and its output gradient
+//    (H + 3H), the output projection's (H + H);
+//  - cross_attention: 7 H: Q's projection (H + H), K and V's (the encoder
+//    output H + 2H), the output projection's (H + H);
+//  - ffn (width multiple f): (2 + 2f) H: fc1's input and output gradient
+//    (H + fH), fc2's (fH + H); f from what the block keeps, (5 + 4f) / 2 H
+//    (Korthikanti et al. 2022's count, as the analytic profile keeps it),
+//    at least 1;
+//  - head: all it kept: its input and the logits, whose gradient is as large;
+//  - conv3x3+relu+pool: the convolution's input and the gradient of its
+//    output (before the ReLU and pool): input + (activation - input) / 2;
+//  - any other layer with weights (linear, embedding, measured layers): its
+//    input and output gradient, input_bytes + output_bytes.
+std::uint64_t w_stash_bytes(const LayerProfile& l);
+
 struct ModelProfile {
   std::vector<LayerProfile> layers;
   int microbatch_size = 1;

@@ -45,8 +45,11 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     SwapExposure e;
     const int chunk = sched->chunk_of_virtual_stage(j);
     Action prev{ActionKind::OptimizerStep, 0, -1};
+    int between = 0, lag = 0;
     for (std::int64_t i = 0, n = sched->length(d); i < n; ++i) {
       Action a = sched->action(d, i);
+      if (a.chunk == chunk && a.kind == ActionKind::BackwardInput) lag = std::max(lag, ++between);
+      if (a.chunk == chunk && a.kind == ActionKind::BackwardWeight) --between;
       if ((a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput) && a.chunk == chunk) {
         if (prev.kind == ActionKind::Forward && prev.chunk == a.chunk && prev.microbatch == a.microbatch) e.twice += 1;
         else if (prev.kind == ActionKind::Forward) e.after_fwd += 1;
@@ -61,6 +64,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     e.after_fwd /= span;
     e.after_w /= span;
     exposure_.push_back(e);
+    w_lag_.push_back(lag);
   }
   fwd_.assign(layers_ + 1, 0);
   bwd_.assign(layers_ + 1, 0);
@@ -74,7 +78,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     fwd_[l + 1] = fwd_[l] + L.fwd_ms;
     bwd_[l + 1] = bwd_[l] + L.bwd_ms;
     bww_[l + 1] = bww_[l] + weight_grad_ms(L);
-    stash_[l + 1] = stash_[l] + L.input_bytes + L.output_bytes;
+    stash_[l + 1] = stash_[l] + w_stash_bytes(L);
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
@@ -132,13 +136,13 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   c.param_bytes = param_[b + 1] - param_[a];
   c.static_bytes = static_[b + 1] - static_[a];
   // A microbatch holds what its layers keep until B, then W's stash.
-  c.kept_bytes_per_mb = std::max(kept, held_floor(a, b));
+  c.kept_bytes_per_mb = kept;
   c.swap_bytes_per_mb = swap;
   c.recompute_peak_bytes = rec_peak;
   c.workspace_bytes = workspace_bytes(a, b);
   c.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
   RangeChoice r;
-  r.peak_bytes = peak_memory_bound(c, in_flight_[stage], versions_[stage]);
+  r.peak_bytes = held_memory_bound(c, in_flight_[stage], versions_[stage], held_floor(a, b), w_lag_[stage]);
   const double slow = slow_[stage];
   double f = fwd_ms(a, b) * slow;
   double sw = swap_ms(swap);
@@ -178,6 +182,7 @@ PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<Policy
   prob.base.workspace_bytes = workspace_bytes(a, b);
   prob.base.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
   prob.kept_floor = held_floor(a, b);
+  prob.w_lag = w_lag_[stage];
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];

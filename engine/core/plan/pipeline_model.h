@@ -111,6 +111,7 @@ class PipelineModel {
   std::uint64_t held_floor(int a, int b) const;
   std::vector<std::uint64_t> stash_;
   std::vector<int> in_flight_, versions_, device_;
+  std::vector<int> w_lag_;  // per virtual stage: most microbatches between B and W at once (split backward)
   std::vector<bool> remote_next_;  // virtual stage j + 1 on another device
   std::vector<double> slow_;
   std::vector<std::uint64_t> budget_;

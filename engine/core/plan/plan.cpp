@@ -104,6 +104,17 @@ nlohmann::json to_json(const Plan& plan) {
     stages.push_back(st);
   }
   j["stages"] = stages;
+  if (plan.generated) {
+    const PlanOrder& g = *plan.generated;
+    nlohmann::json vs = nlohmann::json::array();
+    for (size_t s = 0; s < g.f_ms.size(); ++s)
+      vs.push_back({{"f_ms", g.f_ms[s]}, {"b_ms", g.b_ms[s]}, {"w_ms", g.w_ms[s]}, {"released_at_b", g.released_at_b[s]}});
+    j["generated_order"] = {{"devices", g.devices},        {"microbatches", g.microbatches},
+                            {"stages", vs},                {"hop_ms", g.hop_ms},
+                            {"memory_limit", g.memory_limit}, {"source", g.source},
+                            {"generated_ms", g.generated_ms}, {"unit_order_ms", g.unit_order_ms},
+                            {"order", g.order}};
+  }
   return j;
 }
 
@@ -145,6 +156,25 @@ Plan plan_from_json(const nlohmann::json& j) {
     p.predicted.push_back(pr);
   }
   validate_plan(p, layers);
+  if (j.contains("generated_order")) {
+    const auto& o = j.at("generated_order");
+    PlanOrder g;
+    g.devices = o.at("devices").get<int>();
+    g.microbatches = o.at("microbatches").get<int>();
+    for (const auto& st : o.value("stages", nlohmann::json::array())) {
+      g.f_ms.push_back(st.value("f_ms", 0.0));
+      g.b_ms.push_back(st.value("b_ms", 0.0));
+      g.w_ms.push_back(st.value("w_ms", 0.0));
+      g.released_at_b.push_back(st.value("released_at_b", 0.0));
+    }
+    g.hop_ms = o.value("hop_ms", std::vector<double>{});
+    g.memory_limit = o.value("memory_limit", std::vector<double>{});
+    g.source = o.value("source", "");
+    g.generated_ms = o.value("generated_ms", 0.0);
+    g.unit_order_ms = o.value("unit_order_ms", 0.0);
+    g.order = o.at("order").get<std::vector<std::string>>();
+    p.generated = std::move(g);
+  }
   return p;
 }
 

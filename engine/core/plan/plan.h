@@ -39,6 +39,23 @@ struct MicrobatchChoice {
   std::string reason;    // why infeasible, or why it could not be planned
 };
 
+// pipeline.schedule "generated": the order generated for one plan from its
+// own per-stage costs and memory (core/plan/plan_order.h), with the inputs
+// it was generated from. Stored in the plan (and its JSON) so that the
+// simulator and every engine worker run exactly this order rather than
+// each generating one.
+struct PlanOrder {
+  int devices = 0, microbatches = 0;        // the shape it was made for
+  std::vector<double> f_ms, b_ms, w_ms;     // per virtual stage and microbatch (B: input gradient + recompute)
+  std::vector<double> hop_ms;               // per cut between virtual stages j and j+1
+  std::vector<double> released_at_b;        // per virtual stage: share of a held microbatch B frees
+  std::vector<double> memory_limit;         // per device, in microbatches held (activation units)
+  std::string source;                       // the candidate that won ("greedy ...", "zb-h1", "unit costs", ...)
+  double generated_ms = 0;                  // its flushed iteration under these times (time_orders)
+  double unit_order_ms = 0;                 // the unit-cost order's under the same times
+  std::vector<std::string> order;           // per device (order_to_text: "F0 B0 W0 ... S")
+};
+
 // A partition plus a per-layer memory policy. With interleaving or a V
 // (zb-v, dualpipe-v), `stages` holds stages x chunks virtual stages; the
 // schedule places them (Schedule::device_of_virtual_stage).
@@ -62,6 +79,9 @@ struct Plan {
   int microbatch_size = 0;
   std::vector<MicrobatchChoice> microbatch_search;
   std::vector<StagePrediction> predicted;
+  // Under pipeline.schedule "generated": the order this plan runs (absent:
+  // the order generated for unit costs, made from the shape alone).
+  std::optional<PlanOrder> generated;
 
   int layer_count() const { return static_cast<int>(policy.size()); }
   // Stage holding `layer`, or -1.

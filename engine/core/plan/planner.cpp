@@ -3,6 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/plan/plan_order.h"
 #include "core/plan/planner_registry.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
@@ -24,7 +25,10 @@ std::unique_ptr<Planner> make_planner(const std::string& name) {
 }
 
 void evaluate_plan(const PlanRequest& req, Plan& plan) {
-  auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
+  // Generated: the order made for this plan's own costs and memory, kept
+  // only where the simulator agrees it beats the unit-cost order.
+  attach_generated_order(req, plan);
+  auto sched = make_plan_schedule(req.schedule, req.stages, req.microbatches, req.chunks, plan);
   SimInput in;
   in.profile = req.profile;
   in.plan = &plan;
@@ -33,6 +37,21 @@ void evaluate_plan(const PlanRequest& req, Plan& plan) {
   in.microbatch_size = req.microbatch_size;
   in.slowdown = req.slowdown;
   SimResult r = simulate(in);
+  if (plan.generated && plan.generated->source != "unit costs") {
+    auto unit = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
+    in.schedule = unit.get();
+    SimResult u = simulate(in);
+    if ((u.feasible && !r.feasible) || (u.feasible == r.feasible && u.iteration_time_ms < r.iteration_time_ms)) {
+      plan.generated->order.clear();
+      for (const auto& d : order_of(*unit)) plan.generated->order.push_back(order_to_text(d));
+      plan.generated->source = "unit costs (simulated faster than " + plan.generated->source + ")";
+      plan.generated->generated_ms = plan.generated->unit_order_ms;
+      sched = std::move(unit);
+      r = std::move(u);
+    } else {
+      in.schedule = sched.get();
+    }
+  }
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.throughput_samples_per_s = r.throughput_samples_per_s;
   plan.predicted.clear();

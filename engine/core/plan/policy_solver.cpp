@@ -43,10 +43,10 @@ class State {
   }
 
   std::uint64_t bound() const {
-    cost_.kept_bytes_per_mb = std::max(kept_, p_.kept_floor);
+    cost_.kept_bytes_per_mb = kept_;
     cost_.swap_bytes_per_mb = swap_;
     cost_.recompute_peak_bytes = peak_act_;
-    return peak_memory_bound(cost_, p_.in_flight, p_.weight_versions);
+    return held_memory_bound(cost_, p_.in_flight, p_.weight_versions, p_.kept_floor, p_.w_lag);
   }
   bool swap_ok() const { return swap_ <= p_.swap_cap; }
   bool fits() const { return swap_ok() && bound() <= p_.budget; }
@@ -193,10 +193,10 @@ void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& 
   auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
     if (prune(r, swap)) return;
     if (i == k) {
-      c.kept_bytes_per_mb = std::max(kept, prob.kept_floor);
+      c.kept_bytes_per_mb = kept;
       c.swap_bytes_per_mb = swap;
       c.recompute_peak_bytes = peak;
-      std::uint64_t bound = peak_memory_bound(c, prob.in_flight, prob.weight_versions);
+      std::uint64_t bound = held_memory_bound(c, prob.in_flight, prob.weight_versions, prob.kept_floor, prob.w_lag);
       if (bound <= prob.budget) visit(pol, kept, swap, peak, r, bound);
       return;
     }

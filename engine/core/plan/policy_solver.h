@@ -36,6 +36,20 @@ struct SwapExposure {
 // One stage's policy problem: its layers, the stage's weight-side cost
 // (static and parameter bytes; activations are filled in by the solver),
 // what the schedule keeps in flight, the budget, and the host link.
+struct PolicyProblem;
+// peak_memory_bound of `c` (whose kept_bytes_per_mb is the policy's kept
+// bytes) under the problem's in-flight counts, with W's stash as above.
+// At any time n_fb microbatches hold kept (F to B) and n_bw the stash (B to
+// W): n_fb kept + n_bw stash <= in_flight kept + w_lag (stash - kept)+, as
+// n_fb + n_bw <= in_flight and n_bw <= w_lag (w_lag < 0: in_flight).
+inline std::uint64_t held_memory_bound(const StageCost& c, int in_flight, int weight_versions, std::uint64_t kept_floor,
+                                       int w_lag) {
+  const std::uint64_t bound = peak_memory_bound(c, in_flight, weight_versions);
+  if (kept_floor <= c.kept_bytes_per_mb) return bound;
+  const int n = w_lag < 0 || w_lag > in_flight ? in_flight : w_lag;
+  return bound + static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
+}
+
 struct PolicyProblem {
   StageCost base;
   int in_flight = 1;
@@ -43,6 +57,11 @@ struct PolicyProblem {
   // A microbatch holds at least this much whatever the policy (a split
   // backward's W stash): the bound counts max(kept, kept_floor) per microbatch.
   std::uint64_t kept_floor = 0;
+  // Of the microbatches in flight, at most this many hold W's stash at once
+  // (between their B and W, counted from the schedule's order): the bound
+  // then counts kept per microbatch in flight plus, for these, what the
+  // stash exceeds it by. < 0: unknown, max(kept, kept_floor) each.
+  int w_lag = -1;
   std::uint64_t budget = 0;
   std::uint64_t swap_cap = 0;      // swap bytes per microbatch the host link moves behind the forward
   double swap_ms_per_byte = 0;     // host-link transfer time of one byte

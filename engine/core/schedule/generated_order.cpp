@@ -55,15 +55,21 @@ class Greedy {
     now_.assign(p_, 0);
     idle_.assign(p_, false);
     memory_.assign(p_, 0);
+    reserved_.assign(p_, 0);
     pending_w_.resize(p_);
     order_.resize(p_);
     cap_.resize(p_);
+    need_.resize(p_);
     for (int d = 0; d < p_; ++d) {
       double lim = pr.memory_limit.empty() ? kInf : pr.memory_limit[d];
       const int c = pr.chunks();
       if (v_.cap == 1) lim = std::min(lim, static_cast<double>(c * (p_ - d)));
       if (v_.cap == 2) lim = std::min(lim, static_cast<double>(c * (2 * (p_ - d) - 1)));
-      cap_[d] = std::max(lim, static_cast<double>(c));
+      // An F reserves what its microbatch will hold at most: one unit, or
+      // more where B adds W's stash (a negative release).
+      need_[d] = 1;
+      for (int k = 0; k < c; ++k) need_[d] = std::max(need_[d], 1 - pr.release(pr.vstage(d, k)));
+      cap_[d] = std::max(lim, c * need_[d]);
     }
   }
 
@@ -111,7 +117,7 @@ class Greedy {
   }
 
   int ready_f(int d, double t) {
-    if (memory_[d] + 1 > cap_[d] + kEps) return -1;
+    if (reserved_[d] + need_[d] > cap_[d] + kEps) return -1;
     for (int vs : stages_of(d, v_.deep_f_first)) {
       int mb = next_f_[vs];
       if (mb < m_ && f_arr(vs, mb) >= 0 && f_arr(vs, mb) <= t + kEps) return vs;
@@ -146,20 +152,23 @@ class Greedy {
     if (k == ActionKind::Forward) {
       end += c.f;
       memory_[d] += 1;
+      reserved_[d] += need_[d];
       ++next_f_[vs];
       if (vs + 1 < V_)
-        arrive(vs + 1, mb, end + (pr_.device_of(vs + 1) != d ? pr_.transfer : 0), true);
+        arrive(vs + 1, mb, end + (pr_.device_of(vs + 1) != d ? pr_.hop(vs) : 0), true);
       else
         arrive(vs, mb, end, false);  // the last virtual stage's B needs only its F
     } else if (k == ActionKind::BackwardInput) {
       end += c.b;
-      memory_[d] -= pr_.released_at_b;
+      memory_[d] -= pr_.release(vs);
+      reserved_[d] -= need_[d] - (1 - pr_.release(vs));  // now holds 1 - release
       ++next_b_[vs];
       pending_w_[d].push_back({vs, mb});
-      if (vs > 0) arrive(vs - 1, mb, end + (pr_.device_of(vs - 1) != d ? pr_.transfer : 0), false);
+      if (vs > 0) arrive(vs - 1, mb, end + (pr_.device_of(vs - 1) != d ? pr_.hop(vs - 1) : 0), false);
     } else {
       end += c.w;
-      memory_[d] -= 1 - pr_.released_at_b;
+      memory_[d] -= 1 - pr_.release(vs);
+      reserved_[d] -= 1 - pr_.release(vs);
     }
     now_[d] = end;
   }
@@ -186,11 +195,12 @@ class Greedy {
       order_[d].push_back({ActionKind::BackwardWeight, static_cast<std::uint16_t>(pr_.vstage(d, 0) == vs ? 0 : 1), mb});
       idle_[d] = false;
       now_[d] = t + pr_.stages[vs].w;
-      memory_[d] -= 1 - pr_.released_at_b;
+      memory_[d] -= 1 - pr_.release(vs);
+      reserved_[d] -= 1 - pr_.release(vs);
       return;
     }
     // Nothing to do: sleep until a known arrival, or until a producer wakes it.
-    now_[d] = next_arrival(d, t, memory_[d] + 1 > cap_[d] + kEps);
+    now_[d] = next_arrival(d, t, reserved_[d] + need_[d] > cap_[d] + kEps);
     idle_[d] = true;
   }
 
@@ -199,7 +209,10 @@ class Greedy {
   int p_, m_, V_;
   std::vector<double> f_arr_, b_arr_;  // when an input / output gradient is at the virtual stage's device
   std::vector<int> next_f_, next_b_;   // per virtual stage, in microbatch order
-  std::vector<double> now_, memory_, cap_;
+  std::vector<double> now_, memory_, cap_, need_;
+  // memory_ plus, per microbatch between its F and B, the growth its B may
+  // bring (need_ - 1): what an F must leave room for.
+  std::vector<double> reserved_;
   std::vector<bool> idle_;
   std::vector<std::deque<std::pair<int, int>>> pending_w_;  // (virtual stage, microbatch) after its B
   std::vector<std::vector<Action>> order_;
@@ -216,13 +229,6 @@ std::vector<Variant> variants(const OrderProblem& pr) {
             out.push_back({f_first, wait, cap, deep_f, deep_b});
           }
   return out;
-}
-
-std::vector<std::vector<Action>> order_of(const Schedule& s) {
-  std::vector<std::vector<Action>> o(s.devices());
-  for (int d = 0; d < s.devices(); ++d)
-    for (std::int64_t i = 0; i < s.length(d); ++i) o[d].push_back(s.action(d, i));
-  return o;
 }
 
 // The hand-built orders of pr's placement, by name; shapes a family
@@ -335,7 +341,117 @@ class GeneratedVSchedule final : public VShapeSchedule {
 
 }  // namespace
 
+std::vector<std::vector<Action>> order_of(const Schedule& s) {
+  std::vector<std::vector<Action>> o(s.devices());
+  for (int d = 0; d < s.devices(); ++d)
+    for (std::int64_t i = 0; i < s.length(d); ++i) o[d].push_back(s.action(d, i));
+  return o;
+}
+
+std::string order_to_text(const std::vector<Action>& order) {
+  std::string out;
+  for (const Action& a : order) {
+    if (!out.empty()) out += ' ';
+    switch (a.kind) {
+      case ActionKind::Forward: out += 'F'; break;
+      case ActionKind::Backward: out += 'X'; break;
+      case ActionKind::BackwardInput: out += 'B'; break;
+      case ActionKind::BackwardWeight: out += 'W'; break;
+      case ActionKind::OptimizerStep: out += 'S'; continue;
+    }
+    out += std::to_string(a.microbatch);
+    if (a.chunk != 0) out += ":" + std::to_string(a.chunk);
+  }
+  return out;
+}
+
+std::vector<Action> order_from_text(const std::string& text) {
+  std::vector<Action> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t end = text.find(' ', i);
+    if (end == std::string::npos) end = text.size();
+    const std::string tok = text.substr(i, end - i);
+    i = end;
+    Action a;
+    switch (tok[0]) {
+      case 'F': a.kind = ActionKind::Forward; break;
+      case 'X': a.kind = ActionKind::Backward; break;
+      case 'B': a.kind = ActionKind::BackwardInput; break;
+      case 'W': a.kind = ActionKind::BackwardWeight; break;
+      case 'S':
+        if (tok.size() != 1) throw std::invalid_argument("order: cannot read \"" + tok + "\"");
+        out.push_back({ActionKind::OptimizerStep, 0, -1});
+        continue;
+      default: throw std::invalid_argument("order: cannot read \"" + tok + "\" (F, B, W, X or S)");
+    }
+    const size_t colon = tok.find(':');
+    const std::string mb = tok.substr(1, colon == std::string::npos ? std::string::npos : colon - 1);
+    const std::string chunk = colon == std::string::npos ? "0" : tok.substr(colon + 1);
+    auto number = [&](const std::string& s, long most) {
+      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos || std::stol(s) > most)
+        throw std::invalid_argument("order: cannot read \"" + tok + "\"");
+      return std::stol(s);
+    };
+    a.microbatch = static_cast<std::int32_t>(number(mb, 1L << 30));
+    a.chunk = static_cast<std::uint16_t>(number(chunk, 1));
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string check_order(const OrderProblem& pr, const std::vector<std::vector<Action>>& order) {
+  const int p = pr.devices, m = pr.microbatches, c = pr.chunks();
+  if (static_cast<int>(order.size()) != p)
+    return std::to_string(order.size()) + " device orders for " + std::to_string(p) + " devices";
+  for (int d = 0; d < p; ++d) {
+    const std::string dev = "device " + std::to_string(d) + ": ";
+    const auto& o = order[d];
+    if (o.empty() || o.back().kind != ActionKind::OptimizerStep) return dev + "does not end with the optimizer step";
+    // Next expected microbatch per (chunk, kind): F, B-or-full, W.
+    std::vector<int> next_f(c, 0), next_b(c, 0), next_w(c, 0);
+    std::vector<std::vector<bool>> full(c, std::vector<bool>(m, false));
+    for (size_t i = 0; i + 1 < o.size(); ++i) {
+      const Action& a = o[i];
+      const std::string at = dev + "action " + std::to_string(i) + ": ";
+      if (a.kind == ActionKind::OptimizerStep) return at + "an optimizer step before the end";
+      if (a.chunk >= c) return at + "chunk " + std::to_string(a.chunk) + " of " + std::to_string(c);
+      const int k = a.chunk, mb = a.microbatch;
+      if (a.kind == ActionKind::Forward) {
+        if (mb != next_f[k]) return at + "F" + std::to_string(mb) + " out of microbatch order";
+        ++next_f[k];
+      } else if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) {
+        if (mb != next_b[k]) return at + "backward " + std::to_string(mb) + " out of microbatch order";
+        if (mb >= next_f[k]) return at + "backward " + std::to_string(mb) + " before its forward";
+        full[k][mb] = a.kind == ActionKind::Backward;
+        ++next_b[k];
+        if (full[k][mb] && next_w[k] == mb) ++next_w[k];
+      } else {
+        if (mb != next_w[k] || mb >= next_b[k] || full[k][mb])
+          return at + "W" + std::to_string(mb) + " out of order or without its B";
+        ++next_w[k];
+      }
+      while (next_w[k] < next_b[k] && full[k][next_w[k]]) ++next_w[k];
+    }
+    for (int k = 0; k < c; ++k)
+      if (next_f[k] != m || next_b[k] != m || next_w[k] != m)
+        return dev + "chunk " + std::to_string(k) + " does not run every microbatch's F, B and W once";
+  }
+  OrderProblem unit = pr;
+  unit.memory_limit.clear();
+  if (!time_orders(unit, order).complete) return "some device waits forever (the order deadlocks)";
+  return "";
+}
+
 GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget) {
+  return generate_order(pr, search_budget, {});
+}
+
+GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget, const std::vector<NamedOrder>& extra) {
   pr.validate();
   std::optional<GeneratedOrder> best;
   double best_memory = 0;
@@ -358,6 +474,8 @@ GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget
     if (order) consider("greedy " + v.name(), std::move(*order));
   }
   for (auto& [name, order] : hand_built(pr)) consider(name, std::move(order));
+  for (const auto& [name, order] : extra)
+    if (check_order(pr, order).empty()) consider(name, order);
   if (!best) throw std::runtime_error("generate_order: no order fits the memory limits");
   const double before = best->timing.makespan;
   improve(pr, *best, search_budget);

@@ -30,6 +30,30 @@ struct GeneratedOrder {
 // actions timed in all (time_orders calls x actions per call).
 GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget = 10'000'000);
 
+// Named per-device orders (each ending with the optimizer step).
+using NamedOrder = std::pair<std::string, std::vector<std::vector<Action>>>;
+
+// The same, judging `extra` candidates beside the heuristic's and the
+// hand-built ones (those that do not fit the limits are dropped): a plan
+// passes the order it would run otherwise, so the result is never slower
+// than that one either.
+GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget, const std::vector<NamedOrder>& extra);
+
+// A schedule's per-device orders, as stored.
+std::vector<std::vector<Action>> order_of(const Schedule& s);
+
+// One device's order as text ("F0 F1 B0 W0 ... S"; chunk 1 of a V as
+// "F0:1"), as plans store it, and back (std::invalid_argument naming the
+// token it cannot read).
+std::string order_to_text(const std::vector<Action>& order);
+std::vector<Action> order_from_text(const std::string& text);
+
+// "" if `order` runs on `pr`'s placement: per device, every F, B (or a
+// full backward) and W of each of its chunks and microbatches exactly
+// once, each kind in microbatch order, one optimizer step at the end, and
+// no device waiting forever; else what is wrong.
+std::string check_order(const OrderProblem& pr, const std::vector<std::vector<Action>>& order);
+
 // `pr` with unit times (F = B = W = 1), no transfer and B releasing
 // nothing, at the memory of 1F1B's busiest device (min(m, p) units on
 // every device) or, for a V, of ZB-V's: what `pipeline.schedule:

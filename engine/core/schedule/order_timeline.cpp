@@ -17,6 +17,19 @@ void OrderProblem::validate() const {
       throw std::invalid_argument("stages[" + std::to_string(j) + "]: F and B must be > 0 and W >= 0");
   if (!(transfer >= 0)) throw std::invalid_argument("transfer: must be >= 0");
   if (!(released_at_b >= 0 && released_at_b <= 1)) throw std::invalid_argument("released_at_b: must be in [0, 1]");
+  if (!hops.empty() && static_cast<int>(hops.size()) != virtual_stages() - 1)
+    throw std::invalid_argument("hops: " + std::to_string(hops.size()) + " entries, the placement has " +
+                                std::to_string(virtual_stages() - 1) + " cuts");
+  for (size_t j = 0; j < hops.size(); ++j)
+    if (!(hops[j] >= 0)) throw std::invalid_argument("hops[" + std::to_string(j) + "]: must be >= 0");
+  if (!released.empty() && static_cast<int>(released.size()) != virtual_stages())
+    throw std::invalid_argument("released: " + std::to_string(released.size()) + " entries, the placement has " +
+                                std::to_string(virtual_stages()) + " virtual stages");
+  // Per stage, B may also add memory (a negative share: W's stash larger
+  // than what the forward kept, e.g. a recomputed layer that kept only its
+  // input); W then frees the rest.
+  for (size_t j = 0; j < released.size(); ++j)
+    if (!(released[j] <= 1)) throw std::invalid_argument("released[" + std::to_string(j) + "]: must be <= 1");
   if (!memory_limit.empty() && static_cast<int>(memory_limit.size()) != devices)
     throw std::invalid_argument("memory_limit: " + std::to_string(memory_limit.size()) + " entries for " +
                                 std::to_string(devices) + " devices");
@@ -61,7 +74,7 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
         if (vs > 0) {
           double e = at(f_end, vs - 1, mb);
           if (e == kUnset) break;
-          ready = e + (pr.device_of(vs - 1) != d ? pr.transfer : 0);
+          ready = e + (pr.device_of(vs - 1) != d ? pr.hop(vs - 1) : 0);
         }
         dur = c.f;
         mem = 1;
@@ -69,19 +82,19 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
         if (at(b_end, vs, mb) == kUnset) break;
         ready = at(b_end, vs, mb);
         dur = c.w;
-        mem = -(1 - pr.released_at_b);
+        mem = -(1 - pr.release(vs));
       } else {
         const bool split = a.kind == ActionKind::BackwardInput;
         if (vs + 1 < V) {
           double e = at(b_end, vs + 1, mb);
           if (e == kUnset) break;
-          ready = e + (pr.device_of(vs + 1) != d ? pr.transfer : 0);
+          ready = e + (pr.device_of(vs + 1) != d ? pr.hop(vs) : 0);
         } else {
           if (at(f_end, vs, mb) == kUnset) break;
           ready = at(f_end, vs, mb);
         }
         dur = split ? c.b : c.b + c.w;
-        mem = split ? -pr.released_at_b : -1;
+        mem = split ? -pr.release(vs) : -1;
       }
       const double start = std::max(free[d], ready), end = start + dur;
       if (t.first_start[d] < 0) t.first_start[d] = start;

@@ -24,7 +24,13 @@ struct OrderProblem {
   double transfer = 0;               // between two devices, either direction (none inside a device)
   std::vector<double> memory_limit;  // per device, activation units; empty = unlimited
   double released_at_b = 0;          // in [0, 1]
+  // Per-stage refinements a plan supplies (generated from the plan's own
+  // costs, core/plan/plan_order.h); empty = the scalars above everywhere.
+  std::vector<double> hops;      // transfer between virtual stage j and j+1 (size V-1), if on two devices
+  std::vector<double> released;  // released_at_b per virtual stage (size V), each in [0, 1]
 
+  double hop(int j) const { return hops.empty() ? transfer : hops[j]; }
+  double release(int vs) const { return released.empty() ? released_at_b : released[vs]; }
   int chunks() const { return v_shape ? 2 : 1; }
   int virtual_stages() const { return devices * chunks(); }
   int device_of(int vs) const { return vs < devices ? vs : 2 * devices - 1 - vs; }
