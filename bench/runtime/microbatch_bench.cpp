@@ -66,7 +66,9 @@ JobSpec at_size(JobSpec job, int b) {
 
 // The job's cluster.* host costs fitted from a calibration's events, in the
 // spec and in the document (what suggestions re-plan from).
-void fit_host_costs(JobSpec& job, const std::vector<Event>& events) {
+void fit_host_costs(JobSpec& job, const std::vector<std::vector<Event>>& runs) {
+  std::vector<Event> events;
+  for (const auto& r : runs) events.insert(events.end(), r.begin(), r.end());
   auto set = [&](const char* field, double& into, double v) {
     into = v;
     job.raw["cluster"][field] = v;
@@ -75,7 +77,7 @@ void fit_host_costs(JobSpec& job, const std::vector<Event>& events) {
     set("send_cpu_us", job.cluster.device.send_cpu_us, send->per_message_us);
     set("send_cpu_gbps", job.cluster.device.send_cpu_gbps, send->gbps);
   }
-  if (auto us = fit_action_overhead_us(events)) set("action_overhead_us", job.cluster.device.action_overhead_us, *us);
+  if (auto us = fit_action_overhead_us(runs)) set("action_overhead_us", job.cluster.device.action_overhead_us, *us);
 }
 
 void use_profile(JobSpec& job, const std::string& file) {
@@ -105,13 +107,13 @@ void model(const char* label, JobSpec job, int iterations) {
   ModelProfile tables = merge_microbatch_profiles(each, base);
   save_profile_file(tables, new_file);
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  std::vector<Event> all;
+  std::vector<std::vector<Event>> all;
   JobSpec probe = job;
   use_profile(probe, new_file);
   for (int b : in_situ) {
     Measured m = run(at_size(probe, b), iterations);
     by_size[b] = measure_stage_compute(m.events);
-    all.insert(all.end(), m.events.begin(), m.events.end());
+    all.push_back(m.events);
   }
   JobSpec new_job = job;
   fit_host_costs(new_job, all);
@@ -124,7 +126,7 @@ void model(const char* label, JobSpec job, int iterations) {
   use_profile(old_probe, old_file);
   Measured one = run(old_probe, iterations);
   JobSpec old_job = job;
-  fit_host_costs(old_job, one.events);
+  fit_host_costs(old_job, {one.events});
   save_profile_file(calibrate_profile(single, measure_stage_compute(one.events)), old_file);
 
   std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);

@@ -143,7 +143,14 @@ TEST(Calibration, ActionOverheadIsTheTimeBetweenEventsPerAction) {
   auto us = fit_action_overhead_us(e);
   ASSERT_TRUE(us);
   EXPECT_NEAR(*us, 150, 1e-6);
-  EXPECT_FALSE(fit_action_overhead_us({}));
+  EXPECT_FALSE(fit_action_overhead_us(std::vector<Event>{}));
+  // A second run a minute later (in-situ calibration at several sizes): its
+  // own gaps count, the minute between the runs does not.
+  std::vector<Event> later = e;
+  for (auto& x : later) x.start_ns += 60'000'000'000LL, x.end_ns += 60'000'000'000LL;
+  auto both = fit_action_overhead_us(std::vector<std::vector<Event>>{e, later});
+  ASSERT_TRUE(both);
+  EXPECT_NEAR(*both, 150, 1e-6);
 }
 
 TEST(Calibration, SendCostFromEventsAsPerMessageTimePlusRate) {

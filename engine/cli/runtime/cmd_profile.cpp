@@ -82,6 +82,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
   namespace fs = std::filesystem;
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
   std::vector<Event> all_events;
+  std::vector<std::vector<Event>> runs;
   std::optional<Plan> plan;
   std::map<int, double> iteration_ms;
   for (int b : sizes) {
@@ -107,6 +108,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
     by_size[b] = measured;
     iteration_ms[b] = r.iteration_ms;
     all_events.insert(all_events.end(), events.begin(), events.end());
+    runs.push_back(std::move(events));
   }
   std::vector<StageSizeFit> fits;
   ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
@@ -125,7 +127,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
   std::string sets;
   if (auto send = fit_send_cost(all_events))
     sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
-  if (auto us = fit_action_overhead_us(all_events)) sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
+  if (auto us = fit_action_overhead_us(runs)) sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
   if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
   return p;
 }

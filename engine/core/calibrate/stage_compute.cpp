@@ -99,11 +99,15 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
   return out;
 }
 
-std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
-  sort_by_device_and_start(events);
-  std::map<int, std::int64_t> warm = warm_from(events);
+namespace {
+struct Gaps {
   double gap_ns = 0;
   long actions = 0;
+};
+Gaps action_gaps(std::vector<Event> events) {
+  sort_by_device_and_start(events);
+  std::map<int, std::int64_t> warm = warm_from(events);
+  Gaps g;
   int device = -1;
   std::int64_t prev_end = 0;
   for (const auto& e : events) {
@@ -111,12 +115,27 @@ std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
     if (e.stage != device) device = e.stage, prev_end = std::max<std::int64_t>(warm[e.stage], 0);
     // The device's first measured event follows its warm-up step's end.
     if (prev_end > 0 && e.start_ns > prev_end && e.kind != EventKind::OptimizerStep)
-      gap_ns += static_cast<double>(e.start_ns - prev_end);
+      g.gap_ns += static_cast<double>(e.start_ns - prev_end);
     prev_end = std::max(prev_end, e.end_ns);
-    actions += is_action(e.kind);
+    g.actions += is_action(e.kind);
   }
-  if (actions == 0) return std::nullopt;
-  return gap_ns / 1e3 / static_cast<double>(actions);
+  return g;
+}
+}  // namespace
+
+std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
+  return fit_action_overhead_us(std::vector<std::vector<Event>>{std::move(events)});
+}
+
+std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event>>& runs) {
+  Gaps all;
+  for (const auto& run : runs) {
+    Gaps g = action_gaps(run);
+    all.gap_ns += g.gap_ns;
+    all.actions += g.actions;
+  }
+  if (all.actions == 0) return std::nullopt;
+  return all.gap_ns / 1e3 / static_cast<double>(all.actions);
 }
 
 ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured) {

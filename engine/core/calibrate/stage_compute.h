@@ -39,6 +39,10 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
 // out: they are its wait for outstanding sends, which is communication.
 // nullopt when the events hold no action.
 std::optional<double> fit_action_overhead_us(std::vector<Event> events);
+// The same over several runs' events, each run's gaps its own (runs at
+// different times share no timeline: pooled, the time between two runs
+// would read as one gap), the runs' gaps and actions pooled.
+std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event>>& runs);
 
 // `profile` with each stage's layers' forward, backward and optimizer times
 // scaled so the stage's sums equal what was measured. Co-running stages on
