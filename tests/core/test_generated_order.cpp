@@ -19,6 +19,7 @@
 #include "core/schedule/zero_bubble.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
+#include "order_timing.h"
 #include "uniform_pipeline.h"
 
 using namespace pw;
@@ -116,55 +117,16 @@ struct Search {
 
 // Times a one-chunk order independently of time_orders: the same rules as
 // Search (earliest start given the order).
+test::OrderCosts costs_of(const Instance& x) {
+  return {x.p, x.m, x.f, x.b, x.w, std::vector<double>(x.p, x.transfer), std::vector<double>(x.p, x.release_b)};
+}
 double span_of(const Instance& x, const std::vector<std::vector<Action>>& order) {
-  std::vector<std::vector<double>> fend(x.p, std::vector<double>(x.m, -1)), bend = fend;
-  std::vector<size_t> cur(x.p, 0);
-  std::vector<double> free(x.p, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int d = 0; d < x.p; ++d)
-      for (; cur[d] < order[d].size(); ++cur[d], progress = true) {
-        const Action& a = order[d][cur[d]];
-        int k = a.microbatch;
-        double ready = 0, dur = 0;
-        if (a.kind == ActionKind::OptimizerStep) continue;
-        if (a.kind == ActionKind::Forward) {
-          if (d > 0 && fend[d - 1][k] < 0) break;
-          ready = d > 0 ? fend[d - 1][k] + x.transfer : 0;
-          dur = x.f[d];
-        } else if (a.kind == ActionKind::BackwardWeight) {
-          dur = x.w[d];
-        } else {
-          double e = d + 1 < x.p ? bend[d + 1][k] : fend[d][k];
-          if (e < 0) break;
-          ready = e + (d + 1 < x.p ? x.transfer : 0);
-          dur = a.kind == ActionKind::Backward ? x.b[d] + x.w[d] : x.b[d];
-        }
-        double s = std::max(free[d], ready);
-        free[d] = s + dur;
-        if (a.kind == ActionKind::Forward) fend[d][k] = free[d];
-        if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) bend[d][k] = free[d];
-      }
-  }
-  for (int d = 0; d < x.p; ++d)
-    if (cur[d] != order[d].size()) return -1;  // cannot run
-  return *std::max_element(free.begin(), free.end());
+  return test::order_span(costs_of(x), order);
 }
 
 // Peak units held per device, counted along the order independently.
 std::vector<double> peaks(const Instance& x, const std::vector<std::vector<Action>>& order) {
-  std::vector<double> out(x.p, 0);
-  for (int d = 0; d < x.p; ++d) {
-    double held = 0;
-    for (const Action& a : order[d]) {
-      if (a.kind == ActionKind::Forward) held += 1;
-      if (a.kind == ActionKind::BackwardInput) held -= x.release_b;
-      if (a.kind == ActionKind::BackwardWeight) held -= 1 - x.release_b;
-      if (a.kind == ActionKind::Backward) held -= 1;
-      out[d] = std::max(out[d], held);
-    }
-  }
-  return out;
+  return test::order_peaks(costs_of(x), order);
 }
 
 OrderProblem problem_of(const Instance& x) {

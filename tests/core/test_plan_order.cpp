@@ -18,6 +18,7 @@
 #include "core/schedule/zero_bubble.h"
 #include "core/sim/simulator.h"
 #include "core/spec/job_spec.h"
+#include "order_timing.h"
 
 using namespace pw;
 
@@ -62,55 +63,14 @@ Unequal unequal(int p, int m, int variant) {
 
 // Independent timing of a one-chunk order (earliest start given the order,
 // per-cut hops), -1 if it cannot run.
+test::OrderCosts costs_of(const Unequal& x) { return {x.p, x.m, x.f, x.b, x.w, x.hop, x.rel}; }
 double span_of(const Unequal& x, const std::vector<std::vector<Action>>& order) {
-  std::vector<std::vector<double>> fend(x.p, std::vector<double>(x.m, -1)), bend = fend;
-  std::vector<size_t> cur(x.p, 0);
-  std::vector<double> free(x.p, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int d = 0; d < x.p; ++d)
-      for (; cur[d] < order[d].size(); ++cur[d], progress = true) {
-        const Action& a = order[d][cur[d]];
-        const int k = a.microbatch;
-        double ready = 0, dur = 0;
-        if (a.kind == ActionKind::OptimizerStep) continue;
-        if (a.kind == ActionKind::Forward) {
-          if (d > 0 && fend[d - 1][k] < 0) break;
-          ready = d > 0 ? fend[d - 1][k] + x.hop[d - 1] : 0;
-          dur = x.f[d];
-        } else if (a.kind == ActionKind::BackwardWeight) {
-          dur = x.w[d];
-        } else {
-          double e = d + 1 < x.p ? bend[d + 1][k] : fend[d][k];
-          if (e < 0) break;
-          ready = e + (d + 1 < x.p ? x.hop[d] : 0);
-          dur = a.kind == ActionKind::Backward ? x.b[d] + x.w[d] : x.b[d];
-        }
-        const double s = std::max(free[d], ready);
-        free[d] = s + dur;
-        if (a.kind == ActionKind::Forward) fend[d][k] = free[d];
-        if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) bend[d][k] = free[d];
-      }
-  }
-  for (int d = 0; d < x.p; ++d)
-    if (cur[d] != order[d].size()) return -1;
-  return *std::max_element(free.begin(), free.end());
+  return test::order_span(costs_of(x), order);
 }
 
 // Units held per device after every action, counted independently.
 std::vector<double> peaks(const Unequal& x, const std::vector<std::vector<Action>>& order) {
-  std::vector<double> out(x.p, 0);
-  for (int d = 0; d < x.p; ++d) {
-    double held = 0;
-    for (const Action& a : order[d]) {
-      if (a.kind == ActionKind::Forward) held += 1;
-      if (a.kind == ActionKind::BackwardInput) held -= x.rel[d];
-      if (a.kind == ActionKind::BackwardWeight) held -= 1 - x.rel[d];
-      if (a.kind == ActionKind::Backward) held -= 1;
-      out[d] = std::max(out[d], held);
-    }
-  }
-  return out;
+  return test::order_peaks(costs_of(x), order);
 }
 
 std::string describe(const Unequal& x, int variant) {
