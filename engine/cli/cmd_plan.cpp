@@ -70,10 +70,10 @@ void print_microbatch_search(const Plan& plan) {
   for (const auto& c : plan.microbatch_search) {
     const bool planned = c.iteration_time_ms > 0;
     std::cout << pad(std::to_string(c.microbatch_size), 6) << pad(std::to_string(c.microbatches), 14)
-              << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 15)
+              << pad(planned ? fixed(c.iteration_time_ms, 2) : c.pruned ? "> " + fixed(c.lower_bound_ms, 2) : "-", 15)
               << pad(planned ? fixed(1e3 * c.microbatch_size * c.microbatches / c.iteration_time_ms, 1) : "-", 12)
               << pad(planned ? gib(c.peak_memory_bytes) : "-", 14) << "   "
-              << (c.feasible ? "yes" : "no: " + c.reason)
+              << (c.feasible ? "yes" : c.pruned ? "not planned (its bound is slower than the choice)" : "no: " + c.reason)
               << (c.microbatch_size == plan.microbatch_size ? "   <- chosen" : "") << "\n";
   }
   std::cout << "\n";

@@ -4,6 +4,7 @@
 #include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
 #include "core/model/profile_retarget.h"
+#include "core/plan/iteration_bound.h"
 #include "core/plan/microbatch_search.h"
 #include "core/plan/plan_order.h"
 
@@ -98,12 +99,26 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
     // each size gets an equal share of the planner's search budget.
     std::map<int, ModelProfile> profiles;
     const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, microbatch_candidates(job).size()));
-    p.plan = search_microbatch(p.job, [&](const JobSpec& at) {
-      ModelProfile& prof = profiles[at.training.microbatch_size] = job_profile(at);
-      PlanRequest req = plan_request(at, prof);
-      req.search_effort = effort;
-      return run_planner(name, req);
-    });
+    auto profile_at = [&](const JobSpec& at) -> const ModelProfile& {
+      auto it = profiles.find(at.training.microbatch_size);
+      if (it == profiles.end()) it = profiles.emplace(at.training.microbatch_size, job_profile(at)).first;
+      return it->second;
+    };
+    p.plan = search_microbatch(
+        p.job,
+        [&](const JobSpec& at) {
+          PlanRequest req = plan_request(at, profile_at(at));
+          req.search_effort = effort;
+          return run_planner(name, req);
+        },
+        [&](const JobSpec& at) {
+          // A size whose profile cannot be made is planned, to report why.
+          try {
+            return iteration_lower_bound_ms(plan_request(at, profile_at(at)));
+          } catch (const std::exception&) {
+            return 0.0;
+          }
+        });
     p.profile = std::move(profiles.at(p.job.training.microbatch_size));
   } else {
     p.profile = job_profile(job);

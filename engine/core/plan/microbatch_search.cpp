@@ -1,6 +1,7 @@
 #include "core/plan/microbatch_search.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <limits>
 
@@ -46,11 +47,29 @@ void resolve_auto_microbatch(JobSpec& job, int b) {
   }
 }
 
-Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& plan_at) {
+Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& plan_at,
+                       const std::function<double(const JobSpec&)>& bound_at) {
   const std::vector<int> sizes = microbatch_candidates(job);
   if (sizes.empty())
     throw SpecError("training.microbatch_size", "\"auto\" found no microbatch size for batch_size " +
                                                     std::to_string(job.training.batch_size) + " that the schedule can run");
+  struct Candidate {
+    JobSpec job;
+    double bound = 0;
+  };
+  std::vector<Candidate> order;
+  for (int b : sizes) {
+    Candidate c{job, 0};
+    resolve_auto_microbatch(c.job, b);
+    if (bound_at) c.bound = bound_at(c.job);
+    order.push_back(std::move(c));
+  }
+  // The most promising first, so that the bound prunes as much as it can;
+  // among equal bounds the larger size (the one a tie chooses).
+  std::stable_sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.bound != b.bound) return a.bound < b.bound;
+    return a.job.training.microbatch_size > b.job.training.microbatch_size;
+  });
   std::vector<MicrobatchChoice> rows;
   Plan best;
   int best_b = 0;
@@ -58,15 +77,24 @@ Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& 
   double best_ms = std::numeric_limits<double>::infinity();
   std::exception_ptr first_error;
   double planning_ms = 0;  // every size's: what choosing the size cost
-  for (int b : sizes) {
-    JobSpec at = job;
-    resolve_auto_microbatch(at, b);
+  for (const Candidate& c : order) {
+    const int b = c.job.training.microbatch_size;
     MicrobatchChoice row;
     row.microbatch_size = b;
-    row.microbatches = at.pipeline.microbatches;
+    row.microbatches = c.job.pipeline.microbatches;
+    row.lower_bound_ms = c.bound;
+    // A tie keeps the larger size, so an equal bound prunes only a smaller one.
+    if (best_feasible && (c.bound > best_ms || (c.bound == best_ms && b < best_b))) {
+      row.pruned = true;
+      char why[96];
+      std::snprintf(why, sizeof why, "not planned: none of its plans can take under %.2f ms", c.bound);
+      row.reason = why;
+      rows.push_back(row);
+      continue;
+    }
     Plan plan;
     try {
-      plan = plan_at(at);
+      plan = plan_at(c.job);
     } catch (const std::exception& e) {
       row.reason = e.what();
       if (!first_error) first_error = std::current_exception();
@@ -80,9 +108,10 @@ Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& 
     row.schedule = plan.schedule;
     for (const auto& s : plan.predicted) row.peak_memory_bytes = std::max(row.peak_memory_bytes, s.peak_memory_bytes);
     rows.push_back(row);
-    // Feasible beats infeasible; then time; "<=" so a tie takes the larger b.
+    // Feasible beats infeasible; then time; a tie takes the larger b.
     const bool better = best_b == 0 || (plan.feasible && !best_feasible) ||
-                        (plan.feasible == best_feasible && plan.iteration_time_ms <= best_ms);
+                        (plan.feasible == best_feasible &&
+                         (plan.iteration_time_ms < best_ms || (plan.iteration_time_ms == best_ms && b > best_b)));
     if (better) {
       best = plan;
       best_b = b;
@@ -92,6 +121,8 @@ Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& 
   }
   // No size could be planned: the reason is the job's, not the size's.
   if (best_b == 0) std::rethrow_exception(first_error);
+  std::sort(rows.begin(), rows.end(),
+            [](const MicrobatchChoice& a, const MicrobatchChoice& b) { return a.microbatch_size < b.microbatch_size; });
   resolve_auto_microbatch(job, best_b);
   best.microbatch_size = best_b;
   best.planning_time_ms = planning_ms;

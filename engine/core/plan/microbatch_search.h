@@ -27,6 +27,14 @@ void resolve_auto_microbatch(JobSpec& job, int b);
 // planner refusal) are rows with the reason. When none is feasible, the
 // fastest infeasible plan comes back (feasible false, its reason). `job`
 // comes back resolved to the size chosen.
-Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& plan_at);
+//
+// With `bound_at` (a lower bound on any plan's iteration time at a resolved
+// size, iteration_lower_bound_ms), sizes are planned from the smallest
+// bound up, and a size whose bound exceeds the best feasible plan found is
+// not planned at all: its row says so (pruned, with the bound). The choice
+// is the exhaustive search's; the small sizes, whose many microbatches
+// make them the slowest to plan and simulate, are the ones skipped.
+Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& plan_at,
+                       const std::function<double(const JobSpec&)>& bound_at = {});
 
 }  // namespace pw

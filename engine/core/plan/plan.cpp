@@ -81,6 +81,8 @@ nlohmann::json to_json(const Plan& plan) {
                          {"feasible", c.feasible}};
       if (!c.schedule.empty()) row["schedule"] = c.schedule;
       if (!c.reason.empty()) row["reason"] = c.reason;
+      if (c.pruned) row["pruned"] = true;
+      if (c.lower_bound_ms > 0) row["lower_bound_ms"] = c.lower_bound_ms;
       rows.push_back(row);
     }
     j["microbatch_search"] = rows;
@@ -139,6 +141,8 @@ Plan plan_from_json(const nlohmann::json& j) {
     c.feasible = row.value("feasible", false);
     c.schedule = row.value("schedule", "");
     c.reason = row.value("reason", "");
+    c.pruned = row.value("pruned", false);
+    c.lower_bound_ms = row.value("lower_bound_ms", 0.0);
     p.microbatch_search.push_back(c);
   }
   const auto& stages = j.at("stages");

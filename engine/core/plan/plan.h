@@ -37,6 +37,10 @@ struct MicrobatchChoice {
   bool feasible = false;
   std::string schedule;  // the family that won under schedule "auto"
   std::string reason;    // why infeasible, or why it could not be planned
+  // Not planned: no plan of this size can beat the one chosen, since its
+  // lower bound (core/plan/iteration_bound.h) is already slower.
+  bool pruned = false;
+  double lower_bound_ms = 0;
 };
 
 // pipeline.schedule "generated": the order generated for one plan from its
