@@ -11,8 +11,10 @@ skip connection, a shape, or a parameter used on both sides rules a place out). 
 written Sequential is the code between two chosen cuts: the layers the planner moves between stages.
   --cuts auto   every cut point (the finest split)
   --cuts N      N children, grouping the finest split so their measured forward times are balanced
-  --cuts A,B    cut after module (or traced node) A and after B; refused, naming what crosses, when
-                more than one tensor would cross there
+  --cuts A,B    cut after module (or traced node) A and after B; where several tensors cross there
+                (a skip connection), they travel packed into one (floating tensors of one dtype with
+                the batch first: flattened per sample, concatenated; the next child unpacks them);
+                otherwise refused, naming what crosses and why
 Exit status: 0 written; 2 usage error, a model that cannot be traced or scripted, or no valid cut
 (the message names the module and the reason); 1 the written model disagrees with the original.
 """
@@ -147,8 +149,8 @@ class Graph:
     """The traced graph as an ordered list of compute nodes with, for every place between two of
     them, what crosses it."""
 
-    def __init__(self, gm, name):
-        self.gm, self.name = gm, name
+    def __init__(self, gm, name, batch):
+        self.gm, self.name, self.batch = gm, name, batch
         nodes = list(gm.graph.nodes)
         placeholders = [n for n in nodes if n.op == "placeholder"]
         self.input = placeholders[0]
@@ -182,19 +184,48 @@ class Graph:
                 out.append(n)
         return out
 
-    def why_not(self, i, values):
-        """Why a cut after compute node i is not valid, or None. `values`: node -> example value."""
+    def why_not(self, i, values, tuples=False):
+        """Why a cut after compute node i is not valid, or None. `values`: node -> example value.
+        With `tuples`, several crossing tensors are valid where they can be packed into one
+        (packing_problem)."""
         cross = self.crossing(i)
         if len(cross) != 1:
             names = ", ".join(f"'{_label(n)}'" for n in cross)
-            return (f"{len(cross)} values cross there ({names}): a skip connection or a value computed "
-                    "early and used later; a stage boundary carries one tensor")
-        if not isinstance(values.get(cross[0]), torch.Tensor):
+            why = (f"{len(cross)} values cross there ({names}): a skip connection or a value computed "
+                   "early and used later")
+            if not tuples:
+                return why + "; a stage boundary carries one tensor"
+            problem = packing_problem(cross, values, self.batch)
+            if problem:
+                return f"{why}, and they cannot travel as one tensor: {problem}"
+        elif not isinstance(values.get(cross[0]), torch.Tensor):
             return f"the value crossing there ('{_label(cross[0])}') is a {type(values.get(cross[0])).__name__}, not a tensor"
         for lo, hi, label in self._tied:
             if lo <= i < hi:
                 return f"parameter or buffer of '{label}' is used on both sides (tied weights or a module called twice)"
         return None
+
+
+def packing_problem(nodes, values, batch):
+    """Why the tensors `nodes` cannot cross a cut packed into one, or None. The engine sends one
+    tensor per boundary (every schedule, recompute and swap included), so a tuple crosses as the
+    concatenation of its members flattened per sample: that needs floating tensors of one dtype,
+    each with the batch as its first dimension."""
+    first = None
+    for n in nodes:
+        v = values.get(n)
+        if not isinstance(v, torch.Tensor):
+            return f"'{_label(n)}' is a {type(v).__name__}, not a tensor"
+        if not v.is_floating_point():
+            return f"'{_label(n)}' is {str(v.dtype).replace('torch.', '')}, not floating point (no gradient to carry)"
+        if first is None:
+            first = v
+        if v.dtype != first.dtype:
+            return f"'{_label(n)}' is {v.dtype} beside {first.dtype}"
+        if v.dim() == 0 or v.shape[0] != batch or v[0].numel() == 0:
+            return (f"'{_label(n)}' has shape {list(v.shape)}: not one row per sample of the batch ({batch}), "
+                    "as a value made from the input's shape alone (a mask) is")
+    return None
 
 
 def _label(node):
@@ -219,10 +250,27 @@ def example_values(gm, example):
     return values
 
 
-def make_child(g, nodes, inp, out):
-    """The compute nodes `nodes` as a module taking `inp`'s value and returning `out`'s."""
+def make_child(g, nodes, inputs, outputs, values):
+    """The compute nodes `nodes` as a module taking the value of `inputs` and returning that of
+    `outputs` (lists of nodes): one tensor each where one crosses, else the members of the tuple
+    packed into one (packing_problem): flattened per sample and concatenated in crossing order,
+    unpacked by the next child with narrow and reshape. Autograd carries each member's gradient
+    back through the same view."""
     graph = fx.Graph()
-    env = {inp: graph.placeholder("x")}
+    x = graph.placeholder("x")
+    env = {}
+    if len(inputs) == 1:
+        env[inputs[0]] = x
+    else:
+        offset = 0
+        for n in inputs:
+            shape = list(values[n].shape[1:])
+            size = values[n][0].numel()
+            part = graph.call_method("narrow", (x, 1, offset, size))
+            # Contiguous, as a tensor received alone is: the kernels that follow sum in the
+            # same order as in the unsplit model.
+            env[n] = graph.call_method("contiguous", (graph.call_method("reshape", (part, [-1] + shape)),))
+            offset += size
 
     def arg(n):
         if n not in env:
@@ -232,8 +280,23 @@ def make_child(g, nodes, inp, out):
 
     for n in nodes:
         env[n] = graph.node_copy(n, arg)
-    graph.output(env[out])
+    if len(outputs) == 1:
+        graph.output(env[outputs[0]])
+    else:
+        # Each member's gradient comes back as a slice of the packed one (strided); times one
+        # (exact) hands the member's own backward a contiguous copy, as a tensor sent alone gets,
+        # so its kernels sum in the same order as in the unsplit model.
+        flat = [graph.call_method("mul", (graph.call_method("reshape", (env[n], [-1, values[n][0].numel()])), 1.0))
+                for n in outputs]
+        graph.output(graph.call_function(torch.cat, (flat, 1)))
     return fx.GraphModule(g.gm, graph)
+
+
+def packed_value(nodes, values):
+    """The value a child receives for `nodes` (make_child's packing)."""
+    if len(nodes) == 1:
+        return values[nodes[0]]
+    return torch.cat([values[n].reshape(values[n].shape[0], -1) for n in nodes], 1)
 
 
 def child_name(nodes, used):
@@ -273,11 +336,14 @@ def resolve_named_cuts(g, names, values):
         if i == len(g.compute) - 1:
             raise SplitError(f"--cuts: {want!r} is the model's last step; nothing follows it to cut off")
         # The module's own epilogue (a residual add written in the parent's forward) may follow
-        # its last call: cut at the first valid place before the next module runs.
+        # its last call: cut at the first place before the next module runs where one tensor
+        # crosses, else where the crossing tensors can travel packed as one (a skip connection).
         end = next((j for j in range(i + 1, len(g.compute)) if g.compute[j].op == "call_module"), len(g.compute) - 1)
         at = next((j for j in range(i, end) if g.why_not(j, values) is None), None)
         if at is None:
-            raise SplitError(f"--cuts: cannot cut {g.name} after {want!r}: {g.why_not(i, values)}")
+            at = next((j for j in range(i, end) if g.why_not(j, values, tuples=True) is None), None)
+        if at is None:
+            raise SplitError(f"--cuts: cannot cut {g.name} after {want!r}: {g.why_not(i, values, tuples=True)}")
         cuts.append(at)
     if cuts != sorted(set(cuts)):
         raise SplitError("--cuts: names must be in forward order, each once")
@@ -331,7 +397,7 @@ def out_of_place(model):
 def split(model, name, example, cuts_arg):
     out_of_place(model)
     gm = trace(model, name)
-    g = Graph(gm, name)
+    g = Graph(gm, name, example.shape[0])
     values = example_values(gm, example)
     last = len(g.compute) - 1
     valid = [i for i in range(last) if g.why_not(i, values) is None]
@@ -344,13 +410,13 @@ def split(model, name, example, cuts_arg):
         bounds = resolve_named_cuts(g, [s.strip() for s in cuts_arg.split(",") if s.strip()], values)
     edges = [-1] + bounds + [last]
     segments = [g.compute[a + 1: b + 1] for a, b in zip(edges, edges[1:])]
-    inputs = [g.input] + [g.crossing(b)[0] for b in bounds]
-    outputs = inputs[1:] + [g.output.args[0]]
+    inputs = [[g.input]] + [g.crossing(b) for b in bounds]
+    outputs = inputs[1:] + [[g.output.args[0]]]
     if cuts_arg.isdigit():
         n = int(cuts_arg)
         if not 1 <= n <= len(segments):
             raise SplitError(f"--cuts: {name} splits into at most {len(segments)} children, asked for {n}")
-        times = [forward_ms(make_child(g, s, i, o), values[i] if i is not g.input else example)
+        times = [forward_ms(make_child(g, s, i, o, values), example if i == [g.input] else packed_value(i, values))
                  for s, i, o in zip(segments, inputs, outputs)]
         groups = balanced_groups([[k] for k in range(len(segments))], times, n)
         segments = [sum((segments[k] for k in grp), []) for grp in groups]
@@ -359,7 +425,7 @@ def split(model, name, example, cuts_arg):
     used = set()
     children = collections.OrderedDict()
     for s, i, o in zip(segments, inputs, outputs):
-        children[child_name(s, used)] = make_child(g, s, i, o)
+        children[child_name(s, used)] = make_child(g, s, i, o, values)
     seq = nn.Sequential(children)
     seq.train(model.training)
     return seq, values

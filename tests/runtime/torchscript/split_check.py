@@ -126,12 +126,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check_model("gpt-2", MODELS + ":gpt", split_models.gpt, {}, [split_models.SEQ], "int64", "blocks.0")
     # A skip connection: the split cuts around it by itself ...
     check_model("skip", MODELS + ":skip", split_models.skip, {}, [4, 4], "float32", "auto")
-    # ... and refuses a requested cut across it, naming both tensors.
-    check_refusal("skip-across-cut", [MODELS + ":skip", "--input", "4,4", "--cuts", "block.0"],
-                  "Skip", "cannot cut", "after 'block.0'", "2 values cross there ('relu', 'block.0')",
-                  "skip connection")
+    # ... and a requested cut across it carries both tensors packed into one (a tuple boundary),
+    # also at two consecutive cuts, and inside ResNet-50's first bottleneck (batch norm in training
+    # mode on both sides of the cut).
+    check_model("skip-across-cut", MODELS + ":skip", split_models.skip, {}, [4, 4], "float32", "block.0")
+    check_model("skip-three-cuts", MODELS + ":skip", split_models.skip, {}, [4, 4], "float32",
+                "stem,block.0,block.1")
+    check_model("resnet50-inside-block", "torchvision.models:resnet50", tv.resnet50, {"num_classes": 10},
+                [3, 32, 32], "float32", "layer1.0.conv1,layer1.0.bn2,layer2")
     # A cut after the whole block falls after the residual add, where one tensor crosses.
     check_model("skip-named", MODELS + ":skip", split_models.skip, {}, [4, 4], "float32", "block")
+    # What cannot travel packed is refused, naming it: a mask made from the input's shape.
+    check_refusal("mask-across-cut", [MODELS + ":masked", "--input", "16", "--cuts", "a"], "Masked",
+                  "cannot cut", "after 'a'", "2 values cross there", "not one row per sample")
     check_refusal("no-valid-cut", [MODELS + ":all_skip", "--input", "16"], "AllSkip", "no valid cut")
     check_refusal("tied-weights", [MODELS + ":tied_gpt", "--input", "16", "--dtype", "int64", "--cuts", "ln_f"],
                   "GPT", "after 'ln_f'", "tied weights")

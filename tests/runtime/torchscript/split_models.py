@@ -74,8 +74,8 @@ def tied_gpt():
 
 
 class Skip(nn.Module):
-    """A residual connection around `block`: cutting inside it (after `block.0`) would carry two
-    tensors."""
+    """A residual connection around `block`: a cut inside it (after `block.0`) carries two tensors,
+    packed into one."""
 
     def __init__(self):
         super().__init__()
@@ -90,6 +90,25 @@ class Skip(nn.Module):
 
 def skip():
     return Skip()
+
+
+class Masked(nn.Module):
+    """A mask made from the input's shape (no batch dimension) used after `b`: a cut after `a`
+    cannot carry it packed with the activation."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 16)
+        self.c = nn.Linear(16, 4)
+
+    def forward(self, x):
+        mask = x.new_ones(x.size(1), x.size(1)).tril()
+        return self.c(self.b(self.a(x)) @ mask)
+
+
+def masked():
+    return Masked()
 
 
 class AllSkip(nn.Module):
