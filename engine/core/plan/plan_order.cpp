@@ -14,10 +14,6 @@ namespace {
 // impossible profile) still takes a little, as the generator needs.
 constexpr double kLeast = 1e-9;
 
-// The local search's budget (actions timed): enough for the gains of
-// unequal stages at 8 x 32, a few ms per plan (docs/planners.md).
-constexpr std::int64_t kPlanSearch = 500'000;
-
 }  // namespace
 
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
@@ -73,14 +69,14 @@ OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
   return pr;
 }
 
-void attach_generated_order(const PlanRequest& req, Plan& plan) {
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget) {
   plan.generated.reset();
   if (req.schedule != ScheduleKind::Generated || req.chunks != 1 || plan.stages.empty()) return;
   const OrderProblem pr = plan_order_problem(req, plan);
   const auto unit = order_of(*make_schedule(ScheduleKind::Generated, req.stages, req.microbatches, 1));
   GeneratedOrder g;
   try {
-    g = generate_order(pr, kPlanSearch, {{"unit costs", unit}});
+    g = generate_order(pr, search_budget, {{"unit costs", unit}});
   } catch (const std::runtime_error&) {
     // Nothing fits the limits (the plan is out of memory whatever the
     // order): the unit-cost order, which the simulator will judge.

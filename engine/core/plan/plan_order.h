@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "core/plan/plan.h"
@@ -28,11 +29,16 @@ namespace pw {
 //    [1, microbatches x the most a microbatch holds].
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan);
 
+// The local search's budget for a plan's order (actions timed): enough
+// for the gains of unequal stages at 8 x 32, a few ms per plan
+// (docs/planners.md).
+constexpr std::int64_t kPlanOrderSearch = 500'000;
+
 // Generates the order for `plan` (plan_order_problem), judging the
 // unit-cost order the job would run otherwise beside the generator's
 // candidates, and stores it with its inputs in plan.generated. Only for
 // req.schedule == Generated with one chunk; otherwise clears it.
-void attach_generated_order(const PlanRequest& req, Plan& plan);
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget = kPlanOrderSearch);
 
 // The schedule a job runs with `plan`: for Generated, the order stored in
 // plan.generated when it was made for this shape (devices, microbatches,
