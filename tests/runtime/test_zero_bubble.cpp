@@ -178,9 +178,9 @@ TEST(ZeroBubbleGenerated, FourStagesSameAs1F1BBitwise) {
 }
 
 // A plan's stored order (issue 28) made for unequal stages: the 6-layer
-// MLP's plan gets the order the generator makes for a profile whose first
-// layer costs 3x the others (plenty of memory), which differs from the
-// unit-cost order a plan without one runs. Each worker must run exactly
+// MLP's plan (one chunk per device, or a V) gets the order the generator
+// makes for a profile whose first layer costs 3x the others (plenty of
+// memory), which differs from the unit-cost order a plan without one runs. Each worker must run exactly
 // that order (read back from its events), passing NCCL's matching, and
 // train bitwise as 1F1B does.
 ModelProfile heavy_first_layer() {
@@ -202,10 +202,15 @@ ModelProfile heavy_first_layer() {
 
 TEST(ZeroBubbleGenerated, PlansOrderForUnequalStagesRunsAsStoredSameAs1F1BBitwise) {
   const ModelProfile prof = heavy_first_layer();
-  for (int p : {2, 4}) {
-    SCOPED_TRACE("stages " + std::to_string(p));
+  // One chunk per device on 2 and 4 devices, and a V (two chunks) on 2.
+  for (auto [p, chunks] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
+    SCOPED_TRACE("stages " + std::to_string(p) + " chunks " + std::to_string(chunks));
     const int m = 4;
-    auto doc = [&](const std::string& schedule) { return mlp_job(p, m, schedule, {24, 24, 24, 24, 24}, 3); };
+    auto doc = [&](const std::string& schedule) {
+      auto d = mlp_job(p, m, schedule, {24, 24, 24, 24, 24}, 3);
+      if (schedule == "generated") d["pipeline"]["chunks"] = chunks;
+      return d;
+    };
     PlanRequest req;
     req.profile = &prof;
     req.device.memory_bytes = 8ull << 30;
@@ -213,14 +218,15 @@ TEST(ZeroBubbleGenerated, PlansOrderForUnequalStagesRunsAsStoredSameAs1F1BBitwis
     req.schedule = ScheduleKind::Generated;
     req.stages = p;
     req.microbatches = m;
+    req.chunks = chunks;
     Plan stored;
     Trained gen = run(doc("generated"), Policies::Keep, [&](Plan& plan) {
       attach_generated_order(req, plan);
       stored = plan;
     });
     ASSERT_TRUE(stored.generated.has_value());
-    auto unit = order_of(*make_schedule(ScheduleKind::Generated, p, m, 1));
-    auto adapted = make_plan_schedule(ScheduleKind::Generated, p, m, 1, stored);
+    auto unit = order_of(*make_schedule(ScheduleKind::Generated, p, m, chunks));
+    auto adapted = make_plan_schedule(ScheduleKind::Generated, p, m, chunks, stored);
     auto order = order_of(*adapted);
     bool differs = false;
     for (int d = 0; d < p; ++d) differs = differs || order_to_text(order[d]) != order_to_text(unit[d]);

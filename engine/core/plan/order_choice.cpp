@@ -39,7 +39,7 @@ std::vector<Plan> PlanFinalists::plans() const {
 }
 
 int order_finalists(const PlanRequest& req) {
-  if (req.schedule != ScheduleKind::Generated || req.chunks != 1 || req.order_candidates <= 1) return 0;
+  if (req.schedule != ScheduleKind::Generated || (req.chunks != 1 && req.chunks != 2) || req.order_candidates <= 1) return 0;
   return std::max(1, static_cast<int>(std::lround(req.order_candidates * std::min(1.0, req.search_effort))));
 }
 

@@ -29,7 +29,7 @@ class PlanFinalists {
 };
 
 // How many plans a search keeps for the order to decide among: none
-// unless `req` is "generated" with one chunk, else
+// unless `req` is "generated" (one chunk or a V's two), else
 // req.order_candidates scaled by req.search_effort (auto's share of the
 // budget), at least 1.
 int order_finalists(const PlanRequest& req);
