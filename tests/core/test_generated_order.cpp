@@ -366,12 +366,16 @@ TEST(GeneratedOrder, JobSpecAcceptsGenerated) {
     "pipeline": {"stages": 4, "schedule": "generated"}
   })");
   EXPECT_EQ(parse_job(doc).pipeline.schedule, ScheduleKind::Generated);
+  // Two chunks: a V, as zb-v places them; more are refused.
   doc["pipeline"]["chunks"] = 2;
+  EXPECT_EQ(parse_job(doc).pipeline.chunks, 2);
+  doc["pipeline"]["chunks"] = 3;
   try {
     parse_job(doc);
-    FAIL() << "accepted generated with 2 chunks";
+    FAIL() << "accepted generated with 3 chunks";
   } catch (const SpecError& e) {
-    EXPECT_EQ(std::string(e.what()), "pipeline.chunks: schedule \"generated\" runs one chunk per device, got 2");
+    EXPECT_EQ(std::string(e.what()),
+              "pipeline.chunks: schedule \"generated\" runs one chunk per device or two in a V, got 3");
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -346,4 +347,117 @@ TEST(WStash, PerLayerKind) {
   prof.layers = {a, f};
   StageCost c = stage_cost(prof, {0, 1}, {MemoryPolicy::Keep, MemoryPolicy::Keep});
   EXPECT_EQ(c.w_stash_bytes_per_mb, 600u + 1000u);
+}
+
+// ---- A V (two chunks per device) ----
+
+namespace {
+
+// Eight layers in a V on two devices, two layers a virtual stage: device 0
+// holds virtual stages 0 and 3, device 1 stages 1 and 2. The first two
+// layers are heavy (as above), and virtual stage 3 recomputes, so the two
+// chunks on device 0 keep different bytes.
+Plan v_plan() {
+  Plan plan = uniform_partition(8, 4);
+  plan.policy[6] = MemoryPolicy::Recompute;
+  plan.policy[7] = MemoryPolicy::Recompute;
+  return plan;
+}
+
+PlanRequest v_request(const ModelProfile& prof, int m, std::uint64_t memory = 8ull << 30) {
+  PlanRequest req = lopsided_request(prof, m, memory);
+  req.stages = 2;
+  req.chunks = 2;
+  return req;
+}
+
+}  // namespace
+
+// Each virtual stage's own costs; no send at the turn (virtual stages 1
+// and 2 share device 1); a device's unit is its larger chunk's, its fixed
+// memory both chunks'.
+TEST(PlanOrderV, ProblemFromEachVirtualStagesCostsAndTheDevicesMemory) {
+  ModelProfile prof = lopsided_profile();
+  prof.layers[7].type = "attention";  // a stash unlike its kept bytes
+  PlanRequest req = v_request(prof, 6, 700ull << 20);
+  req.device.send_cpu_us = 50;  // a host-driven transport: sends cost CPU time
+  const Plan plan = v_plan();
+  OrderProblem pr = plan_order_problem(req, plan);
+  ASSERT_TRUE(pr.v_shape);
+  ASSERT_EQ(pr.stages.size(), 4u);
+  const int device_of[] = {0, 1, 1, 0};
+  std::vector<StageCost> c;
+  for (int j = 0; j < 4; ++j) c.push_back(stage_cost(prof, plan.stages[j], plan.policy));
+  for (int j = 0; j < 4; ++j) {
+    const bool out = j == 0 || j == 2, in = j == 1 || j == 3;  // the cuts between devices
+    const double cpu_out = out ? send_cpu_ms(req.device, c[j].output_bytes) : 0;
+    const double cpu_in = in ? send_cpu_ms(req.device, prof.boundary_bytes(plan.stages[j].first_layer - 1)) : 0;
+    EXPECT_NEAR(pr.stages[j].f, c[j].fwd_ms + cpu_out, 1e-12) << j;
+    EXPECT_NEAR(pr.stages[j].b, c[j].bwd_input_ms + c[j].recompute_ms + cpu_in, 1e-12) << j;
+    EXPECT_NEAR(pr.stages[j].w, c[j].bwd_weight_ms, 1e-12) << j;
+    EXPECT_EQ(pr.device_of(j), device_of[j]);
+  }
+  EXPECT_GT(send_cpu_ms(req.device, c[1].output_bytes), 0);  // else the turn's check below proves nothing
+  EXPECT_NEAR(pr.stages[1].f, c[1].fwd_ms, 1e-12) << "no send at the turn";
+  EXPECT_NEAR(pr.stages[2].b, c[2].bwd_input_ms + c[2].recompute_ms, 1e-12) << "no send at the turn";
+  EXPECT_EQ(pr.hops[1], 0);
+  EXPECT_GT(pr.hops[0], 0);
+  for (int d = 0; d < 2; ++d) {
+    const int a = d, b = 3 - d;  // the device's two virtual stages
+    const double unit = static_cast<double>(std::max(c[a].kept_bytes_per_mb, c[b].kept_bytes_per_mb));
+    for (int j : {a, b}) EXPECT_NEAR(pr.released[j], 1 - c[j].w_stash_bytes_per_mb / unit, 1e-12) << j;
+    const std::uint64_t fixed = peak_memory_bound(c[a], 0, 1) + peak_memory_bound(c[b], 0, 1);
+    const double left = (req.device.memory_bytes - fixed) / unit;
+    EXPECT_LT(left, 6) << "binds below all microbatches held";
+    EXPECT_NEAR(pr.memory_limit[d], left, 1e-9) << "device " << d;
+  }
+  EXPECT_NE(c[0].kept_bytes_per_mb, c[3].kept_bytes_per_mb);  // the chunks differ on device 0
+  // The V's plan has four stages: two chunks of one device each are refused as a 1-chunk plan.
+  PlanRequest one = req;
+  one.chunks = 1;
+  EXPECT_THROW(plan_order_problem(one, plan), std::invalid_argument);
+}
+
+// A V plan's order, generated from its own virtual stages: stored, run by
+// the simulator, never slower than the unit-cost V order there, within
+// memory (the simulator's bytes) and runnable under NCCL's matching; with
+// the heavy first stage it differs from the unit-cost order somewhere.
+TEST(PlanOrderV, SimulatorRunsTheVOrderNeverSlowerThanTheUnitCostOne) {
+  ModelProfile prof = lopsided_profile();
+  int differs = 0, n = 0, infeasible = 0;
+  double most = 0;  // the largest gain, a share of the unit-cost order's time
+  for (int m : {2, 4, 6, 8})
+    for (std::uint64_t memory : {8ull << 30, 1ull << 30, 700ull << 20})
+      for (const char* planner : {"uniform", "vpipe"}) {
+        const std::string at = std::string(planner) + " m=" + std::to_string(m) + " memory " +
+                               std::to_string(memory >> 20) + " MB";
+        PlanRequest req = v_request(prof, m, memory);
+        Plan plan = run_planner(planner, req);
+        ASSERT_TRUE(plan.generated.has_value()) << at;
+        auto stored = make_plan_schedule(ScheduleKind::Generated, 2, m, 2, plan);
+        auto unit = make_schedule(ScheduleKind::Generated, 2, m, 2);
+        SimInput in{req.profile, &plan, stored.get(), req.device, req.microbatch_size};
+        const SimResult s = simulate(in);
+        in.schedule = unit.get();
+        const SimResult u = simulate(in);
+        EXPECT_NEAR(plan.iteration_time_ms, s.iteration_time_ms, 1e-9) << at;
+        if (u.feasible) EXPECT_TRUE(s.feasible) << at << ": " << s.reason;
+        if (u.feasible == s.feasible) EXPECT_LE(s.iteration_time_ms, u.iteration_time_ms + 1e-9) << at;
+        EXPECT_EQ(check_comm_order(*stored, comm_order(*stored)), "") << at;
+        // The V's placement: device d runs virtual stages d and 3 - d.
+        for (int j = 0; j < 4; ++j) EXPECT_EQ(stored->device_of_virtual_stage(j), j < 2 ? j : 3 - j) << at;
+        ++n;
+        infeasible += !s.feasible;
+        if (!same_order(*stored, *unit)) {
+          ++differs;
+          most = std::max(most, 1 - s.iteration_time_ms / u.iteration_time_ms);
+          EXPECT_LT(s.iteration_time_ms, u.iteration_time_ms) << at << ": " << plan.generated->source;
+        }
+        // Through the plan's JSON, as a worker reads it.
+        Plan back = plan_from_json(to_json(plan));
+        EXPECT_TRUE(same_order(*make_plan_schedule(ScheduleKind::Generated, 2, m, 2, back), *stored)) << at;
+      }
+  EXPECT_GT(differs, 0);
+  std::printf("V orders: %d of %d plans differ from the unit-cost order, faster by up to %.2f%%; %d out of memory\n",
+              differs, n, 100 * most, infeasible);
 }

@@ -5,9 +5,17 @@
 // gradient clipping or the non-finite check the optimizer step stays right.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <functional>
 
+#include "core/events/event_json.h"
 #include "core/plan/plan.h"
+#include "core/plan/plan_order.h"
+#include "core/plan/planner.h"
+#include "core/schedule/comm_order.h"
+#include "core/schedule/generated_order.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/spec_error.h"
 #include "reference_loop.h"
@@ -29,7 +37,34 @@ enum class Policies { Keep, Mixed };
 struct Trained {
   RunResult result;
   std::vector<at::Tensor> weights;  // model order
+  // Per device, the F / B / W (or full backward) each worker ran, in the
+  // order it started them, from its events file: every iteration's in turn.
+  std::vector<std::vector<Action>> ran;
 };
+
+std::vector<std::vector<Action>> actions_run(const std::string& dir, int devices) {
+  std::vector<std::vector<Action>> out(devices);
+  for (int d = 0; d < devices; ++d) {
+    std::ifstream in(dir + "/events/stage" + std::to_string(d) + ".jsonl");
+    std::vector<Event> compute;
+    for (std::string line; std::getline(in, line);) {
+      auto e = event_from_json_line(line);
+      if (e && (e->kind == EventKind::Forward || e->kind == EventKind::Backward ||
+                e->kind == EventKind::BackwardInput || e->kind == EventKind::BackwardWeight))
+        compute.push_back(*e);
+    }
+    std::stable_sort(compute.begin(), compute.end(),
+                     [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+    for (const Event& e : compute) {
+      const ActionKind k = e.kind == EventKind::Forward         ? ActionKind::Forward
+                           : e.kind == EventKind::Backward      ? ActionKind::Backward
+                           : e.kind == EventKind::BackwardInput ? ActionKind::BackwardInput
+                                                                : ActionKind::BackwardWeight;
+      out[d].push_back({k, static_cast<std::uint16_t>(e.chunk), e.microbatch});
+    }
+  }
+  return out;
+}
 
 // The placement is the schedule's (a V puts virtual stages 0 and 3 on
 // device 0): each device's file holds its layers' parameters in layer
@@ -53,7 +88,8 @@ std::vector<at::Tensor> model_order_weights(const std::string& dir, const JobSpe
   return out;
 }
 
-Trained run(const nlohmann::json& doc, Policies policies) {
+// `adapt` edits the plan before the run (a stored generated order).
+Trained run(const nlohmann::json& doc, Policies policies, const std::function<void(Plan&)>& adapt = {}) {
   JobSpec j = parse_job(doc);
   auto s = make_schedule(j.pipeline.schedule, j.pipeline.stages, j.pipeline.microbatches, j.pipeline.chunks);
   int layers = static_cast<int>(build_layers(j).size());
@@ -63,12 +99,16 @@ Trained run(const nlohmann::json& doc, Policies policies) {
   // first, inner and last layer on some schedule.
   const MemoryPolicy turn[] = {MemoryPolicy::Recompute, MemoryPolicy::Swap, MemoryPolicy::Keep};
   for (int l = 0; l < layers; ++l) plan.policy[l] = policies == Policies::Keep ? MemoryPolicy::Keep : turn[l % 3];
+  if (adapt) adapt(plan);
   std::string dir = temp_dir("zb");
   RunOptions o = options(doc, dir);
   o.plan = plan;
   Trained r;
   r.result = run_job(o);
-  if (r.result.exit_code == 0) r.weights = model_order_weights(dir, j, plan, *s);
+  if (r.result.exit_code == 0) {
+    r.weights = model_order_weights(dir, j, plan, *s);
+    r.ran = actions_run(dir, s->devices());
+  }
   std::filesystem::remove_all(dir);
   return r;
 }
@@ -135,6 +175,77 @@ TEST(ZeroBubbleGenerated, FourStagesSameAs1F1BBitwise) {
   Trained gen = run(four("generated"), Policies::Keep);
   expect_bitwise(gen, one);
   expect_close(reference_loop(parse_job(four("generated"))), gen, 1e-6);
+}
+
+// A plan's stored order (issue 28) made for unequal stages: the 6-layer
+// MLP's plan (one chunk per device, or a V) gets the order the generator
+// makes for a profile whose first layer costs 3x the others (plenty of
+// memory), which differs from the unit-cost order a plan without one runs. Each worker must run exactly
+// that order (read back from its events), passing NCCL's matching, and
+// train bitwise as 1F1B does.
+ModelProfile heavy_first_layer() {
+  ModelProfile prof;
+  for (int l = 0; l < 6; ++l) {
+    LayerProfile L;
+    L.name = "l" + std::to_string(l);
+    L.type = "linear";
+    const double scale = l == 0 ? 3.0 : 1.0;
+    L.fwd_ms = 1.0 * scale;
+    L.bwd_ms = 2.0 * scale;
+    L.bwd_weight_ms = 0.9 * scale;
+    L.activation_bytes = 1ull << 20;
+    L.input_bytes = L.output_bytes = L.param_bytes = 1ull << 16;
+    prof.layers.push_back(L);
+  }
+  return prof;
+}
+
+TEST(ZeroBubbleGenerated, PlansOrderForUnequalStagesRunsAsStoredSameAs1F1BBitwise) {
+  const ModelProfile prof = heavy_first_layer();
+  // One chunk per device on 2 and 4 devices, and a V (two chunks) on 2.
+  for (auto [p, chunks] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 2}}) {
+    SCOPED_TRACE("stages " + std::to_string(p) + " chunks " + std::to_string(chunks));
+    const int m = 4;
+    auto doc = [&](const std::string& schedule) {
+      auto d = mlp_job(p, m, schedule, {24, 24, 24, 24, 24}, 3);
+      if (schedule == "generated") d["pipeline"]["chunks"] = chunks;
+      return d;
+    };
+    PlanRequest req;
+    req.profile = &prof;
+    req.device.memory_bytes = 8ull << 30;
+    req.device.link_gbps = 100;
+    req.schedule = ScheduleKind::Generated;
+    req.stages = p;
+    req.microbatches = m;
+    req.chunks = chunks;
+    Plan stored;
+    Trained gen = run(doc("generated"), Policies::Keep, [&](Plan& plan) {
+      attach_generated_order(req, plan);
+      stored = plan;
+    });
+    ASSERT_TRUE(stored.generated.has_value());
+    auto unit = order_of(*make_schedule(ScheduleKind::Generated, p, m, chunks));
+    auto adapted = make_plan_schedule(ScheduleKind::Generated, p, m, chunks, stored);
+    auto order = order_of(*adapted);
+    bool differs = false;
+    for (int d = 0; d < p; ++d) differs = differs || order_to_text(order[d]) != order_to_text(unit[d]);
+    ASSERT_TRUE(differs) << "the stored order is the unit-cost one: this test would not see it ignored";
+    EXPECT_LT(stored.generated->generated_ms, stored.generated->unit_order_ms) << stored.generated->source;
+    EXPECT_EQ(check_comm_order(*adapted, comm_order(*adapted)), "");
+    // Three iterations of the stored order on every device, nothing else.
+    ASSERT_EQ(gen.ran.size(), static_cast<size_t>(p));
+    for (int d = 0; d < p; ++d) {
+      std::vector<Action> want;
+      for (int it = 0; it < 3; ++it)
+        for (const Action& a : order[d])
+          if (a.kind != ActionKind::OptimizerStep) want.push_back(a);
+      EXPECT_EQ(order_to_text(gen.ran[d]), order_to_text(want)) << "device " << d;
+    }
+    Trained one = run(doc("1f1b"), Policies::Keep);
+    expect_bitwise(gen, one);
+    expect_close(reference_loop(parse_job(doc("generated"))), gen, 1e-6);
+  }
 }
 
 // Clipping needs the whole model's gradient norm: each stage's share alone

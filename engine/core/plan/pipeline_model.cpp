@@ -220,7 +220,8 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
   for (const auto& c : choices) bottleneck = std::max(bottleneck, c.period_ms);
   if (step_per_mb_) return m_ * bottleneck;
   const double opt0 = optimizer_ms(ranges[0].first_layer, ranges[0].last_layer) * slow_[0];
-  if (is_v_shape(kind_)) {
+  // "generated" with two chunks places them in a V too.
+  if (is_v_shape(kind_) || (kind_ == ScheduleKind::Generated && req_.chunks == 2)) {
     // A V keeps every device busy once filled: the longest of (a) a
     // device's first input arriving, then both its chunks' work and its
     // step, and (b) a stage's forwards, recomputes and input gradients,

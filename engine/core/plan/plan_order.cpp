@@ -14,73 +14,92 @@ namespace {
 // impossible profile) still takes a little, as the generator needs.
 constexpr double kLeast = 1e-9;
 
-// The local search's budget (actions timed): enough for the gains of
-// unequal stages at 8 x 32, a few ms per plan (docs/planners.md).
-constexpr std::int64_t kPlanSearch = 500'000;
-
 }  // namespace
 
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
   if (!req.profile) throw std::invalid_argument("generated order: no model profile");
-  const int p = req.stages, m = req.microbatches;
-  if (req.chunks != 1 || static_cast<int>(plan.stages.size()) != p)
-    throw std::invalid_argument("generated order: the plan must have one stage per device (" + std::to_string(p) +
-                                "), it has " + std::to_string(plan.stages.size()));
+  const int p = req.stages, m = req.microbatches, chunks = req.chunks;
+  if ((chunks != 1 && chunks != 2) || static_cast<int>(plan.stages.size()) != p * chunks)
+    throw std::invalid_argument("generated order: the plan must have one stage per device or two in a V (" +
+                                std::to_string(p) + " devices, " + std::to_string(chunks) + " chunks), it has " +
+                                std::to_string(plan.stages.size()));
   const ModelProfile& prof = *req.profile;
   const DeviceSpec& dev = req.device;
   const double overhead = dev.action_overhead_us * 1e-3;
   OrderProblem pr;
   pr.devices = p;
   pr.microbatches = m;
-  pr.stages.resize(p);
-  pr.released.resize(p);
-  pr.hops.resize(std::max(0, p - 1));
+  pr.v_shape = chunks == 2;
+  const int V = pr.virtual_stages();
+  pr.stages.resize(V);
+  pr.released.resize(V);
+  pr.hops.resize(V - 1);
   pr.memory_limit.resize(p);
-  for (int j = 0; j < p; ++j) {
+  std::vector<StageCost> cost(V);
+  std::vector<std::uint64_t> held(V);
+  for (int j = 0; j < V; ++j) {
     const StageRange& r = plan.stages[j];
-    const StageCost c = stage_cost(prof, r, plan.policy);
-    const double slow = req.slowdown.empty() ? 1.0 : req.slowdown.at(j);
-    const std::uint64_t in_bytes = j > 0 ? prof.boundary_bytes(r.first_layer - 1) : 0;
-    const double cpu_out = j + 1 < p ? send_cpu_ms(dev, c.output_bytes) : 0;
-    const double cpu_in = j > 0 ? send_cpu_ms(dev, in_bytes) : 0;
+    const StageCost& c = cost[j] = stage_cost(prof, r, plan.policy);
+    const int d = pr.device_of(j);
+    const double slow = req.slowdown.empty() ? 1.0 : req.slowdown.at(d);
+    // A V's turn stays on its device: no send, as the simulator charges.
+    const bool remote_out = j + 1 < V && pr.device_of(j + 1) != d;
+    const bool remote_in = j > 0 && pr.device_of(j - 1) != d;
+    const std::uint64_t in_bytes = remote_in ? prof.boundary_bytes(r.first_layer - 1) : 0;
+    const double cpu_out = remote_out ? send_cpu_ms(dev, c.output_bytes) : 0;
+    const double cpu_in = remote_in ? send_cpu_ms(dev, in_bytes) : 0;
     ActionTimes& t = pr.stages[j];
     t.f = std::max(kLeast, c.fwd_ms * slow + cpu_out + overhead);
     t.b = std::max(kLeast, (c.bwd_input_ms + c.recompute_ms) * slow + cpu_in + overhead);
     t.w = c.bwd_weight_ms * slow + overhead;
-    if (j + 1 < p) {
+    if (remote_out) {
       // Forward and backward cross the cut with the same bytes.
       const double link = transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us);
       pr.hops[j] = std::max(0.0, link - cpu_out - overhead);
     }
-    // One unit: what a microbatch keeps from F to B (W's stash where it
-    // keeps nothing on the device, all swapped); B turns it into the stash,
-    // freeing 1 - stash / unit of it (negative: B adds).
-    const std::uint64_t held = c.kept_bytes_per_mb > 0 ? c.kept_bytes_per_mb : c.w_stash_bytes_per_mb;
-    pr.released[j] = held == 0 ? 1.0 : 1.0 - static_cast<double>(c.w_stash_bytes_per_mb) / static_cast<double>(held);
-    StageCost unit = c;
-    unit.kept_bytes_per_mb = held;
-    const std::uint64_t fixed = peak_memory_bound(unit, 0, 1);
-    // All m microbatches held, each at its largest (after B where B adds):
-    // more is no limit.
-    const double most = m * std::max(1.0, 1.0 - pr.released[j]);
+    // What a microbatch keeps from F to B (W's stash where it keeps
+    // nothing on the device, all swapped).
+    held[j] = c.kept_bytes_per_mb > 0 ? c.kept_bytes_per_mb : c.w_stash_bytes_per_mb;
+  }
+  for (int d = 0; d < p; ++d) {
+    // One unit: the most a microbatch of the device's chunks keeps from F
+    // to B (the generator counts a microbatch of either chunk as one unit,
+    // so the smaller chunk's is over-counted until its B); B turns it into
+    // the chunk's stash, freeing 1 - stash / unit (negative: B adds). One
+    // chunk: exactly its own.
+    std::uint64_t unit = 0, fixed = 0;
+    for (int k = 0; k < chunks; ++k) unit = std::max(unit, held[pr.vstage(d, k)]);
+    // All m microbatches of every chunk held, each at its largest (after B
+    // where B adds): more is no limit.
+    double most = 0;
+    for (int k = 0; k < chunks; ++k) {
+      const int j = pr.vstage(d, k);
+      pr.released[j] = unit == 0 ? 1.0 : 1.0 - static_cast<double>(cost[j].w_stash_bytes_per_mb) / static_cast<double>(unit);
+      most += m * std::max(1.0, 1.0 - pr.released[j]);
+      StageCost c = cost[j];
+      c.kept_bytes_per_mb = held[j];
+      // A V's two chunks each counted with their transient backward memory:
+      // one more than runs at once, erring on the safe side.
+      fixed += peak_memory_bound(c, 0, 1);
+    }
     double limit = most;
-    if (held > 0)
+    if (unit > 0)
       // Not rounded: with B's releases the units a device holds are
       // fractional, and the bytes are what must fit.
-      limit = dev.memory_bytes > fixed ? static_cast<double>(dev.memory_bytes - fixed) / static_cast<double>(held) : 0;
-    pr.memory_limit[j] = std::clamp(limit, 1.0, most);
+      limit = dev.memory_bytes > fixed ? static_cast<double>(dev.memory_bytes - fixed) / static_cast<double>(unit) : 0;
+    pr.memory_limit[d] = std::clamp(limit, 1.0, most);
   }
   return pr;
 }
 
-void attach_generated_order(const PlanRequest& req, Plan& plan) {
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget) {
   plan.generated.reset();
-  if (req.schedule != ScheduleKind::Generated || req.chunks != 1 || plan.stages.empty()) return;
+  if (req.schedule != ScheduleKind::Generated || (req.chunks != 1 && req.chunks != 2) || plan.stages.empty()) return;
   const OrderProblem pr = plan_order_problem(req, plan);
-  const auto unit = order_of(*make_schedule(ScheduleKind::Generated, req.stages, req.microbatches, 1));
+  const auto unit = order_of(*make_schedule(ScheduleKind::Generated, req.stages, req.microbatches, req.chunks));
   GeneratedOrder g;
   try {
-    g = generate_order(pr, kPlanSearch, {{"unit costs", unit}});
+    g = generate_order(pr, search_budget, {{"unit costs", unit}});
   } catch (const std::runtime_error&) {
     // Nothing fits the limits (the plan is out of memory whatever the
     // order): the unit-cost order, which the simulator will judge.
@@ -91,7 +110,7 @@ void attach_generated_order(const PlanRequest& req, Plan& plan) {
   PlanOrder o;
   o.devices = pr.devices;
   o.microbatches = pr.microbatches;
-  for (int j = 0; j < pr.devices; ++j) {
+  for (int j = 0; j < pr.virtual_stages(); ++j) {
     o.f_ms.push_back(pr.stages[j].f);
     o.b_ms.push_back(pr.stages[j].b);
     o.w_ms.push_back(pr.stages[j].w);
@@ -108,11 +127,13 @@ void attach_generated_order(const PlanRequest& req, Plan& plan) {
 
 std::unique_ptr<Schedule> make_plan_schedule(ScheduleKind kind, int devices, int microbatches, int chunks,
                                              const Plan& plan) {
-  if (kind != ScheduleKind::Generated || !plan.generated || chunks != 1 || plan.generated->devices != devices ||
-      plan.generated->microbatches != microbatches)
+  // The stored order's chunks: its per-virtual-stage times.
+  if (kind != ScheduleKind::Generated || !plan.generated || (chunks != 1 && chunks != 2) ||
+      plan.generated->devices != devices || plan.generated->microbatches != microbatches ||
+      static_cast<int>(plan.generated->f_ms.size()) != devices * chunks)
     return make_schedule(kind, devices, microbatches, chunks);
   const PlanOrder& stored = *plan.generated;
-  OrderProblem pr = default_order_problem(devices, microbatches, 1);
+  OrderProblem pr = default_order_problem(devices, microbatches, chunks);
   pr.memory_limit.clear();
   GeneratedOrder g;
   try {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "core/plan/plan.h"
@@ -9,9 +10,11 @@
 namespace pw {
 
 // pipeline.schedule "generated" from the plan (issue 28): the generator's
-// problem for one plan (one chunk per device) at its microbatch size, from
-// the same costs the simulator charges (stage_cost, the device's slowdown,
-// per-action overhead and send CPU time):
+// problem for one plan (one chunk per device, or two in a V: req.chunks 2,
+// device d holding virtual stages d and 2p-1-d) at its microbatch size,
+// per virtual stage from the same costs the simulator charges (stage_cost,
+// the device's slowdown, per-action overhead and send CPU time; none at a
+// V's turn, which stays on its device):
 //  - F: the stage's forward (+ its send's CPU time and the action overhead);
 //  - B: its input gradient plus the recompute that precedes it (+ the same);
 //  - W: its weight gradients (+ the overhead);
@@ -25,18 +28,27 @@ namespace pw {
 //    The limit is what the device budget leaves after the stage's static
 //    memory, transfer buffers and transient backward memory
 //    (peak_memory_bound at no microbatch in flight), over one unit, in
-//    [1, microbatches x the most a microbatch holds].
+//    [1, microbatches x the most a microbatch holds]. In a V a unit is the
+//    larger of the two chunks' (the generator counts units, not bytes, so
+//    the smaller chunk's microbatch counts as a whole one until its B), and
+//    both chunks' fixed memory is subtracted.
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan);
+
+// The local search's budget for a plan's order (actions timed): enough
+// for the gains of unequal stages at 8 x 32, a few ms per plan
+// (docs/planners.md).
+constexpr std::int64_t kPlanOrderSearch = 500'000;
 
 // Generates the order for `plan` (plan_order_problem), judging the
 // unit-cost order the job would run otherwise beside the generator's
 // candidates, and stores it with its inputs in plan.generated. Only for
-// req.schedule == Generated with one chunk; otherwise clears it.
-void attach_generated_order(const PlanRequest& req, Plan& plan);
+// req.schedule == Generated with one chunk or a V's two; otherwise clears
+// it.
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget = kPlanOrderSearch);
 
 // The schedule a job runs with `plan`: for Generated, the order stored in
 // plan.generated when it was made for this shape (devices, microbatches,
-// one chunk), else the order generated for unit costs; every other kind
+// chunks: its virtual stages), else the order generated for unit costs; every other kind
 // as make_schedule. The engine's workers and the simulator both build it
 // this way. Throws std::invalid_argument for a stored order that cannot
 // run (check_order), naming the plan's generated_order.

@@ -24,10 +24,10 @@ std::unique_ptr<Planner> make_planner(const std::string& name) {
   throw std::invalid_argument("unknown planner \"" + name + "\" (known: " + known + ")");
 }
 
-void evaluate_plan(const PlanRequest& req, Plan& plan) {
+void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   // Generated: the order made for this plan's own costs and memory, kept
   // only where the simulator agrees it beats the unit-cost order.
-  attach_generated_order(req, plan);
+  if (!keep_order || !plan.generated) attach_generated_order(req, plan);
   auto sched = make_plan_schedule(req.schedule, req.stages, req.microbatches, req.chunks, plan);
   SimInput in;
   in.profile = req.profile;
@@ -141,7 +141,9 @@ Plan run_planner(const std::string& name, const PlanRequest& req) {
   plan.planner = name;
   plan.schedule = to_string(req.schedule);
   if (req.current) plan.layers_moved = layers_moved(*req.current, plan);
-  if (!plan.stages.empty()) evaluate_plan(req, plan);
+  // A plan chosen with its order (vpipe under "generated") keeps it: it
+  // was generated for this request, and again would cost as much.
+  if (!plan.stages.empty()) evaluate_plan(req, plan, true);
   return plan;
 }
 

@@ -23,6 +23,11 @@ struct PlanRequest {
   // two budgets over the families it tries (< 50 ms for 100 layers x 8
   // stages; the bench's jobs lose nothing against full budgets).
   double search_effort = 1.0;
+  // pipeline.schedule "generated": how many of the partition search's best
+  // plans (by the unit-cost order's simulated time) are judged again, each
+  // with the order generated for it (vpipe; core/plan/order_choice.h),
+  // times search_effort; 1 = the order is adapted to the search's pick only.
+  int order_candidates = 4;
   int stages = 1;
   int microbatches = 1;
   int chunks = 1;
@@ -51,8 +56,12 @@ std::unique_ptr<Planner> make_planner(const std::string& name);
 
 // Simulates a plan under its schedule and fills iteration time, throughput,
 // per-stage predictions and feasibility (out-of-memory makes it
-// infeasible, with the stage and bytes in `reason`).
-void evaluate_plan(const PlanRequest& req, Plan& plan);
+// infeasible, with the stage and bytes in `reason`). For "generated" the
+// plan's order is generated first (attach_generated_order), unless
+// `keep_order` and the plan already carries one (a planner chose the plan
+// by it: core/plan/order_choice.h); either way the unit-cost order
+// replaces it where the simulator finds that faster.
+void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order = false);
 
 // Runs the named planner, times it and evaluates the result. With
 // req.auto_schedule, once per schedule family (auto_schedule_candidates);

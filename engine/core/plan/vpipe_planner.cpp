@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "core/plan/order_choice.h"
 #include "core/plan/pipedream_planner.h"
 
 namespace pw {
@@ -62,7 +63,7 @@ double overflow(PartitionSearch& search, const Layout& ends) {
 
 class Search {
  public:
-  explicit Search(const PlanRequest& req) : model_(req), search_(model_) {
+  explicit Search(const PlanRequest& req) : model_(req), search_(model_), finalists_(order_finalists(req)) {
     const std::int64_t actions = 2LL * model_.stages() * model_.microbatches() + 1;
     // Simulations get ~100k schedule actions of planning time.
     const auto most = std::max<std::int64_t>(4, static_cast<std::int64_t>(200 * req.search_effort));
@@ -112,6 +113,9 @@ class Search {
     // solver's policies and few stages are short enough for a front: the
     // pass would spend the simulation budget for little (auto's < 50 ms).
     if (small_model()) refine_layout(plan, best_ms);
+    // "generated": the plan's own order may rank the runners-up above it.
+    if (order_finalists(model_.request()) > 0)
+      return choose_by_generated_order(model_.request(), plan, finalists_.plans());
     return plan;
   }
 
@@ -153,7 +157,9 @@ class Search {
   double simulate(const Layout& ends) { return simulate(plan_from_layout(model_, ends)); }
   double simulate(const Plan& plan) {
     --sims_left_;
-    return model_.simulate_ms(plan);
+    const double t = model_.simulate_ms(plan);
+    finalists_.offer(plan, t);
+    return t;
   }
 
   // Hill climbing on the estimate over the same moves as climb().
@@ -334,6 +340,7 @@ class Search {
 
   PipelineModel model_;
   PartitionSearch search_;
+  PlanFinalists finalists_;
   int sims_left_ = 0;
 };
 

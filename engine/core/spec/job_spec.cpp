@@ -204,10 +204,11 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (v_shape && p.chunks != 2)
     throw SpecError(f.path_of("chunks"), to_string(p.schedule) + " places exactly 2 chunks per device, got " +
                                              std::to_string(p.chunks));
-  if (p.chunks > 1 && p.schedule == ScheduleKind::Generated)
-    throw SpecError(f.path_of("chunks"), "schedule \"generated\" runs one chunk per device, got " +
+  const bool generated = p.schedule == ScheduleKind::Generated;
+  if (generated && p.chunks > 2)
+    throw SpecError(f.path_of("chunks"), "schedule \"generated\" runs one chunk per device or two in a V, got " +
                                              std::to_string(p.chunks));
-  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape)
+  if (p.chunks > 1 && p.schedule != ScheduleKind::Interleaved && !v_shape && !generated)
     throw SpecError(f.path_of("chunks"), "chunks > 1 needs schedule \"interleaved\"");
   // The planners refuse it too (for --planner); the job says so on load.
   // Exact plans a V's two chunks; PipeDream's planner none.
