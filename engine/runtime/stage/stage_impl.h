@@ -14,46 +14,19 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/activation_swap.h"
 #include "runtime/data.h"
 #include "core/schedule/comm_order.h"
 #include "runtime/event_clock.h"
 #include "runtime/memory.h"
 #include "runtime/messenger.h"
 #include "runtime/send_reaper.h"
-#include "runtime/split_backward.h"
 #include "runtime/stage.h"
+#include "runtime/stage/microbatch_state.h"
 
 namespace pw::rt {
 namespace stage_impl {
 
 enum Dir : int { kActivation = 0, kGradient = 1 };
-
-// What a layer keeps between its forward and backward for one microbatch.
-struct LayerState {
-  at::Tensor in;   // the layer's input (a leaf when gradients flow upstream)
-  at::Tensor out;  // Keep: the output with its autograd graph
-  // Swap: the graph's root without its output tensor (which the next layer
-  // holds as its input, or a send), and the saved tensors, off the device.
-  torch::autograd::Edge root;
-  std::unique_ptr<SwappedActivations> swap;
-  // Split backward: what B keeps for W (the graph stays with `out`/`root`).
-  SplitBackward split;
-};
-
-// Weight stashing (PipeDream): the weight version a microbatch's forward
-// used, kept for its backward while the live weights move on.
-struct Stash {
-  std::vector<torch::nn::Sequential> layers;  // indexed from the virtual stage's first layer
-  std::int64_t bytes = 0;
-};
-
-struct MicrobatchState {
-  std::vector<LayerState> layers;  // indexed from the virtual stage's first layer
-  at::Tensor out_grad;             // last virtual stage: dLoss/dOutput
-  std::shared_ptr<Stash> stash;    // async schedules on stages with > 1 weight version
-  bool input_gradient_done = false;  // split backward: B ran, W pending
-};
 
 struct Comm {
   std::vector<at::Tensor> buf;
@@ -100,7 +73,7 @@ struct StageExecutor::Impl {
   // microbatch: read once per iteration (take_losses), not per microbatch,
   // so a GPU never waits for the host in the middle of an iteration.
   std::vector<std::pair<std::int64_t, at::Tensor>> losses;
-  std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
+  stage_impl::MicrobatchStates state;
   std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
   // A hand-off between two chunks of this device (the fold of a V-shaped
   // schedule): no transfer, the tensor itself, keyed like `recvs`.
