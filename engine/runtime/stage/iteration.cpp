@@ -7,34 +7,34 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-void StageExecutor::Impl::run_action(const Action& a, double progress) {
+void StageExecutor::Impl::run_action(const ActiveSchedule& run, const Action& a, double progress) {
   switch (a.kind) {
     case ActionKind::Forward:
-      forward(a.microbatch, a.chunk);
+      forward(run, a.microbatch, a.chunk);
       break;
     case ActionKind::Backward:
-      backward(a.microbatch, a.chunk);
+      backward(run, a.microbatch, a.chunk);
       break;
     case ActionKind::BackwardInput:
-      backward_input(a.microbatch, a.chunk);
+      backward_input(run, a.microbatch, a.chunk);
       break;
     case ActionKind::BackwardWeight:
-      backward_weight(a.microbatch, a.chunk);
+      backward_weight(run, a.microbatch, a.chunk);
       break;
     case ActionKind::OptimizerStep:
-      step(progress);
+      step(run, progress);
       break;
   }
 }
 
 double StageExecutor::Impl::run_iteration(std::int64_t it) {
-  iteration = it;
-  std::int64_t n = sched->length(device);
+  const ActiveSchedule run{schedule, plan, shapes, device, microbatches, /*async=*/false, it, /*first_iteration=*/0};
+  std::int64_t n = schedule.length(device);
   for (std::int64_t i = 0; i < n; ++i) {
-    prefetch(i);
-    run_action(sched->action(device, i), static_cast<double>(it));
+    prefetch(run, i);
+    run_action(run, schedule.action(device, i), static_cast<double>(it));
   }
-  prefetch(n);  // ordered messaging: the sends of the last actions
+  prefetch(run, n);  // ordered messaging: the sends of the last actions
   wait_sends();
   flush_events();
   // The losses are read here, once: a NaN microbatch loss is left out of

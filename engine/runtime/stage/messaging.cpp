@@ -14,83 +14,85 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-int StageExecutor::Impl::tag(Dir dir, int mb, int vstage) const {
+int StageExecutor::Impl::tag(const ActiveSchedule& run, Dir dir, int mb, int vstage) const {
   // Unique within a window of microbatches; gloo matches equal tags in order.
-  return static_cast<int>(((global_mb(mb) % 65536) * vstages + vstage) * 2 + dir);
+  return static_cast<int>(((run.global_mb(mb) % 65536) * run.vstages() + vstage) * 2 + dir);
 }
 
 // Receives: activation into virtual stage v, or the gradient of v's output.
-void StageExecutor::Impl::post_recv(Dir dir, int mb, int chunk) {
+void StageExecutor::Impl::post_recv(const ActiveSchedule& run, Dir dir, int mb, int chunk) {
   auto key = std::make_tuple(static_cast<int>(dir), mb, chunk);
   if (recvs.count(key)) return;
-  int v = sched->virtual_stage(device, chunk);
-  int peer = peer_of(dir == kActivation ? v - 1 : v + 1);
-  if (peer == device) return;  // a local hand-off
-  const auto& r = plan.stages[v];
+  int v = run.virtual_stage(chunk);
+  int peer = run.device_of(dir == kActivation ? v - 1 : v + 1);
+  if (peer == run.device) return;  // a local hand-off
+  const auto& r = run.plan.stages[v];
   Comm c;
-  c.buf.push_back(recv_buffer(dir == kActivation ? shapes[r.first_layer] : shapes[r.last_layer + 1], placement));
-  c.work = messenger.recv(c.buf, peer, tag(dir, mb, v));
+  c.buf.push_back(
+      recv_buffer(dir == kActivation ? run.shapes[r.first_layer] : run.shapes[r.last_layer + 1], placement));
+  c.work = messenger.recv(c.buf, peer, tag(run, dir, mb, v));
   recvs.emplace(key, std::move(c));
 }
-at::Tensor StageExecutor::Impl::take_recv(Dir dir, int mb, int chunk) {
+
+at::Tensor StageExecutor::Impl::take_recv(const ActiveSchedule& run, Dir dir, int mb, int chunk) {
   auto key = std::make_tuple(static_cast<int>(dir), mb, chunk);
   if (auto l = local.find(key); l != local.end()) {
     at::Tensor t = l->second;
     local.erase(l);
     return t;
   }
-  int v = sched->virtual_stage(device, chunk);
-  if (peer_of(dir == kActivation ? v - 1 : v + 1) == device)
+  int v = run.virtual_stage(chunk);
+  if (run.device_of(dir == kActivation ? v - 1 : v + 1) == run.device)
     throw std::logic_error("the schedule runs microbatch " + std::to_string(mb) + " on virtual stage " +
                            std::to_string(v) + " before this device produced its " +
                            (dir == kActivation ? "input" : "output gradient"));
-  if (!messenger.ordered()) post_recv(dir, mb, chunk);
+  if (!messenger.ordered()) post_recv(run, dir, mb, chunk);
   auto it = recvs.find(std::make_tuple(static_cast<int>(dir), mb, chunk));
   if (it == recvs.end())
     throw std::logic_error("ordered messaging: microbatch " + std::to_string(mb) + " on virtual stage " +
                            std::to_string(v) + " needs a receive the comm order has not posted");
-  std::int64_t t0 = clock->mark();
+  EventClock::Mark t0 = clock->mark();
   it->second.work->wait();
   at::Tensor t = from_wire(it->second.buf[0], placement);
   recvs.erase(it);
-  emit(EventKind::Recv, t0, mb, chunk, t.nbytes());
+  emit(run.event(EventKind::Recv, mb, chunk, t.nbytes()), t0);
   return t;
 }
-void StageExecutor::Impl::send(Dir dir, int mb, int chunk, const at::Tensor& t) {
-  int v = sched->virtual_stage(device, chunk);
+
+void StageExecutor::Impl::send(const ActiveSchedule& run, Dir dir, int mb, int chunk, const at::Tensor& t) {
+  int v = run.virtual_stage(chunk);
   int to = dir == kActivation ? v + 1 : v - 1;
-  if (peer_of(to) == device) {
-    local[std::make_tuple(static_cast<int>(dir), mb, chunk_of(to))] = t;
+  if (run.device_of(to) == run.device) {
+    local[std::make_tuple(static_cast<int>(dir), mb, run.chunk_of(to))] = t;
     return;
   }
   if (messenger.ordered()) {  // posted by post_ordered, at its place in the order
     ordered.outbox[std::make_tuple(static_cast<int>(dir), mb, to)] = to_wire(t, placement);
     return;
   }
-  std::int64_t t0 = clock->mark();
+  EventClock::Mark t0 = clock->mark();
   Comm c;
   c.buf.push_back(to_wire(t, placement));
   // The receiver's tag names the virtual stage that receives (activation)
   // or whose output the gradient belongs to.
-  c.work = messenger.send(c.buf, peer_of(to), tag(dir, mb, to));
+  c.work = messenger.send(c.buf, run.device_of(to), tag(run, dir, mb, to));
   sends.push(std::move(c.buf), std::move(c.work));
-  emit(EventKind::Send, t0, mb, chunk, t.nbytes());
-}
-void StageExecutor::Impl::wait_sends() {
-  sends.drain();
+  emit(run.event(EventKind::Send, mb, chunk, t.nbytes()), t0);
 }
 
-// Posts the receives the next actions will need, so a peer's send never waits on us.
-void StageExecutor::Impl::prefetch(std::int64_t from, std::int64_t limit_mb) {
-  if (messenger.ordered()) return post_ordered(from, limit_mb);
-  std::int64_t n = sched->length(device);
+void StageExecutor::Impl::wait_sends() { sends.drain(); }
+
+void StageExecutor::Impl::prefetch(const ActiveSchedule& run, std::int64_t from, std::int64_t limit_mb) {
+  if (messenger.ordered()) return post_ordered(run, from, limit_mb);
+  const Schedule& s = run.schedule;
+  std::int64_t n = s.length(run.device);
   for (std::int64_t i = from; i < std::min(n, from + 2); ++i) {
-    Action a = sched->action(device, i);
+    Action a = s.action(run.device, i);
     if (limit_mb >= 0 && a.microbatch >= limit_mb) continue;
-    int v = sched->virtual_stage(device, a.chunk);
-    if (a.kind == ActionKind::Forward && v > 0) post_recv(kActivation, a.microbatch, a.chunk);
+    int v = run.virtual_stage(a.chunk);
+    if (a.kind == ActionKind::Forward && v > 0) post_recv(run, kActivation, a.microbatch, a.chunk);
     bool needs_gradient = a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput;
-    if (needs_gradient && v < vstages - 1) post_recv(kGradient, a.microbatch, a.chunk);
+    if (needs_gradient && v < run.vstages() - 1) post_recv(run, kGradient, a.microbatch, a.chunk);
   }
 }
 
@@ -98,14 +100,15 @@ void StageExecutor::Impl::prefetch(std::int64_t from, std::int64_t limit_mb) {
 // order due before action `before` of the program (its length: the steps
 // after the last action). A program starts over when `before` goes back
 // (the next iteration of a flush schedule) or the program changes.
-void StageExecutor::Impl::post_ordered(std::int64_t before, std::int64_t limit_mb) {
+void StageExecutor::Impl::post_ordered(const ActiveSchedule& run, std::int64_t before, std::int64_t limit_mb) {
   auto& o = ordered;
-  if (o.program != sched || o.microbatches != sched->microbatches() || o.limit != limit_mb) {
+  const Schedule& s = run.schedule;
+  if (o.program != &s || o.microbatches != s.microbatches() || o.limit != limit_mb) {
     if (o.next != o.steps.size())
       throw std::logic_error("ordered messaging: a new program while the last one has steps unposted");
-    o.steps = comm_order(*sched, limit_mb).devices[device];
-    o.program = sched;
-    o.microbatches = sched->microbatches();
+    o.steps = comm_order(s, limit_mb).devices[run.device];
+    o.program = &s;
+    o.microbatches = s.microbatches();
     o.limit = limit_mb;
     o.next = 0;
   } else if (before < o.last_before) {
@@ -121,23 +124,28 @@ void StageExecutor::Impl::post_ordered(std::int64_t before, std::int64_t limit_m
       Dir dir = op.msg.dir == MessageDir::Activation ? kActivation : kGradient;
       int mb = op.msg.microbatch;
       if (!op.send) {
-        post_recv(dir, mb, chunk_of(op.msg.vstage));
+        post_recv(run, dir, mb, run.chunk_of(op.msg.vstage));
         continue;
       }
       auto it = o.outbox.find(std::make_tuple(static_cast<int>(dir), mb, op.msg.vstage));
       if (it == o.outbox.end())
         throw std::logic_error("ordered messaging: the order sends " + to_string(op.msg) + " before it was made");
       int from = dir == kActivation ? op.msg.vstage - 1 : op.msg.vstage + 1;
-      std::int64_t t0 = clock->mark();
+      EventClock::Mark t0 = clock->mark();
       std::vector<at::Tensor> buf{std::move(it->second)};
       o.outbox.erase(it);
       auto work = messenger.send(buf, op.peer, 0);
       std::int64_t bytes = buf[0].nbytes();
       sends.push(std::move(buf), std::move(work));
-      emit(EventKind::Send, t0, mb, chunk_of(from), bytes);
+      emit(run.event(EventKind::Send, mb, run.chunk_of(from), bytes), t0);
     }
     messenger.end_group();
   }
+}
+
+void StageExecutor::Impl::end_program() {
+  // Steps left unposted keep the program, so the next one still fails on them.
+  if (ordered.next == ordered.steps.size()) ordered.program = nullptr;
 }
 
 }  // namespace pw::rt

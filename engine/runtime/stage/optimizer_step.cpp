@@ -59,9 +59,9 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
 
 // `progress`: iterations done before this step (fractional when stepping
 // per microbatch), which sets the scheduled learning rate.
-void StageExecutor::Impl::step(double progress) {
+void StageExecutor::Impl::step(const ActiveSchedule& run, double progress) {
   wait_sends();  // communication, not the step's compute
-  std::int64_t t0 = clock->mark();
+  EventClock::Mark t0 = clock->mark();
   const double lr = learning_rate_at(job.training, progress);
   for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
   if (whole_pipeline_gradient_ok()) optimizer->step();
@@ -69,7 +69,7 @@ void StageExecutor::Impl::step(double progress) {
   stepped = true;
   current_stash.clear();  // the next forward stashes the new version
   update_static();
-  emit(EventKind::OptimizerStep, t0, -1, -1);
+  emit(run.event(EventKind::OptimizerStep, -1, -1), t0);
   memory.check("optimizer step");
 }
 

@@ -19,13 +19,12 @@ namespace pw::rt {
 
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
                           EventSink* es, StageDevice pl)
-    : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
+    : job(j), plan(p), schedule(s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
       microbatches(s.microbatches()), pg(std::move(g)),
       messenger(pg, messaging_mode_from_string(cluster_messaging(j)).value()), data(dt), sink(es),
       placement(std::move(pl)),
       memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(placement.device)),
       clock(make_event_clock(placement.device)) {
-  async = !s.flushes();
   if (static_cast<int>(plan.stages.size()) != vstages)
     throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
                                 std::to_string(vstages));
@@ -36,7 +35,7 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
                                 std::to_string(layers.size()));
   shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    if (device_of(plan.stage_of(l)) != device) {
+    if (schedule.device_of_virtual_stage(plan.stage_of(l)) != device) {
       layers[l] = nullptr;
       continue;
     }
@@ -70,20 +69,9 @@ void StageExecutor::Impl::update_static() {
   memory.set_static(p, g, opt, stashed);
 }
 
-void StageExecutor::Impl::emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes) {
+void StageExecutor::Impl::emit(Event e, EventClock::Mark t0) {
   if (!sink) return;
   EventClock::Mark t1 = clock->mark();
-  Event e;
-  e.kind = k;
-  e.stage = device;
-  e.microbatch = mb;
-  e.chunk = static_cast<std::int16_t>(chunk);
-  e.bytes = bytes;
-  if (chunk >= 0 && k != EventKind::OptimizerStep) {
-    const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
-    e.first_layer = r.first_layer;
-    e.last_layer = r.last_layer;
-  }
   if (!clock->immediate()) {
     pending.push_back({e, t0, t1});
     return;
@@ -130,11 +118,11 @@ StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedul
 }
 StageExecutor::~StageExecutor() = default;
 double StageExecutor::run_iteration(std::int64_t it) {
-  if (impl_->async) throw std::logic_error("async schedules run as one program: use run_async");
+  if (!impl_->schedule.flushes()) throw std::logic_error("async schedules run as one program: use run_async");
   return impl_->run_iteration(it);
 }
-bool StageExecutor::flushes() const { return !impl_->async; }
-bool StageExecutor::computes_loss() const { return impl_->device_of(impl_->vstages - 1) == impl_->device; }
+bool StageExecutor::flushes() const { return impl_->schedule.flushes(); }
+bool StageExecutor::computes_loss() const { return impl_->computes_loss(); }
 void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
                               const std::function<void(std::int64_t, double)>& on_loss) {
   impl_->run_async(first, iterations, on_loss);

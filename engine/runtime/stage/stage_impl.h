@@ -1,6 +1,8 @@
 #pragma once
 // The state of a StageExecutor, shared by the files that implement it
-// (engine/runtime/stage/): one file per job, all over this one struct.
+// (engine/runtime/stage/): one file per job, all over this one struct. The
+// schedule being run is no member: each run hands an ActiveSchedule down
+// (iteration.cpp, async_program.cpp).
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/edge.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -21,6 +23,7 @@
 #include "runtime/messenger.h"
 #include "runtime/send_reaper.h"
 #include "runtime/stage.h"
+#include "runtime/stage/active_schedule.h"
 #include "runtime/stage/microbatch_state.h"
 
 namespace pw::rt {
@@ -36,6 +39,7 @@ struct Comm {
 }  // namespace stage_impl
 
 struct StageExecutor::Impl {
+  using ActiveSchedule = stage_impl::ActiveSchedule;
   using Dir = stage_impl::Dir;
   using LayerState = stage_impl::LayerState;
   using Stash = stage_impl::Stash;
@@ -44,8 +48,7 @@ struct StageExecutor::Impl {
 
   JobSpec job;
   Plan plan;
-  const Schedule* sched;  // the job's schedule, or the async program being run
-  std::unique_ptr<Schedule> program;
+  const Schedule& schedule;  // the job's: where this device's layers are, whether it flushes
   int device, devices, vstages, microbatches;
   PG pg;
   Messenger messenger;  // every tensor this stage sends or receives
@@ -90,65 +93,56 @@ struct StageExecutor::Impl {
     std::int64_t last_before = -1;
     std::map<std::tuple<int, int, int>, at::Tensor> outbox;  // (dir, microbatch, receiving virtual stage)
   } ordered;
-  std::int64_t iteration = 0;
-  std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
-  bool async = false;
   bool stepped = false;
   std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
 
   // stage_executor.cpp: construction, the memory account, events.
   Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl);
   void update_static();
-  // An event from mark t0 (clock->mark()) to now.
-  void emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes = 0);
+  // `e` ran from mark t0 (clock->mark()) to now.
+  void emit(Event e, EventClock::Mark t0);
   void flush_events();
   // The values of the loss tensors of microbatches in [from, to), in
   // forward order (one device-to-host read); they leave `losses`.
   std::vector<double> take_losses(std::int64_t from, std::int64_t to);
 
-  // The schedule alone says where a virtual stage runs (interleaved and
-  // V-shaped placements differ), so the executor asks it, never assumes.
-  int device_of(int vstage) const { return sched->device_of_virtual_stage(vstage); }
-  int chunk_of(int vstage) const { return sched->chunk_of_virtual_stage(vstage); }
-  int peer_of(int vstage) const { return device_of(vstage); }
-  // Microbatch number across iterations (async programs number them so).
-  std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
-  Batch batch_of(int mb) {
-    if (!async) return data.microbatch(iteration, mb);
-    return data.microbatch(first_iteration + mb / microbatches, mb % microbatches);
-  }
+  bool computes_loss() const { return schedule.device_of_virtual_stage(vstages - 1) == device; }
 
   // messaging.cpp: activations and gradients between virtual stages.
-  int tag(Dir dir, int mb, int vstage) const;
-  void post_recv(Dir dir, int mb, int chunk);
-  at::Tensor take_recv(Dir dir, int mb, int chunk);
-  void send(Dir dir, int mb, int chunk, const at::Tensor& t);
+  int tag(const ActiveSchedule& run, Dir dir, int mb, int vstage) const;
+  void post_recv(const ActiveSchedule& run, Dir dir, int mb, int chunk);
+  at::Tensor take_recv(const ActiveSchedule& run, Dir dir, int mb, int chunk);
+  void send(const ActiveSchedule& run, Dir dir, int mb, int chunk, const at::Tensor& t);
   void wait_sends();
-  void prefetch(std::int64_t from, std::int64_t limit_mb = -1);
-  void post_ordered(std::int64_t before, std::int64_t limit_mb);
+  void prefetch(const ActiveSchedule& run, std::int64_t from, std::int64_t limit_mb = -1);
+  void post_ordered(const ActiveSchedule& run, std::int64_t before, std::int64_t limit_mb);
+  // The run's program has ended (all of it posted): the next one starts its
+  // comm order afresh even where it is allocated where this one was.
+  void end_program();
 
   // weight_stash.cpp: the weight version a microbatch runs with.
   torch::nn::Sequential& layer_of(MicrobatchState& st, int l, int first);
-  std::shared_ptr<Stash> stash_for(int chunk);
+  std::shared_ptr<Stash> stash_for(const ActiveSchedule& run, int chunk);
   void fold_stash_gradients(MicrobatchState& st, const StageRange& r);
 
   // forward_backward.cpp: a microbatch's passes under the memory policies.
   // The last virtual stage's forward leaves its loss tensor in `losses`.
-  void forward(int mb, int chunk);
+  void forward(const ActiveSchedule& run, int mb, int chunk);
   MicrobatchState& state_of(int mb, int chunk, const char* what);
-  torch::autograd::Edge output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb, int chunk);
+  torch::autograd::Edge output_root(const ActiveSchedule& run, MicrobatchState& st, LayerState& ls, int l, int first,
+                                    int mb, int chunk);
   void release(LayerState& ls);
-  void backward(int mb, int chunk);
-  void backward_input(int mb, int chunk);
-  void backward_weight(int mb, int chunk);
+  void backward(const ActiveSchedule& run, int mb, int chunk);
+  void backward_input(const ActiveSchedule& run, int mb, int chunk);
+  void backward_weight(const ActiveSchedule& run, int mb, int chunk);
 
   // optimizer_step.cpp
   bool whole_pipeline_gradient_ok();
-  void step(double progress);
+  void step(const ActiveSchedule& run, double progress);
 
   // iteration.cpp, async_program.cpp, evaluation.cpp
   // One action of the schedule, `progress` for the step's learning rate.
-  void run_action(const Action& a, double progress);
+  void run_action(const ActiveSchedule& run, const Action& a, double progress);
   double run_iteration(std::int64_t it);
   void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss);
   double evaluate(const Dataset& test);

@@ -13,12 +13,12 @@ torch::nn::Sequential& StageExecutor::Impl::layer_of(MicrobatchState& st, int l,
 }
 // The weights a forward uses: live ones, or (async, > 1 version) a stash
 // shared by every microbatch that starts before the next update.
-std::shared_ptr<Stash> StageExecutor::Impl::stash_for(int chunk) {
-  if (!async || sched->weight_versions(device) <= 1) return nullptr;
+std::shared_ptr<Stash> StageExecutor::Impl::stash_for(const ActiveSchedule& run, int chunk) {
+  if (!run.async || run.schedule.weight_versions(run.device) <= 1) return nullptr;
   auto& cur = current_stash[chunk];
   if (cur) return cur;
   cur = std::make_shared<Stash>();
-  const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
+  const auto& r = run.layers_of(chunk);
   for (int l = r.first_layer; l <= r.last_layer; ++l) {
     auto c = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(layers[l]->clone());
     cur->layers.push_back(torch::nn::Sequential(c));
