@@ -27,13 +27,13 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
   for (std::int64_t i = 0; i < n; ++i) {
     Action a = program->action(device, i);
     if (a.microbatch >= total) continue;
-    prefetch(run, i, total);
+    messaging.prefetch(run, i, total);
     run_action(run, a, first + static_cast<double>(a.microbatch) / microbatches);
     if (a.kind != ActionKind::Backward) continue;
     std::int64_t k = a.microbatch / microbatches;
     if (++backwards[k] < microbatches) continue;
     backwards.erase(k);
-    flush_events();
+    telemetry.flush_events();
     // As before: the mean over the iteration's microbatches, reported when
     // none of them is NaN.
     std::vector<double> ls = take_losses(k * microbatches, (k + 1) * microbatches);
@@ -46,10 +46,10 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
       }
     if (counted == microbatches) on_loss(first + k, mean);
   }
-  prefetch(run, n, total);  // ordered messaging: the sends of the last actions
-  wait_sends();
-  end_program();
-  flush_events();
+  messaging.prefetch(run, n, total);  // ordered messaging: the sends of the last actions
+  messaging.wait_sends();
+  messaging.end_program();
+  telemetry.flush_events();
 }
 
 }  // namespace pw::rt

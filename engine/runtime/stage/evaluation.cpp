@@ -15,6 +15,7 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
   // A tag range of its own (tagged mode); ordered mode relies on both ends
   // posting in pipeline order, batch by batch, which this loop does.
   const int base = 1 << 28;
+  Messenger& messenger = messaging.messenger();
   int64_t correct = 0, seen = 0;
   // The job's schedule places the virtual stages: an async run's program
   // (one chunk per device, as the job's) places them alike.

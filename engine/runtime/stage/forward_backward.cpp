@@ -27,11 +27,11 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
   if (v == 0)
     x = batch.input;
   else
-    x = take_recv(run, kActivation, mb, chunk);
-  EventClock::Mark t0 = clock->mark();
+    x = messaging.take_recv(run, kActivation, mb, chunk);
+  EventClock::Mark t0 = telemetry.mark();
   MicrobatchState& st = state[{mb, chunk}];
   st.layers.resize(r.size());
-  st.stash = stash_for(run, chunk);
+  st.stash = stash.for_forward(run, chunk, layers);
   for (int l = r.first_layer; l <= r.last_layer; ++l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
@@ -39,15 +39,15 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
     MemoryPolicy pol = plan.policy[l];
     at::Tensor out;
     if (pol == MemoryPolicy::Keep) {
-      out = layer_of(st, l, r.first_layer)->forward(in);
+      out = WeightStash::layer_of(st, layers, l, r.first_layer)->forward(in);
       ls.in = in;
       ls.out = out;
     } else if (pol == MemoryPolicy::Recompute) {
       torch::NoGradGuard ng;
-      out = layer_of(st, l, r.first_layer)->forward(in);
+      out = WeightStash::layer_of(st, layers, l, r.first_layer)->forward(in);
       ls.in = in;
     } else {
-      auto& layer = layer_of(st, l, r.first_layer);
+      auto& layer = WeightStash::layer_of(st, layers, l, r.first_layer);
       ls.swap = std::make_unique<SwappedActivations>();
       {
         std::vector<at::Tensor> resident = layer->parameters();
@@ -60,11 +60,11 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
         ls.swap->track_leaf(in);
       }
       ls.root = torch::autograd::impl::gradient_edge(out);
-      EventClock::Mark s0 = clock->mark();
+      EventClock::Mark s0 = telemetry.mark();
       // The host pool lives outside the device account (see memory.h).
       std::int64_t bytes = ls.swap->swap_out();
-      memory.add_host(bytes);
-      emit(run.event(EventKind::SwapOut, mb, chunk, bytes), s0);
+      telemetry.memory().add_host(bytes);
+      telemetry.emit(run.event(EventKind::SwapOut, mb, chunk, bytes), s0);
     }
     x = out;
   }
@@ -77,9 +77,9 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
     st.out_grad = logits.grad();
     losses.emplace_back(run.global_mb(mb), l.detach());
   }
-  emit(run.event(EventKind::Forward, mb, chunk), t0);
-  if (v < vstages - 1) send(run, kActivation, mb, chunk, x.detach());
-  memory.check("forward");
+  telemetry.emit(run.event(EventKind::Forward, mb, chunk), t0);
+  if (v < vstages - 1) messaging.send(run, kActivation, mb, chunk, x.detach());
+  telemetry.memory().check("forward");
 }
 
 MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* what) {
@@ -94,16 +94,16 @@ MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* wh
 torch::autograd::Edge StageExecutor::Impl::output_root(const ActiveSchedule& run, MicrobatchState& st, LayerState& ls,
                                                         int l, int first, int mb, int chunk) {
   if (ls.swap) {
-    EventClock::Mark s0 = clock->mark();
+    EventClock::Mark s0 = telemetry.mark();
     std::int64_t bytes = ls.swap->swap_in();
-    memory.add_host(-bytes);
-    emit(run.event(EventKind::SwapIn, mb, chunk, bytes), s0);
+    telemetry.memory().add_host(-bytes);
+    telemetry.emit(run.event(EventKind::SwapIn, mb, chunk, bytes), s0);
     return ls.root;
   }
   if (!ls.out.defined()) {
-    EventClock::Mark s0 = clock->mark();
-    ls.out = layer_of(st, l, first)->forward(ls.in);
-    emit(run.event(EventKind::Recompute, mb, chunk), s0);
+    EventClock::Mark s0 = telemetry.mark();
+    ls.out = WeightStash::layer_of(st, layers, l, first)->forward(ls.in);
+    telemetry.emit(run.event(EventKind::Recompute, mb, chunk), s0);
   }
   return torch::autograd::impl::gradient_edge(ls.out);
 }
@@ -120,8 +120,8 @@ void StageExecutor::Impl::backward(const ActiveSchedule& run, int mb, int chunk)
   int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "backward");
-  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(run, kGradient, mb, chunk);
-  EventClock::Mark t0 = clock->mark();
+  at::Tensor g = v == vstages - 1 ? st.out_grad : messaging.take_recv(run, kGradient, mb, chunk);
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
@@ -132,14 +132,14 @@ void StageExecutor::Impl::backward(const ActiveSchedule& run, int mb, int chunk)
     if (grad_in) g = ls.in.grad();
     release(ls);
   }
-  fold_stash_gradients(st, r);
+  WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});
   // The send is its own event: the cost model prices it apart, and
   // in-situ calibration reads backward events as compute alone.
-  emit(run.event(EventKind::Backward, mb, chunk), t0);
-  if (v > 0) send(run, kGradient, mb, chunk, g);
+  telemetry.emit(run.event(EventKind::Backward, mb, chunk), t0);
+  if (v > 0) messaging.send(run, kGradient, mb, chunk, g);
   update_static();
-  memory.check("backward");
+  telemetry.memory().check("backward");
 }
 
 // B of a split backward: the gradient of the stage's input, layer by
@@ -151,21 +151,21 @@ void StageExecutor::Impl::backward_input(const ActiveSchedule& run, int mb, int 
   MicrobatchState& st = state_of(mb, chunk, "input gradient");
   if (st.input_gradient_done)
     throw std::logic_error("input gradient of microbatch " + std::to_string(mb) + " twice");
-  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(run, kGradient, mb, chunk);
+  at::Tensor g = v == vstages - 1 ? st.out_grad : messaging.take_recv(run, kGradient, mb, chunk);
   st.out_grad = at::Tensor();
-  EventClock::Mark t0 = clock->mark();
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
     torch::autograd::Edge root = output_root(run, st, ls, l, r.first_layer, mb, chunk);
-    auto weights = layer_of(st, l, r.first_layer)->parameters();
+    auto weights = WeightStash::layer_of(st, layers, l, r.first_layer)->parameters();
     at::Tensor d_in = ls.split.input_gradient(root, g, grad_in ? ls.in : at::Tensor(), weights);
     if (grad_in) g = d_in;
   }
   st.input_gradient_done = true;
-  emit(run.event(EventKind::BackwardInput, mb, chunk), t0);
-  if (v > 0) send(run, kGradient, mb, chunk, g);
-  memory.check("input gradient");
+  telemetry.emit(run.event(EventKind::BackwardInput, mb, chunk), t0);
+  if (v > 0) messaging.send(run, kGradient, mb, chunk, g);
+  telemetry.memory().check("input gradient");
 }
 
 // W of a split backward: the weight gradients accumulate into .grad as
@@ -176,17 +176,17 @@ void StageExecutor::Impl::backward_weight(const ActiveSchedule& run, int mb, int
   MicrobatchState& st = state_of(mb, chunk, "weight gradient");
   if (!st.input_gradient_done)
     throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
-  EventClock::Mark t0 = clock->mark();
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     ls.split.weight_gradient();
     release(ls);
   }
-  fold_stash_gradients(st, r);
+  WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});
-  emit(run.event(EventKind::BackwardWeight, mb, chunk), t0);
+  telemetry.emit(run.event(EventKind::BackwardWeight, mb, chunk), t0);
   update_static();
-  memory.check("weight gradient");
+  telemetry.memory().check("weight gradient");
 }
 
 }  // namespace pw::rt
