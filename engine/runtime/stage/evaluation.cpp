@@ -15,11 +15,15 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
   // A tag range of its own (tagged mode); ordered mode relies on both ends
   // posting in pipeline order, batch by batch, which this loop does.
   const int base = 1 << 28;
+  Messenger& messenger = messaging.messenger();
   int64_t correct = 0, seen = 0;
+  // The job's schedule places the virtual stages: an async run's program
+  // (one chunk per device, as the job's) places them alike.
+  auto peer_of = [this](int vstage) { return schedule.device_of_virtual_stage(vstage); };
   // This device's virtual stages in model order (a V-shaped placement
   // holds its second chunk's stage after the first's, both in order).
   std::vector<int> mine;
-  for (int chunk = 0; chunk < sched->chunks(); ++chunk) mine.push_back(sched->virtual_stage(device, chunk));
+  for (int chunk = 0; chunk < schedule.chunks(); ++chunk) mine.push_back(schedule.virtual_stage(device, chunk));
   std::sort(mine.begin(), mine.end());
   for (int64_t k = 0; k * b < test.size(); ++k) {
     int64_t n = std::min<int64_t>(b, test.size() - k * b);

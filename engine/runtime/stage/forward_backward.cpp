@@ -15,20 +15,23 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-void StageExecutor::Impl::forward(int mb, int chunk) {
-  int v = sched->virtual_stage(device, chunk);
+void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) {
+  int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
   Batch batch;
   at::Tensor x;
-  if (v == 0 || v == vstages - 1) batch = batch_of(mb);
+  if (v == 0 || v == vstages - 1) {
+    auto [it, k] = run.data_position(mb);
+    batch = data.microbatch(it, k);
+  }
   if (v == 0)
     x = batch.input;
   else
-    x = take_recv(kActivation, mb, chunk);
-  std::int64_t t0 = clock->mark();
+    x = messaging.take_recv(run, kActivation, mb, chunk);
+  EventClock::Mark t0 = telemetry.mark();
   MicrobatchState& st = state[{mb, chunk}];
   st.layers.resize(r.size());
-  st.stash = stash_for(chunk);
+  st.stash = stash.for_forward(run, chunk, layers);
   for (int l = r.first_layer; l <= r.last_layer; ++l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
@@ -36,15 +39,15 @@ void StageExecutor::Impl::forward(int mb, int chunk) {
     MemoryPolicy pol = plan.policy[l];
     at::Tensor out;
     if (pol == MemoryPolicy::Keep) {
-      out = layer_of(st, l, r.first_layer)->forward(in);
+      out = WeightStash::layer_of(st, layers, l, r.first_layer)->forward(in);
       ls.in = in;
       ls.out = out;
     } else if (pol == MemoryPolicy::Recompute) {
       torch::NoGradGuard ng;
-      out = layer_of(st, l, r.first_layer)->forward(in);
+      out = WeightStash::layer_of(st, layers, l, r.first_layer)->forward(in);
       ls.in = in;
     } else {
-      auto& layer = layer_of(st, l, r.first_layer);
+      auto& layer = WeightStash::layer_of(st, layers, l, r.first_layer);
       ls.swap = std::make_unique<SwappedActivations>();
       {
         std::vector<at::Tensor> resident = layer->parameters();
@@ -57,11 +60,11 @@ void StageExecutor::Impl::forward(int mb, int chunk) {
         ls.swap->track_leaf(in);
       }
       ls.root = torch::autograd::impl::gradient_edge(out);
-      std::int64_t s0 = clock->mark();
+      EventClock::Mark s0 = telemetry.mark();
       // The host pool lives outside the device account (see memory.h).
       std::int64_t bytes = ls.swap->swap_out();
-      memory.add_host(bytes);
-      emit(EventKind::SwapOut, s0, mb, chunk, bytes);
+      telemetry.memory().add_host(bytes);
+      telemetry.emit(run.event(EventKind::SwapOut, mb, chunk, bytes), s0);
     }
     x = out;
   }
@@ -69,14 +72,14 @@ void StageExecutor::Impl::forward(int mb, int chunk) {
     at::Tensor logits = x.detach().requires_grad_(true);
     // Flush schedules accumulate the batch's gradient over microbatches;
     // PipeDream updates after every microbatch.
-    at::Tensor l = pipeline_loss(logits, batch.target) / (async ? 1 : microbatches);
+    at::Tensor l = pipeline_loss(logits, batch.target) / (run.async ? 1 : microbatches);
     l.backward();
     st.out_grad = logits.grad();
-    losses.emplace_back(global_mb(mb), l.detach());
+    losses.emplace_back(run.global_mb(mb), l.detach());
   }
-  emit(EventKind::Forward, t0, mb, chunk);
-  if (v < vstages - 1) send(kActivation, mb, chunk, x.detach());
-  memory.check("forward");
+  telemetry.emit(run.event(EventKind::Forward, mb, chunk), t0);
+  if (v < vstages - 1) messaging.send(run, kActivation, mb, chunk, x.detach());
+  telemetry.memory().check("forward");
 }
 
 MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* what) {
@@ -88,19 +91,19 @@ MicrobatchState& StageExecutor::Impl::state_of(int mb, int chunk, const char* wh
 
 // The layer's output with its graph, for a backward: kept, recomputed
 // now (the recompute policy), or swapped back in (its root edge).
-torch::autograd::Edge StageExecutor::Impl::output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb,
-                                                        int chunk) {
+torch::autograd::Edge StageExecutor::Impl::output_root(const ActiveSchedule& run, MicrobatchState& st, LayerState& ls,
+                                                        int l, int first, int mb, int chunk) {
   if (ls.swap) {
-    std::int64_t s0 = clock->mark();
+    EventClock::Mark s0 = telemetry.mark();
     std::int64_t bytes = ls.swap->swap_in();
-    memory.add_host(-bytes);
-    emit(EventKind::SwapIn, s0, mb, chunk, bytes);
+    telemetry.memory().add_host(-bytes);
+    telemetry.emit(run.event(EventKind::SwapIn, mb, chunk, bytes), s0);
     return ls.root;
   }
   if (!ls.out.defined()) {
-    std::int64_t s0 = clock->mark();
-    ls.out = layer_of(st, l, first)->forward(ls.in);
-    emit(EventKind::Recompute, s0, mb, chunk);
+    EventClock::Mark s0 = telemetry.mark();
+    ls.out = WeightStash::layer_of(st, layers, l, first)->forward(ls.in);
+    telemetry.emit(run.event(EventKind::Recompute, mb, chunk), s0);
   }
   return torch::autograd::impl::gradient_edge(ls.out);
 }
@@ -113,77 +116,77 @@ void StageExecutor::Impl::release(LayerState& ls) {
 }
 
 // The fused backward: input and weight gradients in one pass per layer.
-void StageExecutor::Impl::backward(int mb, int chunk) {
-  int v = sched->virtual_stage(device, chunk);
+void StageExecutor::Impl::backward(const ActiveSchedule& run, int mb, int chunk) {
+  int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "backward");
-  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
-  std::int64_t t0 = clock->mark();
+  at::Tensor g = v == vstages - 1 ? st.out_grad : messaging.take_recv(run, kGradient, mb, chunk);
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
-    torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
+    torch::autograd::Edge root = output_root(run, st, ls, l, r.first_layer, mb, chunk);
     if (root.function)
       torch::autograd::Engine::get_default_engine().execute({root}, {g}, /*keep_graph=*/false,
                                                               /*create_graph=*/false, /*accumulate_grad=*/true);
     if (grad_in) g = ls.in.grad();
     release(ls);
   }
-  fold_stash_gradients(st, r);
+  WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});
   // The send is its own event: the cost model prices it apart, and
   // in-situ calibration reads backward events as compute alone.
-  emit(EventKind::Backward, t0, mb, chunk);
-  if (v > 0) send(kGradient, mb, chunk, g);
+  telemetry.emit(run.event(EventKind::Backward, mb, chunk), t0);
+  if (v > 0) messaging.send(run, kGradient, mb, chunk, g);
   update_static();
-  memory.check("backward");
+  telemetry.memory().check("backward");
 }
 
 // B of a split backward: the gradient of the stage's input, layer by
 // layer, sent upstream at once; every layer keeps its graph (and, under
 // recompute or swap, the recomputed or swapped-in activations) for W.
-void StageExecutor::Impl::backward_input(int mb, int chunk) {
-  int v = sched->virtual_stage(device, chunk);
+void StageExecutor::Impl::backward_input(const ActiveSchedule& run, int mb, int chunk) {
+  int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "input gradient");
   if (st.input_gradient_done)
     throw std::logic_error("input gradient of microbatch " + std::to_string(mb) + " twice");
-  at::Tensor g = v == vstages - 1 ? st.out_grad : take_recv(kGradient, mb, chunk);
+  at::Tensor g = v == vstages - 1 ? st.out_grad : messaging.take_recv(run, kGradient, mb, chunk);
   st.out_grad = at::Tensor();
-  std::int64_t t0 = clock->mark();
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     bool grad_in = !(v == 0 && l == r.first_layer);
-    torch::autograd::Edge root = output_root(st, ls, l, r.first_layer, mb, chunk);
-    at::Tensor d_in =
-        ls.split.input_gradient(root, g, grad_in ? ls.in : at::Tensor(), layer_of(st, l, r.first_layer)->parameters());
+    torch::autograd::Edge root = output_root(run, st, ls, l, r.first_layer, mb, chunk);
+    auto weights = WeightStash::layer_of(st, layers, l, r.first_layer)->parameters();
+    at::Tensor d_in = ls.split.input_gradient(root, g, grad_in ? ls.in : at::Tensor(), weights);
     if (grad_in) g = d_in;
   }
   st.input_gradient_done = true;
-  emit(EventKind::BackwardInput, t0, mb, chunk);
-  if (v > 0) send(kGradient, mb, chunk, g);
-  memory.check("input gradient");
+  telemetry.emit(run.event(EventKind::BackwardInput, mb, chunk), t0);
+  if (v > 0) messaging.send(run, kGradient, mb, chunk, g);
+  telemetry.memory().check("input gradient");
 }
 
 // W of a split backward: the weight gradients accumulate into .grad as
 // the fused backward would have; the graph and what B kept go.
-void StageExecutor::Impl::backward_weight(int mb, int chunk) {
-  int v = sched->virtual_stage(device, chunk);
+void StageExecutor::Impl::backward_weight(const ActiveSchedule& run, int mb, int chunk) {
+  int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "weight gradient");
   if (!st.input_gradient_done)
     throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
-  std::int64_t t0 = clock->mark();
+  EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     ls.split.weight_gradient();
     release(ls);
   }
-  fold_stash_gradients(st, r);
+  WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});
-  emit(EventKind::BackwardWeight, t0, mb, chunk);
+  telemetry.emit(run.event(EventKind::BackwardWeight, mb, chunk), t0);
   update_static();
-  memory.check("weight gradient");
+  telemetry.memory().check("weight gradient");
 }
 
 }  // namespace pw::rt

@@ -1,4 +1,5 @@
-// One iteration of a flush schedule: this device's actions in order.
+// One iteration of a flush schedule: this device's actions in order, and
+// the losses they made, read once.
 #include "runtime/stage/stage_impl.h"
 
 #include <cmath>
@@ -7,36 +8,36 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
-void StageExecutor::Impl::run_action(const Action& a, double progress) {
+void StageExecutor::Impl::run_action(const ActiveSchedule& run, const Action& a, double progress) {
   switch (a.kind) {
     case ActionKind::Forward:
-      forward(a.microbatch, a.chunk);
+      forward(run, a.microbatch, a.chunk);
       break;
     case ActionKind::Backward:
-      backward(a.microbatch, a.chunk);
+      backward(run, a.microbatch, a.chunk);
       break;
     case ActionKind::BackwardInput:
-      backward_input(a.microbatch, a.chunk);
+      backward_input(run, a.microbatch, a.chunk);
       break;
     case ActionKind::BackwardWeight:
-      backward_weight(a.microbatch, a.chunk);
+      backward_weight(run, a.microbatch, a.chunk);
       break;
     case ActionKind::OptimizerStep:
-      step(progress);
+      step(run, progress);
       break;
   }
 }
 
 double StageExecutor::Impl::run_iteration(std::int64_t it) {
-  iteration = it;
-  std::int64_t n = sched->length(device);
+  const ActiveSchedule run{schedule, plan, shapes, device, microbatches, /*async=*/false, it, /*first_iteration=*/0};
+  std::int64_t n = schedule.length(device);
   for (std::int64_t i = 0; i < n; ++i) {
-    prefetch(i);
-    run_action(sched->action(device, i), static_cast<double>(it));
+    messaging.prefetch(run, i);
+    run_action(run, schedule.action(device, i), static_cast<double>(it));
   }
-  prefetch(n);  // ordered messaging: the sends of the last actions
-  wait_sends();
-  flush_events();
+  messaging.prefetch(run, n);  // ordered messaging: the sends of the last actions
+  messaging.wait_sends();
+  telemetry.flush_events();
   // The losses are read here, once: a NaN microbatch loss is left out of
   // the sum as it always was.
   double loss = 0;
@@ -47,6 +48,24 @@ double StageExecutor::Impl::run_iteration(std::int64_t it) {
       last = true;
     }
   return last ? loss : NAN;
+}
+
+std::vector<double> StageExecutor::Impl::take_losses(std::int64_t from, std::int64_t to) {
+  std::vector<at::Tensor> mine;
+  std::vector<std::pair<std::int64_t, at::Tensor>> rest;
+  for (auto& [mb, l] : losses) {
+    if (mb >= from && mb < to)
+      mine.push_back(l);
+    else
+      rest.emplace_back(mb, l);
+  }
+  losses = std::move(rest);
+  if (mine.empty()) return {};
+  // One copy of all of them: each float widens to the same double that
+  // item<double>() gave per microbatch before.
+  at::Tensor all = at::stack(mine).to(at::kCPU, at::kDouble).contiguous();
+  const double* v = all.data_ptr<double>();
+  return {v, v + all.numel()};
 }
 
 }  // namespace pw::rt

@@ -42,7 +42,7 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
     }
   }
   std::vector<at::Tensor> buf{to_wire(at::tensor({sum_sq, nonfinite}, at::kDouble), placement)};  // NCCL: on the GPU
-  messenger.allreduce(buf)->wait();
+  messaging.messenger().allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();
   if (t.skip_nonfinite && nonfinite > 0) return false;
@@ -59,18 +59,18 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
 
 // `progress`: iterations done before this step (fractional when stepping
 // per microbatch), which sets the scheduled learning rate.
-void StageExecutor::Impl::step(double progress) {
-  wait_sends();  // communication, not the step's compute
-  std::int64_t t0 = clock->mark();
+void StageExecutor::Impl::step(const ActiveSchedule& run, double progress) {
+  messaging.wait_sends();  // communication, not the step's compute
+  EventClock::Mark t0 = telemetry.mark();
   const double lr = learning_rate_at(job.training, progress);
   for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
   if (whole_pipeline_gradient_ok()) optimizer->step();
   optimizer->zero_grad();
   stepped = true;
-  current_stash.clear();  // the next forward stashes the new version
+  stash.new_version();
   update_static();
-  emit(EventKind::OptimizerStep, t0, -1, -1);
-  memory.check("optimizer step");
+  telemetry.emit(run.event(EventKind::OptimizerStep, -1, -1), t0);
+  telemetry.memory().check("optimizer step");
 }
 
 }  // namespace pw::rt

@@ -1,12 +1,11 @@
 // The StageExecutor itself: building this device's share of the model and
-// its optimizer, the memory account of what stays between iterations, the
-// events, and the public interface over Impl (engine/runtime/stage/).
+// its optimizer, what it accounts as staying between iterations, and the
+// public interface over Impl (engine/runtime/stage/).
 #include "runtime/stage/stage_impl.h"
 
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -19,16 +18,14 @@ namespace pw::rt {
 
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
                           EventSink* es, StageDevice pl)
-    : job(j), plan(p), sched(&s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
-      microbatches(s.microbatches()), pg(std::move(g)),
-      messenger(pg, messaging_mode_from_string(cluster_messaging(j)).value()), data(dt), sink(es),
-      placement(std::move(pl)),
-      memory(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), device_memory(placement.device)),
-      clock(make_event_clock(placement.device)) {
-  async = !s.flushes();
+    : job(j), plan(p), schedule(s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
+      microbatches(s.microbatches()), data(dt), placement(std::move(pl)),
+      telemetry(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), placement, es),
+      messaging(std::move(g), messaging_mode_from_string(cluster_messaging(j)).value(), placement, telemetry) {
   if (static_cast<int>(plan.stages.size()) != vstages)
     throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
                                 std::to_string(vstages));
+  StageMemory& memory = telemetry.memory();
   memory.set_baseline(memory.meter().live());
   layers = build_layers(job);
   if (static_cast<int>(layers.size()) != plan.layer_count())
@@ -36,7 +33,7 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
                                 std::to_string(layers.size()));
   shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    if (device_of(plan.stage_of(l)) != device) {
+    if (schedule.device_of_virtual_stage(plan.stage_of(l)) != device) {
       layers[l] = nullptr;
       continue;
     }
@@ -56,70 +53,11 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
   memory.check("model construction");
 }
 
+// What stays between iterations: the parameters, their gradients, the
+// optimizer's state once it has stepped, the weight versions still in use.
 void StageExecutor::Impl::update_static() {
-  std::int64_t p = 0, g = 0;
-  for (auto& t : params) {
-    p += t.nbytes();
-    if (t.grad().defined()) g += t.grad().nbytes();
-  }
-  std::int64_t opt = stepped ? optimizer_states_per_param(job.training.optimizer) * p : 0;
-  std::set<Stash*> stashes;
-  std::int64_t stashed = 0;
-  for (auto& [k, st] : state)
-    if (st.stash && stashes.insert(st.stash.get()).second) stashed += st.stash->bytes;
-  memory.set_static(p, g, opt, stashed);
-}
-
-void StageExecutor::Impl::emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes) {
-  if (!sink) return;
-  EventClock::Mark t1 = clock->mark();
-  Event e;
-  e.kind = k;
-  e.stage = device;
-  e.microbatch = mb;
-  e.chunk = static_cast<std::int16_t>(chunk);
-  e.bytes = bytes;
-  if (chunk >= 0 && k != EventKind::OptimizerStep) {
-    const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
-    e.first_layer = r.first_layer;
-    e.last_layer = r.last_layer;
-  }
-  if (!clock->immediate()) {
-    pending.push_back({e, t0, t1});
-    return;
-  }
-  e.start_ns = clock->host_ns(t0);
-  e.end_ns = clock->host_ns(t1);
-  sink->on_event(e);
-}
-
-void StageExecutor::Impl::flush_events() {
-  if (pending.empty()) return;
-  clock->resolve();
-  for (auto& p : pending) {
-    p.event.start_ns = clock->host_ns(p.start);
-    p.event.end_ns = clock->host_ns(p.end);
-    sink->on_event(p.event);
-  }
-  pending.clear();
-}
-
-std::vector<double> StageExecutor::Impl::take_losses(std::int64_t from, std::int64_t to) {
-  std::vector<at::Tensor> mine;
-  std::vector<std::pair<std::int64_t, at::Tensor>> rest;
-  for (auto& [mb, l] : losses) {
-    if (mb >= from && mb < to)
-      mine.push_back(l);
-    else
-      rest.emplace_back(mb, l);
-  }
-  losses = std::move(rest);
-  if (mine.empty()) return {};
-  // One copy of all of them: each float widens to the same double that
-  // item<double>() gave per microbatch before.
-  at::Tensor all = at::stack(mine).to(at::kCPU, at::kDouble).contiguous();
-  const double* v = all.data_ptr<double>();
-  return {v, v + all.numel()};
+  telemetry.update_static(params, stepped ? optimizer_states_per_param(job.training.optimizer) : 0,
+                          stage_impl::WeightStash::stashed_bytes(state));
 }
 
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
@@ -130,25 +68,24 @@ StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedul
 }
 StageExecutor::~StageExecutor() = default;
 double StageExecutor::run_iteration(std::int64_t it) {
-  if (impl_->async) throw std::logic_error("async schedules run as one program: use run_async");
+  if (!impl_->schedule.flushes()) throw std::logic_error("async schedules run as one program: use run_async");
   return impl_->run_iteration(it);
 }
-bool StageExecutor::flushes() const { return !impl_->async; }
-bool StageExecutor::computes_loss() const { return impl_->device_of(impl_->vstages - 1) == impl_->device; }
+bool StageExecutor::flushes() const { return impl_->schedule.flushes(); }
+bool StageExecutor::computes_loss() const { return impl_->computes_loss(); }
 void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
                               const std::function<void(std::int64_t, double)>& on_loss) {
   impl_->run_async(first, iterations, on_loss);
 }
 double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
 std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
-StageMemory& StageExecutor::memory() { return impl_->memory; }
+StageMemory& StageExecutor::memory() { return impl_->telemetry.memory(); }
 const StageDevice& StageExecutor::placement() const { return impl_->placement; }
 // For stage extensions (stage_extension.h).
 torch::nn::Sequential StageExecutor::layer(int l) const { return impl_->layers.at(l); }
 torch::optim::Optimizer& StageExecutor::optimizer() { return *impl_->optimizer; }
 void StageExecutor::use_event_clock(std::unique_ptr<EventClock> clock) {
-  impl_->flush_events();
-  impl_->clock = std::move(clock);
+  impl_->telemetry.use_clock(std::move(clock));
 }
 
 }  // namespace pw::rt

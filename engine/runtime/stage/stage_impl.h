@@ -1,182 +1,88 @@
 #pragma once
-// The state of a StageExecutor, shared by the files that implement it
-// (engine/runtime/stage/): one file per job, all over this one struct.
+// The state of a StageExecutor: what is the stage's own (its share of the
+// model, the optimizer, the microbatches in flight) and the parts it is
+// composed of, each owning its state behind a narrow interface:
+// StageTelemetry (events, memory account), StageMessaging (transfers),
+// WeightStash (PipeDream versions). The schedule being run is no member:
+// each run hands an ActiveSchedule down (iteration.cpp, async_program.cpp).
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/edge.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <tuple>
+#include <utility>
 #include <vector>
 
-#include "runtime/activation_swap.h"
 #include "runtime/data.h"
-#include "core/schedule/comm_order.h"
-#include "runtime/event_clock.h"
-#include "runtime/memory.h"
-#include "runtime/messenger.h"
-#include "runtime/send_reaper.h"
-#include "runtime/split_backward.h"
 #include "runtime/stage.h"
+#include "runtime/stage/active_schedule.h"
+#include "runtime/stage/microbatch_state.h"
+#include "runtime/stage/stage_messaging.h"
+#include "runtime/stage/stage_telemetry.h"
+#include "runtime/stage/weight_stash.h"
 
 namespace pw::rt {
-namespace stage_impl {
-
-enum Dir : int { kActivation = 0, kGradient = 1 };
-
-// What a layer keeps between its forward and backward for one microbatch.
-struct LayerState {
-  at::Tensor in;   // the layer's input (a leaf when gradients flow upstream)
-  at::Tensor out;  // Keep: the output with its autograd graph
-  // Swap: the graph's root without its output tensor (which the next layer
-  // holds as its input, or a send), and the saved tensors, off the device.
-  torch::autograd::Edge root;
-  std::unique_ptr<SwappedActivations> swap;
-  // Split backward: what B keeps for W (the graph stays with `out`/`root`).
-  SplitBackward split;
-};
-
-// Weight stashing (PipeDream): the weight version a microbatch's forward
-// used, kept for its backward while the live weights move on.
-struct Stash {
-  std::vector<torch::nn::Sequential> layers;  // indexed from the virtual stage's first layer
-  std::int64_t bytes = 0;
-};
-
-struct MicrobatchState {
-  std::vector<LayerState> layers;  // indexed from the virtual stage's first layer
-  at::Tensor out_grad;             // last virtual stage: dLoss/dOutput
-  std::shared_ptr<Stash> stash;    // async schedules on stages with > 1 weight version
-  bool input_gradient_done = false;  // split backward: B ran, W pending
-};
-
-struct Comm {
-  std::vector<at::Tensor> buf;
-  c10::intrusive_ptr<c10d::Work> work;
-};
-
-}  // namespace stage_impl
 
 struct StageExecutor::Impl {
+  using ActiveSchedule = stage_impl::ActiveSchedule;
   using Dir = stage_impl::Dir;
   using LayerState = stage_impl::LayerState;
-  using Stash = stage_impl::Stash;
   using MicrobatchState = stage_impl::MicrobatchState;
-  using Comm = stage_impl::Comm;
 
   JobSpec job;
   Plan plan;
-  const Schedule* sched;  // the job's schedule, or the async program being run
-  std::unique_ptr<Schedule> program;
+  const Schedule& schedule;  // the job's: where this device's layers are, whether it flushes
   int device, devices, vstages, microbatches;
-  PG pg;
-  Messenger messenger;  // every tensor this stage sends or receives
   TrainData& data;
-  EventSink* sink;
   // Where layers, batches and received tensors live; the memory meter and
-  // the event clock follow its device (declared before `memory` and `clock`).
+  // the event clock follow its device (declared before `telemetry`).
   StageDevice placement;
+  stage_impl::StageTelemetry telemetry;
+  stage_impl::StageMessaging messaging;
   std::vector<torch::nn::Sequential> layers;  // all model layers; only ours are non-null
   std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<at::Tensor> params;
   std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
-  StageMemory memory;
-  // Event times: marks on the compute device's timeline (event_clock.h).
-  // Where they are not host times yet, the events wait in `pending` for the
-  // iteration's end (flush_events), which converts them all at once.
-  std::unique_ptr<EventClock> clock;
-  struct PendingEvent {
-    Event event;
-    EventClock::Mark start, end;
-  };
-  std::vector<PendingEvent> pending;
+  bool stepped = false;             // the optimizer holds state (the memory account counts it)
+  stage_impl::WeightStash stash;
+  stage_impl::MicrobatchStates state;
   // The last virtual stage's loss tensors, in forward order, with their
   // microbatch: read once per iteration (take_losses), not per microbatch,
   // so a GPU never waits for the host in the middle of an iteration.
   std::vector<std::pair<std::int64_t, at::Tensor>> losses;
-  std::map<std::pair<int, int>, MicrobatchState> state;  // (microbatch, chunk)
-  std::map<std::tuple<int, int, int>, Comm> recvs;       // (dir, microbatch, chunk)
-  // A hand-off between two chunks of this device (the fold of a V-shaped
-  // schedule): no transfer, the tensor itself, keyed like `recvs`.
-  std::map<std::tuple<int, int, int>, at::Tensor> local;
-  SendReaper sends;
-  // Ordered messaging: this device's steps of the program's comm order,
-  // the next to post, and the outputs made but not yet posted.
-  struct OrderedComm {
-    const Schedule* program = nullptr;
-    int microbatches = 0;
-    std::int64_t limit = -1;
-    std::vector<CommStep> steps;
-    size_t next = 0;
-    std::int64_t last_before = -1;
-    std::map<std::tuple<int, int, int>, at::Tensor> outbox;  // (dir, microbatch, receiving virtual stage)
-  } ordered;
-  std::int64_t iteration = 0;
-  std::int64_t first_iteration = 0;  // async: data position of microbatch 0 of the program
-  bool async = false;
-  bool stepped = false;
-  std::map<int, std::shared_ptr<Stash>> current_stash;  // chunk -> stash of the live weights
 
-  // stage_executor.cpp: construction, the memory account, events.
+  // stage_executor.cpp: construction, the static memory account.
   Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl);
   void update_static();
-  // An event from mark t0 (clock->mark()) to now.
-  void emit(EventKind k, EventClock::Mark t0, int mb, int chunk, std::int64_t bytes = 0);
-  void flush_events();
-  // The values of the loss tensors of microbatches in [from, to), in
-  // forward order (one device-to-host read); they leave `losses`.
-  std::vector<double> take_losses(std::int64_t from, std::int64_t to);
-
-  // The schedule alone says where a virtual stage runs (interleaved and
-  // V-shaped placements differ), so the executor asks it, never assumes.
-  int device_of(int vstage) const { return sched->device_of_virtual_stage(vstage); }
-  int chunk_of(int vstage) const { return sched->chunk_of_virtual_stage(vstage); }
-  int peer_of(int vstage) const { return device_of(vstage); }
-  // Microbatch number across iterations (async programs number them so).
-  std::int64_t global_mb(int mb) const { return async ? mb : iteration * microbatches + mb; }
-  Batch batch_of(int mb) {
-    if (!async) return data.microbatch(iteration, mb);
-    return data.microbatch(first_iteration + mb / microbatches, mb % microbatches);
-  }
-
-  // messaging.cpp: activations and gradients between virtual stages.
-  int tag(Dir dir, int mb, int vstage) const;
-  void post_recv(Dir dir, int mb, int chunk);
-  at::Tensor take_recv(Dir dir, int mb, int chunk);
-  void send(Dir dir, int mb, int chunk, const at::Tensor& t);
-  void wait_sends();
-  void prefetch(std::int64_t from, std::int64_t limit_mb = -1);
-  void post_ordered(std::int64_t before, std::int64_t limit_mb);
-
-  // weight_stash.cpp: the weight version a microbatch runs with.
-  torch::nn::Sequential& layer_of(MicrobatchState& st, int l, int first);
-  std::shared_ptr<Stash> stash_for(int chunk);
-  void fold_stash_gradients(MicrobatchState& st, const StageRange& r);
+  bool computes_loss() const { return schedule.device_of_virtual_stage(vstages - 1) == device; }
 
   // forward_backward.cpp: a microbatch's passes under the memory policies.
   // The last virtual stage's forward leaves its loss tensor in `losses`.
-  void forward(int mb, int chunk);
+  void forward(const ActiveSchedule& run, int mb, int chunk);
   MicrobatchState& state_of(int mb, int chunk, const char* what);
-  torch::autograd::Edge output_root(MicrobatchState& st, LayerState& ls, int l, int first, int mb, int chunk);
+  torch::autograd::Edge output_root(const ActiveSchedule& run, MicrobatchState& st, LayerState& ls, int l, int first,
+                                    int mb, int chunk);
   void release(LayerState& ls);
-  void backward(int mb, int chunk);
-  void backward_input(int mb, int chunk);
-  void backward_weight(int mb, int chunk);
+  void backward(const ActiveSchedule& run, int mb, int chunk);
+  void backward_input(const ActiveSchedule& run, int mb, int chunk);
+  void backward_weight(const ActiveSchedule& run, int mb, int chunk);
 
   // optimizer_step.cpp
   bool whole_pipeline_gradient_ok();
-  void step(double progress);
+  void step(const ActiveSchedule& run, double progress);
 
-  // iteration.cpp, async_program.cpp, evaluation.cpp
-  // One action of the schedule, `progress` for the step's learning rate.
-  void run_action(const Action& a, double progress);
+  // iteration.cpp: one action of the run, `progress` for the step's
+  // learning rate; a flush schedule's iteration; the losses it made.
+  void run_action(const ActiveSchedule& run, const Action& a, double progress);
   double run_iteration(std::int64_t it);
+  // The values of the loss tensors of microbatches in [from, to) (global
+  // numbers), in forward order (one device-to-host read); they leave `losses`.
+  std::vector<double> take_losses(std::int64_t from, std::int64_t to);
+  // async_program.cpp, evaluation.cpp
   void run_async(std::int64_t first, std::int64_t iterations, const std::function<void(std::int64_t, double)>& on_loss);
   double evaluate(const Dataset& test);
 };

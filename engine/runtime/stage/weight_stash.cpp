@@ -1,24 +1,22 @@
-// Weight stashing (PipeDream): which weight version a microbatch runs with,
-// and the stashed version's gradients folded into the live weights' update.
-#include "runtime/stage/stage_impl.h"
+// Weight stashing (weight_stash.h).
+#include "runtime/stage/weight_stash.h"
 
 #include <torch/utils.h>
 
-namespace pw::rt {
+#include <set>
 
-using namespace stage_impl;
+namespace pw::rt::stage_impl {
 
-torch::nn::Sequential& StageExecutor::Impl::layer_of(MicrobatchState& st, int l, int first) {
+torch::nn::Sequential& WeightStash::layer_of(MicrobatchState& st, Layers& layers, int l, int first) {
   return st.stash ? st.stash->layers[l - first] : layers[l];
 }
-// The weights a forward uses: live ones, or (async, > 1 version) a stash
-// shared by every microbatch that starts before the next update.
-std::shared_ptr<Stash> StageExecutor::Impl::stash_for(int chunk) {
-  if (!async || sched->weight_versions(device) <= 1) return nullptr;
-  auto& cur = current_stash[chunk];
+
+std::shared_ptr<Stash> WeightStash::for_forward(const ActiveSchedule& run, int chunk, const Layers& layers) {
+  if (!run.async || run.schedule.weight_versions(run.device) <= 1) return nullptr;
+  auto& cur = current_[chunk];
   if (cur) return cur;
   cur = std::make_shared<Stash>();
-  const auto& r = plan.stages[sched->virtual_stage(device, chunk)];
+  const auto& r = run.layers_of(chunk);
   for (int l = r.first_layer; l <= r.last_layer; ++l) {
     auto c = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(layers[l]->clone());
     cur->layers.push_back(torch::nn::Sequential(c));
@@ -27,8 +25,7 @@ std::shared_ptr<Stash> StageExecutor::Impl::stash_for(int chunk) {
   return cur;
 }
 
-// The stashed version's gradients belong to the live weights' update.
-void StageExecutor::Impl::fold_stash_gradients(MicrobatchState& st, const StageRange& r) {
+void WeightStash::fold_gradients(MicrobatchState& st, const StageRange& r, const Layers& layers) {
   if (!st.stash) return;
   torch::NoGradGuard ng;
   std::vector<at::Tensor> from;
@@ -47,4 +44,12 @@ void StageExecutor::Impl::fold_stash_gradients(MicrobatchState& st, const StageR
   }
 }
 
-}  // namespace pw::rt
+std::int64_t WeightStash::stashed_bytes(const MicrobatchStates& state) {
+  std::set<Stash*> stashes;
+  std::int64_t stashed = 0;
+  for (auto& [k, st] : state)
+    if (st.stash && stashes.insert(st.stash.get()).second) stashed += st.stash->bytes;
+  return stashed;
+}
+
+}  // namespace pw::rt::stage_impl
