@@ -52,7 +52,7 @@ void scenarios() {
     Plan g = run_planner("gpipe", req), p = run_planner("pipedream", req), u = run_planner("uniform", req);
     PlanRequest gn = req, pn = req;
     gn.schedule = ScheduleKind::GPipe;
-    pn.schedule = ScheduleKind::AsyncOneFOneB;
+    pn.schedule = ScheduleKind::PipeDream;
     Plan gg = run_planner("gpipe", gn), pp = run_planner("pipedream", pn);
     std::printf("  %-34s %9.1f %8s %8s %8s %12s %12s\n", job.name.c_str(), v.throughput_samples_per_s,
                 ratio(v, g).c_str(), ratio(v, p).c_str(), ratio(v, u).c_str(), ratio(v, gg).c_str(), ratio(v, pp).c_str());
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
   if (all || named("gaps")) {
     std::printf("optimality gap of vpipe vs exact (simulated iteration time), random small instances\n");
     const std::pair<ScheduleKind, int> runs[] = {{ScheduleKind::OneFOneB, 200}, {ScheduleKind::GPipe, 100},
-                                                 {ScheduleKind::AsyncOneFOneB, 100}, {ScheduleKind::ZBH1, 100},
+                                                 {ScheduleKind::PipeDream, 100}, {ScheduleKind::ZBH1, 100},
                                                  {ScheduleKind::ZBH2, 100}, {ScheduleKind::ZBV, 100},
                                                  {ScheduleKind::DualPipeV, 100}};
     bool any_kind = false;

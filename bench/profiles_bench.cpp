@@ -33,7 +33,7 @@ struct Cell {
 
 ScheduleKind schedule_for(const std::string& planner) {
   if (planner == "gpipe") return ScheduleKind::GPipe;
-  if (planner == "pipedream") return ScheduleKind::AsyncOneFOneB;
+  if (planner == "pipedream") return ScheduleKind::PipeDream;
   return ScheduleKind::OneFOneB;
 }
 

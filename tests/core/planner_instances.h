@@ -52,7 +52,7 @@ inline Instance random_instance(std::mt19937_64& rng, int layers, int stages, in
   // Stage 0 of an even split: keeping everything needs `hi`, recomputing
   // everything about `lo`; the budget lies in between.
   double share = 1.0 / (stages * chunks);
-  double lo = static_sum * share * (schedule == ScheduleKind::AsyncOneFOneB ? 1.0 + 0.25 * n0 : 1.0) +
+  double lo = static_sum * share * (schedule == ScheduleKind::PipeDream ? 1.0 + 0.25 * n0 : 1.0) +
               n0 * in_sum * share + act_sum / layers;
   double hi = lo + n0 * (act_sum - in_sum) * share;
   x.req.device.memory_bytes = static_cast<std::uint64_t>(chunks * U(lo + 0.2 * (hi - lo), hi));

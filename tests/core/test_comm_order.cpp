@@ -29,7 +29,7 @@ std::string name(const Shape& c) {
 // interleaved with microbatches not a multiple of devices).
 std::vector<Shape> shapes() {
   std::vector<Shape> out;
-  for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::AsyncOneFOneB,
+  for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream,
                          ScheduleKind::Interleaved, ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV,
                          ScheduleKind::DualPipeV})
     for (int p = 1; p <= 6; ++p)
@@ -76,7 +76,7 @@ TEST(CommOrder, EveryScheduleAndShapeCompletesWithEveryPairMatched) {
 TEST(CommOrder, AsyncProgramWithSkippedMicrobatches) {
   for (int p = 2; p <= 5; ++p)
     for (std::int64_t total = 1; total <= 13; ++total) {
-      auto s = make_schedule(ScheduleKind::AsyncOneFOneB, p, static_cast<int>((total + 1) / 2), 1);
+      auto s = make_schedule(ScheduleKind::PipeDream, p, static_cast<int>((total + 1) / 2), 1);
       CommOrder o = comm_order(*s, total);
       EXPECT_EQ(check_comm_order(*s, o, total), "") << "p=" << p << " total=" << total;
       // Nothing of a skipped microbatch is posted.

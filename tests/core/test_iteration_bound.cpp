@@ -51,7 +51,7 @@ TEST(IterationBound, ClosedForms) {
   // Async PipeDream overlaps iterations: no chain inside one.
   r.slowdown.clear();
   r.microbatches = 1;
-  r.schedule = ScheduleKind::AsyncOneFOneB;
+  r.schedule = ScheduleKind::PipeDream;
   EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 6.0);
   r.auto_schedule = true;  // auto plans flushing families only
   EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 8.0);
@@ -60,7 +60,7 @@ TEST(IterationBound, ClosedForms) {
 TEST(IterationBound, NeverAboveASimulatedPlan) {
   std::mt19937_64 rng(11);
   int checked = 0;
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::AsyncOneFOneB, ScheduleKind::ZBH1,
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::PipeDream, ScheduleKind::ZBH1,
                             ScheduleKind::ZBH2, ScheduleKind::ZBV, ScheduleKind::DualPipeV}) {
     for (int trial = 0; trial < 6; ++trial) {
       const int p = 2 + static_cast<int>(rng() % 3);

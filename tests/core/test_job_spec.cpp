@@ -80,8 +80,8 @@ TEST(JobSpec, AsyncOneFOneBIsRefusedNamingPipedream) {
   EXPECT_EQ(error_of(d), "pipeline.schedule: \"async-1f1b\" is called \"pipedream\" (PipeDream's 1F1B without flush, "
                          "for supernet and pipeline jobs alike): set \"schedule\": \"pipedream\"");
   d["pipeline"]["schedule"] = "pipedream";
-  EXPECT_EQ(parse_job(d).pipeline.schedule, ScheduleKind::AsyncOneFOneB);
-  EXPECT_EQ(to_string(ScheduleKind::AsyncOneFOneB), "pipedream");
+  EXPECT_EQ(parse_job(d).pipeline.schedule, ScheduleKind::PipeDream);
+  EXPECT_EQ(to_string(ScheduleKind::PipeDream), "pipedream");
 }
 
 TEST(LearningRate, WarmupThenCosineToZero) {

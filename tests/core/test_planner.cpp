@@ -99,7 +99,7 @@ TEST(Planner, ExactEqualsBruteForceAndVpipeFeasibleWhenAnyPlanIs) {
   std::mt19937_64 rng(42);
   int instances = 0, with_plan = 0;
   for (ScheduleKind k : {ScheduleKind::OneFOneB, ScheduleKind::OneFOneB, ScheduleKind::OneFOneB, ScheduleKind::GPipe,
-                         ScheduleKind::AsyncOneFOneB, ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
+                         ScheduleKind::PipeDream, ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2,
                          ScheduleKind::ZBV, ScheduleKind::DualPipeV}) {
     int L = 5 + static_cast<int>(rng() % 2), p = 2 + static_cast<int>(rng() % 2), m = p + static_cast<int>(rng() % 3);
     if (is_v_shape(k)) p = 2, m = std::max(m, 4);  // 4 virtual stages; DualPipeV needs 2p microbatches

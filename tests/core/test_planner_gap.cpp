@@ -54,7 +54,7 @@ TEST_P(VpipeGap, WithinOnePercentOfExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, VpipeGap,
-                         ::testing::Values(ScheduleKind::OneFOneB, ScheduleKind::GPipe, ScheduleKind::AsyncOneFOneB,
+                         ::testing::Values(ScheduleKind::OneFOneB, ScheduleKind::GPipe, ScheduleKind::PipeDream,
                                            ScheduleKind::ZBH1, ScheduleKind::ZBH2, ScheduleKind::ZBV,
                                            ScheduleKind::DualPipeV),
                          [](const auto& info) {

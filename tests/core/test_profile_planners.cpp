@@ -47,7 +47,7 @@ Plan plan_with(const std::string& planner, const ModelProfile& p, int stages) {
   req.device.memory_bytes = 1ull << 50;
   req.device.link_gbps = 1e9;
   req.device.link_latency_us = 0;
-  req.schedule = ScheduleKind::AsyncOneFOneB;
+  req.schedule = ScheduleKind::PipeDream;
   req.stages = stages;
   req.microbatches = 2 * stages;
   req.microbatch_size = p.microbatch_size;

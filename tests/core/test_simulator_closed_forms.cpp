@@ -74,7 +74,7 @@ TEST(Simulator, OneFOneBWithFewerMicrobatchesThanStagesDoesNotDeadlock) {
 
 TEST(Simulator, AsyncPipeDreamStashesPMinusSWeightVersions) {
   const int p = 4, m = 8;
-  Pipeline s = make(ScheduleKind::AsyncOneFOneB, p, m, 1, 1, 2);
+  Pipeline s = make(ScheduleKind::PipeDream, p, m, 1, 1, 2);
   for (auto& l : s.profile.layers) {
     l.activation_bytes = 0;
     l.input_bytes = 0;

@@ -115,7 +115,7 @@ TEST_P(SplitBackwardAttribution, ComputeIsTheSimulatorsBusyTimePerStage) {
     EXPECT_EQ(s.compute, closed * a.iterations);
     // The simulator's busy time: compute, the steps and no recompute (every
     // layer keeps its activations).
-    const double busy_ns = r.stages[d].busy_ms * 1e6 * (kind == ScheduleKind::AsyncOneFOneB ? iterations : 1.0);
+    const double busy_ns = r.stages[d].busy_ms * 1e6 * (kind == ScheduleKind::PipeDream ? iterations : 1.0);
     EXPECT_NEAR(static_cast<double>(s.compute + step_ns(c.events, d)), busy_ns, 1.0);
     // Equal stages, no host overhead, free links: nothing is the host's,
     // the links', imbalance or memory policy.
@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Schedules, SplitBackwardAttribution,
                                            Case{ScheduleKind::ZBV, 2, 4}, Case{ScheduleKind::DualPipeV, 4, 8},
                                            Case{ScheduleKind::DualPipeV, 3, 6}, Case{ScheduleKind::OneFOneB, 4, 8},
                                            Case{ScheduleKind::GPipe, 4, 8}, Case{ScheduleKind::Interleaved, 4, 8},
-                                           Case{ScheduleKind::AsyncOneFOneB, 4, 8}),
+                                           Case{ScheduleKind::PipeDream, 4, 8}),
                          name_of);
 
 // ZB-H1 on equal stages: its bubble is (p - 1)(F + B - W) per stage
@@ -185,8 +185,8 @@ TEST(SplitBackwardAttribution, ZbH1OfTheUniformEightStageJobComputesAsOneFOneB) 
 TEST(SplitBackwardAttribution, EmptyStepsStillDelimitPipeDreamsIterations) {
   const int p = 3, m = 4;
   AttributionOptions ao;
-  ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(ScheduleKind::AsyncOneFOneB, m);
-  Attribution a = attribute_idle(events_without_step_time(ScheduleKind::AsyncOneFOneB, p, m), ao);
+  ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(ScheduleKind::PipeDream, m);
+  Attribution a = attribute_idle(events_without_step_time(ScheduleKind::PipeDream, p, m), ao);
   ASSERT_EQ(a.iterations, 2);
   // The iterations overlap: their windows split the work unevenly, the two hold it all.
   const auto t = totals(a);

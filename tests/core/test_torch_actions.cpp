@@ -77,6 +77,6 @@ TEST(TorchActions, RefusesWhatItCannotRead) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("row 1, cell 2"), std::string::npos) << e.what();
   }
-  auto async = make_schedule(ScheduleKind::AsyncOneFOneB, 2, 2, 1);
+  auto async = make_schedule(ScheduleKind::PipeDream, 2, 2, 1);
   EXPECT_THROW(torch_schedule_csv(*async), std::invalid_argument);
 }

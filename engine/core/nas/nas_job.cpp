@@ -28,7 +28,7 @@ SupernetMode supernet_mode(const JobSpec& job) {
     case ScheduleKind::CSP: return job.search_space.value("window", 32) == 1 ? SupernetMode::Sequential : SupernetMode::Csp;
     case ScheduleKind::GPipe: return SupernetMode::GPipe;
     case ScheduleKind::OneFOneB: return SupernetMode::VPipe;
-    case ScheduleKind::AsyncOneFOneB: return SupernetMode::PipeDream;
+    case ScheduleKind::PipeDream: return SupernetMode::PipeDream;
     case ScheduleKind::Interleaved:
     case ScheduleKind::ZBH1:
     case ScheduleKind::ZBH2:

@@ -19,7 +19,7 @@ double iteration_lower_bound_ms(const PlanRequest& req) {
   }
   const double throughput_bound = req.microbatches * work / capacity;
   // pipeline.schedule "auto" plans only flushing families (planner.h).
-  const bool flushes = req.auto_schedule || req.schedule != ScheduleKind::AsyncOneFOneB;
+  const bool flushes = req.auto_schedule || req.schedule != ScheduleKind::PipeDream;
   return flushes ? std::max(throughput_bound, chain / fastest) : throughput_bound;
 }
 

@@ -58,10 +58,10 @@ class OneFOneBSchedule final : public Schedule {
 // stage's weight update, and forwards use the stashed version they started
 // with. Two iterations are laid out back to back so the executor can
 // measure the steady state.
-class AsyncOneFOneBSchedule final : public Schedule {
+class PipeDreamSchedule final : public Schedule {
  public:
-  AsyncOneFOneBSchedule(int d, int m) : Schedule(d, m, 1) {}
-  ScheduleKind kind() const override { return ScheduleKind::AsyncOneFOneB; }
+  PipeDreamSchedule(int d, int m) : Schedule(d, m, 1) {}
+  ScheduleKind kind() const override { return ScheduleKind::PipeDream; }
   int span_microbatches() const override { return 2 * microbatches_; }
   bool flushes() const override { return false; }
   std::int64_t length(int) const override { return 3LL * span_microbatches(); }
@@ -128,7 +128,7 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int micr
   switch (kind) {
     case ScheduleKind::GPipe: return std::make_unique<GPipeSchedule>(devices, microbatches);
     case ScheduleKind::OneFOneB: return std::make_unique<OneFOneBSchedule>(devices, microbatches);
-    case ScheduleKind::AsyncOneFOneB: return std::make_unique<AsyncOneFOneBSchedule>(devices, microbatches);
+    case ScheduleKind::PipeDream: return std::make_unique<PipeDreamSchedule>(devices, microbatches);
     case ScheduleKind::Interleaved:
       if (microbatches % devices != 0)
         throw std::invalid_argument("interleaved 1F1B needs microbatches (" + std::to_string(microbatches) +

@@ -8,7 +8,7 @@ struct Name {
 };
 constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
                            {ScheduleKind::OneFOneB, "1f1b"},
-                           {ScheduleKind::AsyncOneFOneB, "pipedream"},
+                           {ScheduleKind::PipeDream, "pipedream"},
                            {ScheduleKind::Interleaved, "interleaved"},
                            {ScheduleKind::CSP, "csp"},
                            {ScheduleKind::ZBH1, "zb-h1"},

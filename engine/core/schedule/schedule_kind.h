@@ -8,7 +8,7 @@ namespace pw {
 enum class ScheduleKind {
   GPipe,          // fill-drain: all forwards, then all backwards, flush
   OneFOneB,       // 1F1B with a flush at the end of each iteration
-  AsyncOneFOneB,  // PipeDream: 1F1B without flush, weight stashing
+  PipeDream,      // async 1F1B without flush, weight stashing ("pipedream")
   Interleaved,    // Megatron interleaved 1F1B, `chunks` model chunks per device
   CSP,            // NASPipe causal synchronous parallel (supernets)
   // Zero-bubble family: the backward split into B (input gradient) and W

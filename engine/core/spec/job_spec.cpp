@@ -247,14 +247,14 @@ JobSpec parse_job(const nlohmann::json& doc) {
   job.cluster = parse_cluster(f.object("cluster", false));
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
   if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
-  if ((job.runtime.replan || !job.runtime.migrate.empty()) && job.pipeline.schedule == ScheduleKind::AsyncOneFOneB)
+  if ((job.runtime.replan || !job.runtime.migrate.empty()) && job.pipeline.schedule == ScheduleKind::PipeDream)
     throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
                                "pipedream schedule has none (use gpipe, 1f1b or interleaved)");
   f.finish();
   // Both need every stage's gradients of one batch at one step; PipeDream's
   // stages step per microbatch on different weight versions.
   if ((job.training.clip_grad_norm > 0 || job.training.skip_nonfinite) &&
-      job.pipeline.schedule == ScheduleKind::AsyncOneFOneB)
+      job.pipeline.schedule == ScheduleKind::PipeDream)
     throw SpecError(job.training.clip_grad_norm > 0 ? "training.clip_grad_norm" : "training.skip_nonfinite",
                     "needs a schedule with a flush (not pipedream)");
   if (job.model.kind == "uniform" || job.model.layers > 0) {

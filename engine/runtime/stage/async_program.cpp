@@ -18,7 +18,7 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
   if (total <= 0) return;
   // The schedule spans 2 x its microbatches; actions past `total` are skipped alike on every stage.
   const std::unique_ptr<Schedule> program =
-      make_schedule(ScheduleKind::AsyncOneFOneB, devices, static_cast<int>((total + 1) / 2), 1);
+      make_schedule(ScheduleKind::PipeDream, devices, static_cast<int>((total + 1) / 2), 1);
   const ActiveSchedule run{*program, plan, shapes, device, microbatches, /*async=*/true, /*iteration=*/0, first};
   // Per iteration, the backwards this device has run: when all are done,
   // its events are converted and its loss (last stage) read, once.

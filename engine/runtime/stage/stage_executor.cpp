@@ -63,7 +63,7 @@ void StageExecutor::Impl::update_static() {
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
                              TrainData& data, EventSink* sink, StageDevice placement)
     : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink, std::move(placement))) {
-  if (schedule.kind() == ScheduleKind::AsyncOneFOneB && schedule.chunks() != 1)
+  if (schedule.kind() == ScheduleKind::PipeDream && schedule.chunks() != 1)
     throw std::invalid_argument("async 1F1B runs with one chunk per device");
 }
 StageExecutor::~StageExecutor() = default;
