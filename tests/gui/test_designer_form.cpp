@@ -38,6 +38,7 @@
 #include "core/spec/spec_bounds.h"
 #include "gui/widgets/explain_dock.h"
 #include "gui/widgets/main_window.h"
+#include "studio_window_fixture.h"
 #include "gui/widgets/memory_view.h"
 #include "gui/widgets/plan_view.h"
 #include "gui/widgets/plot_export.h"
@@ -70,13 +71,7 @@ class DesignerFormTest : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("PipewrightTest");
-    QCoreApplication::setApplicationName("studio-designer-form-test");
-    QSettings().clear();
-    apply_theme(Theme::Light);
-    win_ = new MainWindow;
-    win_->resize(1400, 900);
-    win_->show();
+    win_ = open_studio_window("studio-designer-form-test");
     QVERIFY(QTest::qWaitForWindowExposed(win_));
   }
   void cleanupTestCase() { delete win_; }

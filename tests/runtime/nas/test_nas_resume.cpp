@@ -22,8 +22,12 @@
 #include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "db/run_reader.h"
+#include "nas_cli_process.h"
 
 namespace fs = std::filesystem;
+
+using pw::nastest::spawn_cli;
+using pw::nastest::wait_exit;
 
 namespace {
 const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
@@ -32,27 +36,6 @@ const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-su
 const std::vector<std::string> kSets = {"training.iterations=64", "data.train_samples=640", "training.optimizer=adam",
                                         "training.lr=0.01"};
 constexpr int kEvery = 8;
-
-// Starts the CLI with stdout and stderr to files; the worker program is the build's.
-pid_t spawn_cli(std::vector<std::string> args, const fs::path& out, const fs::path& err) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    setenv("PW_NAS_WORKER", PW_NAS_WORKER_BIN, 1);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

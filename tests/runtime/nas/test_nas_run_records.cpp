@@ -14,24 +14,14 @@
 
 #include "core/nas/nas_job.h"
 #include "db/run_reader.h"
+#include "nas_cli_process.h"
 
 namespace {
 const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
 const std::vector<std::string> kSets = {"training.iterations=24", "data.train_samples=1024"};
 
 int run_cli(std::vector<std::string> args) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    setenv("PW_NAS_WORKER", PW_NAS_WORKER_BIN, 1);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return pw::nastest::wait_exit(pw::nastest::spawn_cli(std::move(args)));
 }
 }  // namespace
 
