@@ -66,9 +66,12 @@ JobSpec at_size(JobSpec job, int b) {
 
 // The job's cluster.* host costs fitted from a calibration's events, in the
 // spec and in the document (what suggestions re-plan from).
-void fit_host_costs(JobSpec& job, const std::vector<std::vector<Event>>& runs) {
+// The host time per action is fitted per size (a table) from each size's
+// runs; the sends over all of them.
+void fit_host_costs(JobSpec& job, const std::map<int, std::vector<std::vector<Event>>>& runs) {
   std::vector<Event> events;
-  for (const auto& r : runs) events.insert(events.end(), r.begin(), r.end());
+  for (const auto& [b, at_b] : runs)
+    for (const auto& r : at_b) events.insert(events.end(), r.begin(), r.end());
   auto set = [&](const char* field, double& into, double v) {
     into = v;
     job.raw["cluster"][field] = v;
@@ -77,7 +80,13 @@ void fit_host_costs(JobSpec& job, const std::vector<std::vector<Event>>& runs) {
     set("send_cpu_us", job.cluster.device.send_cpu_us, send->per_message_us);
     set("send_cpu_gbps", job.cluster.device.send_cpu_gbps, send->gbps);
   }
-  if (auto us = fit_action_overhead_us(runs)) set("action_overhead_us", job.cluster.device.action_overhead_us, *us);
+  const auto table = fit_action_overhead_by_size(runs);
+  if (table.empty()) return;
+  job.cluster.device.action_overhead_by_microbatch = table;
+  job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
+  nlohmann::json t = nlohmann::json::object();
+  for (const auto& [b, us] : table) t[std::to_string(b)] = us;
+  job.raw["cluster"]["action_overhead_us"] = t;
 }
 
 void use_profile(JobSpec& job, const std::string& file) {
@@ -107,13 +116,13 @@ void model(const char* label, JobSpec job, int iterations) {
   ModelProfile tables = merge_microbatch_profiles(each, base);
   save_profile_file(tables, new_file);
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  std::vector<std::vector<Event>> all;
+  std::map<int, std::vector<std::vector<Event>>> all;
   JobSpec probe = job;
   use_profile(probe, new_file);
   for (int b : in_situ) {
     Measured m = run(at_size(probe, b), iterations);
     by_size[b] = measure_stage_compute(m.events);
-    all.push_back(m.events);
+    all[b].push_back(m.events);
   }
   JobSpec new_job = job;
   fit_host_costs(new_job, all);
@@ -126,7 +135,7 @@ void model(const char* label, JobSpec job, int iterations) {
   use_profile(old_probe, old_file);
   Measured one = run(old_probe, iterations);
   JobSpec old_job = job;
-  fit_host_costs(old_job, {one.events});
+  fit_host_costs(old_job, {{base, {one.events}}});
   save_profile_file(calibrate_profile(single, measure_stage_compute(one.events)), old_file);
 
   std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
@@ -188,14 +197,20 @@ void model(const char* label, JobSpec job, int iterations) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const int iterations = argc > 1 ? std::atoi(argv[1]) : bench::quick_or(3, 30);
-  std::printf("pw_bench_microbatch (%d iterations per run, %d threads per worker)\n\n", iterations, worker_threads());
+  // The CNN's iterations take 25-60 ms on 2 shared cores, where the mean of
+  // 30 consecutive ones drifts by 15% over a few seconds (the host's load,
+  // not the job): 150 iterations per run bring a run's mean within ~4% of
+  // the next run's. The GPT's take ~0.45 s: 30 suffice.
+  const int cnn_iterations = argc > 1 ? std::atoi(argv[1]) : bench::quick_or(3, 150);
+  const int gpt_iterations = argc > 1 ? std::atoi(argv[1]) : bench::quick_or(3, 30);
+  std::printf("pw_bench_microbatch (%d iterations per CNN run, %d per GPT run, %d threads per worker)\n\n",
+              cnn_iterations, gpt_iterations, worker_threads());
   // Through --set overrides: the workers read the job document, not JobSpec.
   const std::string jobs = std::string(PW_SOURCE_DIR) + "/resources/jobs/";
   model("CNN demo", load_job(jobs + "demo-fmnist-cnn.json", {"training.batch_size=64", "training.microbatch_size=16"}),
-        iterations);
+        cnn_iterations);
   model("tiny GPT", load_job(jobs + "tiny-lm-4stage.json", {"training.batch_size=64", "training.microbatch_size=8",
                                                              "cluster.devices=2", "pipeline.stages=2"}),
-        iterations);
+        gpt_iterations);
   return 0;
 }

@@ -1,6 +1,7 @@
 // In-situ calibration: a run's events become per-stage compute (nested
 // work taken out, the first iteration left out, means), and a profile's
 // layers are scaled by it. Expected figures are worked out by hand here.
+#include <map>
 #include <gtest/gtest.h>
 
 #include "core/calibrate/send_cost.h"
@@ -155,19 +156,61 @@ TEST(Calibration, ActionOverheadIsTheTimeBetweenEventsPerAction) {
 
 TEST(Calibration, SendCostFromEventsAsPerMessageTimePlusRate) {
   std::vector<Event> e;
-  auto send = [&](std::int64_t bytes, double us) {
-    Event s = ev(EventKind::Send, 0, 0, 0, us / 1000);
+  auto send = [&](double at_ms, std::int64_t bytes, double us) {
+    Event s = ev(EventKind::Send, 0, 0, at_ms, at_ms + us / 1000);
     s.bytes = bytes;
     e.push_back(s);
   };
-  // 10 us + 1 MB per 100 us (80 Gbit/s): 1 MB in 110 us, 2 MB in 210 us.
-  for (double us : {110, 110, 900}) send(1000000, us);
-  for (double us : {210, 210, 210}) send(2000000, us);
+  // The first iteration (to the step ending at 10 ms): a 5 ms send meeting
+  // the connection's set-up, left out.
+  send(1, 1000000, 5000);
+  e.push_back(ev(EventKind::OptimizerStep, 0, -1, 9, 10));
+  // Then the means per size: 1 MB {100, 100, 400} = 200 us, 3 MB {400, 400}
+  // = 400 us: 100 us per MB (80 Gbit/s) after 100 us per message. The stall
+  // of 400 us counts: the iteration waited for it.
+  for (double us : {100, 100, 400}) send(11, 1000000, us);
+  for (double us : {400, 400}) send(12, 3000000, us);
+  e.push_back(ev(EventKind::OptimizerStep, 0, -1, 19, 20));
   auto fit = fit_send_cost(e);
   ASSERT_TRUE(fit);
-  EXPECT_NEAR(fit->per_message_us, 10, 1e-6);
+  EXPECT_NEAR(fit->per_message_us, 100, 1e-6);
   EXPECT_NEAR(fit->gbps, 80, 1e-6);
   EXPECT_FALSE(fit_send_cost({}));
+}
+
+// Two devices: device 1 busier (longer events) with larger gaps. The fit
+// is device 1's gaps per action, not the mean over both devices.
+TEST(Calibration, ActionOverheadIsTheBusiestDevices) {
+  using K = EventKind;
+  // Device 0: forwards of 1 ms with 0.1 ms gaps; device 1: 3 ms with 0.4 ms.
+  std::vector<Event> e{ev(K::OptimizerStep, 0, -1, 0, 1),       ev(K::Forward, 0, 0, 1.1, 2.1, 0, 0),
+                       ev(K::Forward, 0, 1, 2.2, 3.2, 0, 0),    ev(K::OptimizerStep, 0, -1, 3.5, 4),
+                       ev(K::OptimizerStep, 1, -1, 0, 1),       ev(K::Forward, 1, 0, 1.4, 4.4, 1, 1),
+                       ev(K::Recv, 1, 1, 4.4, 9.4, 1, 1),       ev(K::Forward, 1, 1, 9.8, 12.8, 1, 1),
+                       ev(K::OptimizerStep, 1, -1, 13, 13.5)};
+  // Device 1: gaps 0.4 + 0.4 (the step's wait not counted) over 2 forwards
+  // and a step = 266.7 us; its receive's 5 ms wait is not busy time, so it
+  // stays the busiest through its 6 ms of forwards against device 0's 2 ms.
+  auto us = fit_action_overhead_us(e);
+  ASSERT_TRUE(us);
+  EXPECT_NEAR(*us, 800.0 / 3, 1e-6);
+}
+
+// Per size, each from its own runs: the table cluster.action_overhead_us takes.
+TEST(Calibration, ActionOverheadBySizeFromEachSizesRuns) {
+  using K = EventKind;
+  auto run = [](double gap_ms) {
+    return std::vector<Event>{ev(K::OptimizerStep, 0, -1, 0, 1), ev(K::Forward, 0, 0, 1 + gap_ms, 2, 0, 0),
+                              ev(K::Backward, 0, 0, 2 + gap_ms, 3, 0, 0), ev(K::OptimizerStep, 0, -1, 3.5, 4)};
+  };
+  // Gaps of 0.3 ms before each of 2 actions + the step: 200 us; of 0.06: 40 us.
+  std::map<int, std::vector<std::vector<Event>>> runs{{2, {run(0.3), run(0.3)}}, {32, {run(0.06)}}, {8, {}}};
+  auto table = fit_action_overhead_by_size(runs);
+  ASSERT_EQ(table.size(), 2u);  // size 8 ran nothing: left out
+  EXPECT_EQ(table[0].first, 2);
+  EXPECT_NEAR(table[0].second, 200, 1e-6);
+  EXPECT_EQ(table[1].first, 32);
+  EXPECT_NEAR(table[1].second, 40, 1e-6);
 }
 
 }  // namespace

@@ -141,3 +141,49 @@ TEST(MessagingSpec, AnUnknownModeIsRefusedNamingTheField) {
     EXPECT_NE(std::string(e.what()).find("cluster.messaging"), std::string::npos) << e.what();
   }
 }
+
+// cluster.action_overhead_us by microbatch size (what `profile --in-situ`
+// fits at several sizes): the job reads the value at its own size, linear
+// between the sizes given, the nearest one's beyond them.
+TEST(JobSpec, ActionOverheadTableIsReadAtTheJobsSize) {
+  auto d = minimal();
+  d["cluster"]["action_overhead_us"] = {{"8", 60}, {"2", 200}, {"32", 100}};
+  JobSpec j = parse_job(d);  // microbatch 2
+  ASSERT_EQ(j.cluster.device.action_overhead_by_microbatch.size(), 3u);
+  EXPECT_EQ(j.cluster.device.action_overhead_by_microbatch[0].first, 2);  // in size order
+  EXPECT_DOUBLE_EQ(j.cluster.device.action_overhead_us, 200);
+  d["training"]["microbatch_size"] = 4;  // a third of the way from 2 to 8: 200 - 140 / 3
+  EXPECT_NEAR(parse_job(d).cluster.device.action_overhead_us, 200 - 140.0 / 3, 1e-9);
+  d["training"]["microbatch_size"] = 16;  // from 8 to 32, a third: 60 + 40 / 3
+  EXPECT_NEAR(parse_job(d).cluster.device.action_overhead_us, 60 + 40.0 / 3, 1e-9);
+  d["training"]["microbatch_size"] = 1;  // below the table: its first size's
+  EXPECT_DOUBLE_EQ(parse_job(d).cluster.device.action_overhead_us, 200);
+  d["training"]["batch_size"] = 64;
+  d["training"]["microbatch_size"] = 64;  // above: its last size's
+  EXPECT_DOUBLE_EQ(parse_job(d).cluster.device.action_overhead_us, 100);
+  // A plain number stays one value for every size.
+  d["cluster"]["action_overhead_us"] = 75;
+  EXPECT_DOUBLE_EQ(parse_job(d).cluster.device.action_overhead_us, 75);
+  EXPECT_TRUE(parse_job(d).cluster.device.action_overhead_by_microbatch.empty());
+}
+
+TEST(JobSpec, ActionOverheadTableRefusesBadSizesAndValues) {
+  auto with = [](nlohmann::json table) {
+    auto d = minimal();
+    d["cluster"]["action_overhead_us"] = table;
+    return error_of(d);
+  };
+  EXPECT_EQ(with({{"two", 5}}), "cluster.action_overhead_us.two: the key must be a microbatch size in [1, 65536], got \"two\"");
+  EXPECT_EQ(with({{"0", 5}}), "cluster.action_overhead_us.0: the key must be a microbatch size in [1, 65536], got \"0\"");
+  EXPECT_EQ(with({{"4", -1}}), "cluster.action_overhead_us.4: must be in [0.0, 1000000000.0], got -1");
+  EXPECT_EQ(with({{"4", "fast"}}), "cluster.action_overhead_us.4: must be a number, got string");
+  EXPECT_NE(with(nlohmann::json::object()).find("cluster.action_overhead_us: must be a number or a table"), std::string::npos);
+  EXPECT_EQ(with({{"04", 1}, {"4", 2}}), "cluster.action_overhead_us.4: microbatch size given twice");
+}
+
+// `--set 'cluster.action_overhead_us={"2":190,"8":70}'` (what profile prints).
+TEST(JobSpec, ActionOverheadTableComesThroughAnOverride) {
+  auto d = minimal();
+  apply_override(d, R"(cluster.action_overhead_us={"2":190,"8":70})");
+  EXPECT_DOUBLE_EQ(parse_job(d).cluster.device.action_overhead_us, 190);
+}

@@ -231,6 +231,28 @@ TEST(MicrobatchSearch, AutoIsTheFastestOfAFixedSizeSweep) {
   }
 }
 
+// A host overhead given by size (cluster.action_overhead_us as a table):
+// each candidate is planned with its own size's. Made prohibitive at the
+// size auto chooses without it, the choice moves, and the chosen job
+// carries its size's value.
+TEST(MicrobatchSearch, EachSizeIsPlannedWithItsOwnHostOverhead) {
+  nlohmann::json j = gpt_job("a100-80g", "auto");
+  j["pipeline"]["planner"] = "uniform";
+  const int plain = prepare_job(parse_job(j)).job.training.microbatch_size;
+  nlohmann::json table = nlohmann::json::object();
+  for (int b : {1, 2, 4, 8, 16, 32}) table[std::to_string(b)] = b == plain ? 1e6 : 10.0;  // 1 s per action at `plain`
+  j["cluster"]["action_overhead_us"] = table;
+  PreparedJob p = prepare_job(parse_job(j));
+  EXPECT_NE(p.job.training.microbatch_size, plain);
+  EXPECT_DOUBLE_EQ(p.job.cluster.device.action_overhead_us, 10.0);
+  for (const auto& row : p.plan.microbatch_search)
+    if (row.microbatch_size == plain && !row.pruned)  // every device runs at least one action: >= 1 s
+      EXPECT_GE(row.iteration_time_ms, 1000.0);
+  // The same job at the prohibitive size, fixed: it reads that size's value.
+  j["training"]["microbatch_size"] = plain;
+  EXPECT_DOUBLE_EQ(parse_job(j).cluster.device.action_overhead_us, 1e6);
+}
+
 TEST(MicrobatchSearch, TooLargeAMicrobatchIsNotChosen) {
   // 11 GB cards and a long sequence: whole-batch microbatches do not fit.
   nlohmann::json j = gpt_job("rtx2080ti", "auto", 64);

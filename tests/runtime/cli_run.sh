@@ -41,6 +41,16 @@ grep -q "calibrated profile written" "$T/out" || fail "no calibration summary: $
 grep -q "cluster.send_cpu_us=.*cluster.action_overhead_us=" "$T/out" || fail "in-situ send cost and action overhead not printed: $(cat "$T/out")"
 "$PW" plan "$JOB" --profile "$T/cal.json" > /dev/null 2> "$T/err" || fail "plan from a calibrated profile: $(cat "$T/err")"
 grep -q "note: compute calibrated in situ" "$T/err" || fail "plan should say the profile is calibrated: $(cat "$T/err")"
+# At several sizes the host time per action is a table by size, printed as shell words to paste
+# (quoted: the JSON's braces and commas are shell syntax), which plan then reads at the job's size.
+"$PW" profile "$JOB" -o "$T/sizes.json" --repeats 2 --microbatch-sizes 2,4 --in-situ 3 > "$T/out" 2> "$T/err" ||
+  fail "profile --microbatch-sizes --in-situ: $(cat "$T/err")"
+SETS=$(sed -n 's/^  plan with//p' "$T/out")
+echo "$SETS" | grep -q "'cluster.action_overhead_us={\"2\":[0-9.]*,\"4\":[0-9.]*" ||
+  fail "the host time per size not printed as a quoted table: $SETS"
+eval "set -- $SETS"
+"$PW" plan "$JOB" --profile "$T/sizes.json" --set training.microbatch_size=2 "$@" > /dev/null 2> "$T/err" ||
+  fail "plan with the printed table: $(cat "$T/err")"
 "$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || fail "--in-situ 1 should exit 2"
 # Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -82,7 +83,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
   namespace fs = std::filesystem;
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
   std::vector<Event> all_events;
-  std::vector<std::vector<Event>> runs;
+  std::map<int, std::vector<std::vector<Event>>> runs;
   std::optional<Plan> plan;
   std::map<int, double> iteration_ms;
   for (int b : sizes) {
@@ -108,7 +109,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
     by_size[b] = measured;
     iteration_ms[b] = r.iteration_ms;
     all_events.insert(all_events.end(), events.begin(), events.end());
-    runs.push_back(std::move(events));
+    runs[b].push_back(std::move(events));
   }
   std::vector<StageSizeFit> fits;
   ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
@@ -123,11 +124,21 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
               << "             " << fixed(f.bwd_fit.alpha_ms, 3) << " + " << fixed(f.bwd_fit.beta_ms, 4) << " x b\n";
   }
   // The sends and the host time between actions are the job's (cluster.*):
-  // fitted over every size's events.
+  // the sends fitted over every size's events (their bytes tell the sizes
+  // apart), the host time per size (it grows as the microbatches shrink).
   std::string sets;
   if (auto send = fit_send_cost(all_events))
     sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
-  if (auto us = fit_action_overhead_us(runs)) sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
+  const auto overhead = fit_action_overhead_by_size(runs);
+  if (!overhead.empty()) {
+    nlohmann::ordered_json table = nlohmann::ordered_json::object();
+    std::cout << "  between actions the busiest stage spent, per action:";
+    for (const auto& [b, us] : overhead) {
+      table[std::to_string(b)] = std::round(us * 10) / 10;
+      std::cout << " " << fixed(us, 0) << " us at " << b << (b == overhead.back().first ? "\n" : ",");
+    }
+    sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
+  }
   if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
   return p;
 }

@@ -5,7 +5,7 @@
 namespace pw {
 
 int optimizer_steps_per_iteration(ScheduleKind schedule, int microbatches) {
-  return schedule == ScheduleKind::PipeDream ? microbatches : 1;
+  return flushes(schedule) ? 1 : microbatches;
 }
 
 int optimizer_steps_per_iteration(const nlohmann::json& job_doc) {

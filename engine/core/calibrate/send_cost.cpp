@@ -3,19 +3,23 @@
 #include <algorithm>
 #include <map>
 
+#include "core/calibrate/stage_compute.h"
+
 namespace pw {
 
 std::optional<SendCost> fit_send_cost(const std::vector<Event>& events) {
+  std::map<int, std::int64_t> warm = warm_from(events);
   std::map<double, std::vector<double>> us_by_bytes;
   for (const auto& e : events)
-    if (e.kind == EventKind::Send)
+    if (e.kind == EventKind::Send && e.start_ns >= warm[e.stage])
       us_by_bytes[static_cast<double>(e.bytes)].push_back(static_cast<double>(e.end_ns - e.start_ns) / 1e3);
   if (us_by_bytes.empty()) return std::nullopt;
   std::vector<double> bytes, us;
   for (auto& [b, v] : us_by_bytes) {
-    std::sort(v.begin(), v.end());
+    double sum = 0;
+    for (double x : v) sum += x;
     bytes.push_back(b);
-    us.push_back(v[v.size() / 2]);
+    us.push_back(sum / static_cast<double>(v.size()));
   }
   const double n = static_cast<double>(us.size());
   double mb = 0, mu = 0;

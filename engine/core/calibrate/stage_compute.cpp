@@ -41,8 +41,8 @@ void sort_by_device_and_start(std::vector<Event>& events) {
   });
 }
 
-// Where each device's first iteration ends (its first optimizer step),
-// when it has a second one to measure instead; 0 otherwise.
+}  // namespace
+
 std::map<int, std::int64_t> warm_from(const std::vector<Event>& events) {
   std::map<int, std::vector<std::int64_t>> steps;
   for (const auto& e : events)
@@ -51,8 +51,6 @@ std::map<int, std::int64_t> warm_from(const std::vector<Event>& events) {
   for (auto& [device, ends] : steps) from[device] = ends.size() > 1 ? *std::min_element(ends.begin(), ends.end()) : 0;
   return from;
 }
-
-}  // namespace
 
 std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events) {
   sort_by_device_and_start(events);
@@ -100,26 +98,35 @@ std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> event
 }
 
 namespace {
+// One device's time outside its events, the actions it ran and the time it
+// was busy (its events but receives, which are mostly waiting, and the gaps).
 struct Gaps {
-  double gap_ns = 0;
+  double gap_ns = 0, busy_ns = 0;
   long actions = 0;
 };
-Gaps action_gaps(std::vector<Event> events) {
+std::map<int, Gaps> action_gaps(std::vector<Event> events) {
   sort_by_device_and_start(events);
   std::map<int, std::int64_t> warm = warm_from(events);
-  Gaps g;
+  std::map<int, Gaps> by_device;
   int device = -1;
   std::int64_t prev_end = 0;
   for (const auto& e : events) {
     if (e.start_ns < warm[e.stage]) continue;
     if (e.stage != device) device = e.stage, prev_end = std::max<std::int64_t>(warm[e.stage], 0);
+    Gaps& g = by_device[e.stage];
     // The device's first measured event follows its warm-up step's end.
-    if (prev_end > 0 && e.start_ns > prev_end && e.kind != EventKind::OptimizerStep)
+    if (prev_end > 0 && e.start_ns > prev_end && e.kind != EventKind::OptimizerStep) {
       g.gap_ns += static_cast<double>(e.start_ns - prev_end);
+      g.busy_ns += static_cast<double>(e.start_ns - prev_end);
+    }
+    // Nested events (a recompute inside its backward) lie inside the span
+    // already counted.
+    if (e.end_ns > prev_end && e.kind != EventKind::Recv)
+      g.busy_ns += static_cast<double>(e.end_ns - std::max(prev_end, e.start_ns));
     prev_end = std::max(prev_end, e.end_ns);
     g.actions += is_action(e.kind);
   }
-  return g;
+  return by_device;
 }
 }  // namespace
 
@@ -128,14 +135,25 @@ std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
 }
 
 std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event>>& runs) {
-  Gaps all;
-  for (const auto& run : runs) {
-    Gaps g = action_gaps(run);
-    all.gap_ns += g.gap_ns;
-    all.actions += g.actions;
-  }
-  if (all.actions == 0) return std::nullopt;
-  return all.gap_ns / 1e3 / static_cast<double>(all.actions);
+  std::map<int, Gaps> all;
+  for (const auto& run : runs)
+    for (const auto& [device, g] : action_gaps(run)) {
+      all[device].gap_ns += g.gap_ns;
+      all[device].busy_ns += g.busy_ns;
+      all[device].actions += g.actions;
+    }
+  const Gaps* busiest = nullptr;
+  for (const auto& [device, g] : all)
+    if (g.actions > 0 && (!busiest || g.busy_ns > busiest->busy_ns)) busiest = &g;
+  if (!busiest) return std::nullopt;
+  return busiest->gap_ns / 1e3 / static_cast<double>(busiest->actions);
+}
+
+std::vector<std::pair<int, double>> fit_action_overhead_by_size(const std::map<int, std::vector<std::vector<Event>>>& runs) {
+  std::vector<std::pair<int, double>> table;
+  for (const auto& [b, at_b] : runs)
+    if (auto us = fit_action_overhead_us(at_b)) table.emplace_back(b, *us);
+  return table;
 }
 
 ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured) {

@@ -1,5 +1,7 @@
 #pragma once
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/events/event.h"
@@ -27,22 +29,37 @@ struct MeasuredStageCompute {
   double optimizer_ms = 0;   // the device's optimizer step, per iteration
 };
 
+// Where each device's first iteration ends (its first optimizer step), when
+// it has a second one to measure instead; 0 otherwise. What the fits below
+// leave out: cold caches and connection set-up are a one-off.
+std::map<int, std::int64_t> warm_from(const std::vector<Event>& events);
+
 // One entry per (virtual) stage seen in `events`, in layer order. Events
 // before each device's first optimizer step (its first iteration) are left
 // out when the device has later ones.
 std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events);
 
 // The time a stage spends between its events per action (forward, backward,
-// optimizer step), pooled over devices and the iterations after the first:
-// the host work outside every event that delays the next action
+// optimizer step) over the iterations after the first: the host work
+// outside every event that delays the next action
 // (DeviceSpec::action_overhead_us). Gaps before an optimizer step are left
 // out: they are its wait for outstanding sends, which is communication.
-// nullopt when the events hold no action.
+// The busiest device's (its events but receives, plus its gaps, the longest):
+// the iteration goes at its pace, and devices differ (on a host transport
+// the stage that posts the receives its peer is already sending into stalls
+// on the socket far more often), so a mean over devices would price the
+// bottleneck at the idler stage's overhead. nullopt when the events hold no
+// action.
 std::optional<double> fit_action_overhead_us(std::vector<Event> events);
 // The same over several runs' events, each run's gaps its own (runs at
 // different times share no timeline: pooled, the time between two runs
-// would read as one gap), the runs' gaps and actions pooled.
+// would read as one gap), the runs' gaps, busy times and actions summed per
+// device.
 std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event>>& runs);
+// One value per microbatch size from that size's runs: the table
+// cluster.action_overhead_us takes (DeviceSpec::action_overhead_by_microbatch).
+// Sizes whose runs hold no action are left out.
+std::vector<std::pair<int, double>> fit_action_overhead_by_size(const std::map<int, std::vector<std::vector<Event>>>& runs);
 
 // `profile` with each stage's layers' forward, backward and optimizer times
 // scaled so the stage's sums equal what was measured. Co-running stages on

@@ -36,7 +36,7 @@ class ExactSearch {
     fronts_.resize(static_cast<size_t>(p_) * L_ * L_);
     policy_.assign(L_, MemoryPolicy::Keep);
     const auto& sched = model_.schedule();
-    async_ = sched == ScheduleKind::PipeDream;
+    async_ = !flushes(sched);
   }
 
   Plan run() {

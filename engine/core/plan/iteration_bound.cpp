@@ -19,8 +19,8 @@ double iteration_lower_bound_ms(const PlanRequest& req) {
   }
   const double throughput_bound = req.microbatches * work / capacity;
   // pipeline.schedule "auto" plans only flushing families (planner.h).
-  const bool flushes = req.auto_schedule || req.schedule != ScheduleKind::PipeDream;
-  return flushes ? std::max(throughput_bound, chain / fastest) : throughput_bound;
+  const bool flush = req.auto_schedule || flushes(req.schedule);
+  return flush ? std::max(throughput_bound, chain / fastest) : throughput_bound;
 }
 
 }  // namespace pw

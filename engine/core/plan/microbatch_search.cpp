@@ -39,6 +39,7 @@ void resolve_auto_microbatch(JobSpec& job, int b) {
   job.training.microbatch_size = b;
   job.pipeline.microbatches = job.training.batch_size / b;
   job.training.microbatch_size_auto = false;
+  job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, b);
   if (job.raw.is_object()) {
     job.raw["training"]["microbatch_size"] = b;
     auto pipeline = job.raw.find("pipeline");

@@ -16,7 +16,8 @@ std::vector<int> microbatch_candidates(const JobSpec& job);
 
 // The job at microbatch size `b`: training.microbatch_size, the microbatch
 // count and the job document (what workers and the run database read) all
-// say b, and the job is no longer "auto".
+// say b, and the job is no longer "auto"; a host overhead given by size
+// (cluster.action_overhead_us as a table) is the one at b.
 void resolve_auto_microbatch(JobSpec& job, int b);
 
 // Plans the job at every candidate size with `plan_at` (which plans a job

@@ -63,7 +63,6 @@ class PipeDreamSchedule final : public Schedule {
   PipeDreamSchedule(int d, int m) : Schedule(d, m, 1) {}
   ScheduleKind kind() const override { return ScheduleKind::PipeDream; }
   int span_microbatches() const override { return 2 * microbatches_; }
-  bool flushes() const override { return false; }
   std::int64_t length(int) const override { return 3LL * span_microbatches(); }
   Action action(int d, std::int64_t i) const override {
     int m = span_microbatches();

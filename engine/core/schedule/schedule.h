@@ -20,7 +20,7 @@ class Schedule {
   // Microbatches the program spans: one iteration, or two for schedules
   // without a flush so the steady state can be measured.
   virtual int span_microbatches() const { return microbatches_; }
-  virtual bool flushes() const { return true; }
+  bool flushes() const { return pw::flushes(kind()); }
 
   virtual std::int64_t length(int device) const = 0;
   virtual Action action(int device, std::int64_t index) const = 0;

@@ -20,6 +20,8 @@ constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
 
 bool is_v_shape(ScheduleKind k) { return k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV; }
 
+bool flushes(ScheduleKind k) { return k != ScheduleKind::PipeDream; }
+
 bool splits_backward(ScheduleKind k) {
   return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV ||
          k == ScheduleKind::Generated;

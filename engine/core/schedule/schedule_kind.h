@@ -26,6 +26,9 @@ enum class ScheduleKind {
 // Schedules placing two chunks per device in a V (device d runs virtual
 // stages d and 2p-1-d); their chunk count is always 2.
 bool is_v_shape(ScheduleKind k);
+// Schedules that flush: every stage steps once per iteration, after the
+// batch's last backward (all but PipeDream's, which steps per microbatch).
+bool flushes(ScheduleKind k);
 // Schedules whose actions split the backward into B and W.
 bool splits_backward(ScheduleKind k);
 

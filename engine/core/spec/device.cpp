@@ -55,4 +55,16 @@ std::vector<std::string> device_preset_names() {
   return names;
 }
 
+double action_overhead_at(const DeviceSpec& d, int b) {
+  const auto& t = d.action_overhead_by_microbatch;
+  if (t.empty()) return d.action_overhead_us;
+  if (b <= t.front().first) return t.front().second;
+  if (b >= t.back().first) return t.back().second;
+  std::size_t i = 1;
+  while (t[i].first < b) ++i;
+  const auto& [b0, v0] = t[i - 1];
+  const auto& [b1, v1] = t[i];
+  return v0 + (v1 - v0) * static_cast<double>(b - b0) / static_cast<double>(b1 - b0);
+}
+
 }  // namespace pw

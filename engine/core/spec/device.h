@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pw {
@@ -25,7 +26,13 @@ struct DeviceSpec {
   // outside them (its bookkeeping: memory checks, event records, posting the
   // next receives). It delays the stage's next action but is no compute.
   // Zero in the analytic model; `pipewright profile --in-situ` measures it.
+  // The value at the job's microbatch size: where the job gives a table by
+  // size (action_overhead_by_microbatch), it is read from the table for the
+  // size in use (action_overhead_at), since on a host transport it grows as
+  // microbatches shrink: more messages a second, each contending for the
+  // same cores.
   double action_overhead_us = 0;
+  std::vector<std::pair<int, double>> action_overhead_by_microbatch;  // (size, us), by size
   // The per-microbatch terms of analytic costs (docs/planners.md, "Costs
   // per microbatch size"): a layer phase at microbatch b costs
   // alpha + beta * b with alpha = small_batch_penalty x beta + its dispatch
@@ -38,6 +45,11 @@ struct DeviceSpec {
   double layer_dispatch_us = 0;
   double optimizer_tensor_us = 0;
 };
+
+// The action overhead at microbatch size b from the table: linear between
+// the sizes measured, the nearest one's beyond them; action_overhead_us
+// when there is no table.
+double action_overhead_at(const DeviceSpec& d, int b);
 
 // Known presets; nullopt for an unknown name.
 std::optional<DeviceSpec> device_preset(const std::string& name);

@@ -1,5 +1,6 @@
 #include "core/spec/job_spec.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/cluster/transport_choice.h"
@@ -131,6 +132,34 @@ TrainingSpec parse_training(JsonFields f) {
   return t;
 }
 
+// {"2": 190, "8": 130, "32": 105}: microseconds by microbatch size, as
+// `pipewright profile --in-situ` fits them at several sizes.
+std::vector<std::pair<int, double>> parse_overhead_table(JsonFields f) {
+  const nlohmann::json doc = f.raw_object();
+  if (doc.empty()) throw SpecError(f.path(), "must be a number or a table {\"size\": us, ...} with at least one size");
+  std::vector<std::pair<int, double>> table;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& key = it.key();
+    int b = 0;
+    std::size_t used = 0;
+    try {
+      b = std::stoi(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != key.size() || key.empty() || b < 1 || b > bounds::kMicrobatchSize)
+      throw SpecError(f.path_of(key), "the key must be a microbatch size in [1, " +
+                                          std::to_string(bounds::kMicrobatchSize) + "], got \"" + key + "\"");
+    table.emplace_back(b, f.number(key, 0, bounds::kMicroseconds));
+  }
+  std::sort(table.begin(), table.end());
+  for (std::size_t i = 1; i < table.size(); ++i)
+    if (table[i].first == table[i - 1].first)
+      throw SpecError(f.path_of(std::to_string(table[i].first)), "microbatch size given twice");
+  f.finish();
+  return table;
+}
+
 ClusterSpec parse_cluster(JsonFields f) {
   using namespace bounds;
   ClusterSpec c;
@@ -160,7 +189,10 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.mem_bandwidth_gbs = f.number("mem_bandwidth_gbs", 1e-6, kRate, custom ? 500.0 : c.device.mem_bandwidth_gbs);
   c.device.send_cpu_us = f.number("send_cpu_us", 0, kMicroseconds, c.device.send_cpu_us);
   c.device.send_cpu_gbps = f.number("send_cpu_gbps", 0, kRate, c.device.send_cpu_gbps);
-  c.device.action_overhead_us = f.number("action_overhead_us", 0, kMicroseconds, c.device.action_overhead_us);
+  if (f.has("action_overhead_us") && f.raw("action_overhead_us").is_object())
+    c.device.action_overhead_by_microbatch = parse_overhead_table(f.object("action_overhead_us"));
+  else
+    c.device.action_overhead_us = f.number("action_overhead_us", 0, kMicroseconds, c.device.action_overhead_us);
   c.device.small_batch_penalty = f.number("small_batch_penalty", 0, 100, c.device.small_batch_penalty);
   c.device.layer_dispatch_us = f.number("layer_dispatch_us", 0, kMicroseconds, c.device.layer_dispatch_us);
   c.device.optimizer_tensor_us = f.number("optimizer_tensor_us", 0, kMicroseconds, c.device.optimizer_tensor_us);
@@ -245,16 +277,18 @@ JobSpec parse_job(const nlohmann::json& doc) {
   if (f.has("data")) job.data = parse_data(f.object("data"), job.model);
   job.training = parse_training(f.object("training", false));
   job.cluster = parse_cluster(f.object("cluster", false));
+  if (!job.training.microbatch_size_auto)  // auto: resolve_auto_microbatch reads it per size
+    job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
   if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
-  if ((job.runtime.replan || !job.runtime.migrate.empty()) && job.pipeline.schedule == ScheduleKind::PipeDream)
+  if ((job.runtime.replan || !job.runtime.migrate.empty()) && !flushes(job.pipeline.schedule))
     throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
                                "pipedream schedule has none (use gpipe, 1f1b or interleaved)");
   f.finish();
   // Both need every stage's gradients of one batch at one step; PipeDream's
   // stages step per microbatch on different weight versions.
   if ((job.training.clip_grad_norm > 0 || job.training.skip_nonfinite) &&
-      job.pipeline.schedule == ScheduleKind::PipeDream)
+      !flushes(job.pipeline.schedule))
     throw SpecError(job.training.clip_grad_norm > 0 ? "training.clip_grad_norm" : "training.skip_nonfinite",
                     "needs a schedule with a flush (not pipedream)");
   if (job.model.kind == "uniform" || job.model.layers > 0) {

@@ -18,6 +18,9 @@ class JsonFields {
 
   bool has(const std::string& key) const;
   std::string path_of(const std::string& key) const;
+  const std::string& path() const { return path_; }
+  // The object itself, for tables keyed by data (sizes), not field names.
+  const nlohmann::json& raw_object() const { return obj_; }
 
   std::string str(const std::string& key, std::optional<std::string> fallback = std::nullopt);
   std::string choice(const std::string& key, const std::vector<std::string>& options,
