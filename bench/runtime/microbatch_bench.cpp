@@ -142,13 +142,30 @@ void model(const char* label, JobSpec job, int iterations) {
 
   std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
   for (int b : in_situ) std::printf(" %d", b);
-  std::printf("; the old model at %d)\n     size  microbatches   measured ms   new model        old (linear) model\n", base);
+  std::printf("; the old model at %d)\n     size  microbatches   measured ms   new model        old (linear) model"
+              "     the measured runs\n", base);
+  // Every size run in turns, the rounds averaged: this machine's speed drifts
+  // by ~10% over minutes, and in turns a drift weighs on every size alike
+  // instead of on the sizes run last.
+  const int rounds = bench::quick_or(1, 2);
+  std::map<int, std::vector<double>> rounds_ms;
+  for (int r = 0; r < rounds; ++r)
+    for (int b : sizes) {
+      JobSpec real = at_size(new_job, b);
+      use_profile(real, new_file);
+      rounds_ms[b].push_back(run(real, iterations).iteration_ms);
+    }
   std::map<int, double> measured;
   double worst_new = 0, worst_old = 0;
   for (int b : sizes) {
-    JobSpec real = at_size(new_job, b);
-    use_profile(real, new_file);
-    const double meas = run(real, iterations).iteration_ms;
+    double meas = 0;
+    std::string each;
+    for (double ms : rounds_ms[b]) {
+      meas += ms / static_cast<double>(rounds_ms[b].size());
+      char one[16];
+      std::snprintf(one, sizeof one, "%s%.1f", each.empty() ? "" : ", ", ms);
+      each += one;
+    }
     measured[b] = meas;
     const double pn = predicted_ms(new_job, b, new_file), po = predicted_ms(old_job, b, old_file);
     const double en = 100 * (pn - meas) / meas, eo = 100 * (po - meas) / meas;
@@ -156,11 +173,10 @@ void model(const char* label, JobSpec job, int iterations) {
     worst_old = std::max(worst_old, std::abs(eo));
     // An in-sample size's calibration run is the same job run earlier: how
     // far the two runs differ is the machine's drift, not the model's error.
-    char sample[64] = "   out of sample";
-    if (calibration_ms.count(b))
-      std::snprintf(sample, sizeof sample, "   calibrated on a run of %.1f ms", calibration_ms[b]);
-    std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)%s\n", b, job.training.batch_size / b, meas, pn, en, po,
-                eo, sample);
+    char sample[64] = "; out of sample";
+    if (calibration_ms.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on one of %.1f", calibration_ms[b]);
+    std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)     %s%s\n", b, job.training.batch_size / b, meas, pn, en,
+                po, eo, each.c_str(), sample);
   }
   std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%\n", worst_new, worst_old);
 
