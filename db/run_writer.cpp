@@ -26,27 +26,11 @@ namespace pw::db {
 namespace {
 
 // Everything queued between two commits, one vector per table.
-struct Batch {
-  std::vector<Event> events;
-  std::vector<MemorySample> memory;
-  std::vector<ThroughputSample> throughput;
-  std::vector<Migration> migrations;
-  std::vector<SubnetState> subnet_states;
-  std::vector<SubnetEdge> subnet_edges;
-  std::vector<LogRecord> logs;
+struct Batch : RunRecordBatch {
   std::vector<std::function<void(Connection&)>> ops;  // rare updates, applied in order after the rows
-  std::size_t size() const {
-    return events.size() + memory.size() + throughput.size() + migrations.size() + subnet_states.size() +
-           subnet_edges.size() + logs.size() + ops.size();
-  }
+  std::size_t size() const { return record_count() + ops.size(); }
   void clear() {
-    events.clear();
-    memory.clear();
-    throughput.clear();
-    migrations.clear();
-    subnet_states.clear();
-    subnet_edges.clear();
-    logs.clear();
+    clear_records();
     ops.clear();
   }
 };

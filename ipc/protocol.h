@@ -8,7 +8,7 @@
 #include "core/events/clock.h"
 #include "core/events/event.h"
 #include "core/events/run_records.h"
-#include "core/plan/plan.h"
+#include "core/plan/plan_version.h"
 #include "ipc/pipewright.pb.h"
 
 namespace zmq {
@@ -60,13 +60,7 @@ std::optional<RunStatus> final_status(pb::RunState s);
 // A run's telemetry as pw records: the one decoding of what a publisher
 // sends about a run, for whoever follows one (the studio's live source).
 // decode() appends what one message carries; a part it lacks stays empty.
-struct RunTelemetry {
-  struct PlanVersion {  // a plan in force from t_ns on (version 1: the initial plan)
-    int version = 1;
-    std::int64_t t_ns = 0;
-    std::string reason;
-    Plan plan;
-  };
+struct RunTelemetry : RunRecordBatch {
   struct Status {  // the run as its last status message says
     std::string job_name;
     int stages = 0;
@@ -75,15 +69,8 @@ struct RunTelemetry {
     bool paused() const { return state == pb::PAUSED; }
     std::optional<RunStatus> final() const { return final_status(state); }
   };
-  std::vector<Event> events;
-  std::vector<MemorySample> memory;
-  std::vector<ThroughputSample> throughput;
-  std::vector<Migration> migrations;
-  std::vector<SubnetState> subnet_states;
-  std::vector<SubnetEdge> subnet_edges;
   std::vector<PlanVersion> plans;  // a plan whose JSON is not a plan is left out
   std::optional<Status> status;    // the last status decoded
-  std::vector<LogRecord> logs;
 };
 void decode(const pb::Envelope& env, RunTelemetry& into);
 

@@ -12,20 +12,10 @@
 namespace pw::ipc {
 namespace {
 
-struct Queue {
-  std::vector<Event> events;
-  std::vector<MemorySample> memory;
-  std::vector<ThroughputSample> throughput;
-  std::vector<Migration> migrations;
-  std::vector<SubnetState> subnet_states;
-  std::vector<SubnetEdge> subnet_edges;
-  std::vector<LogRecord> logs;
+struct Queue : RunRecordBatch {
   std::vector<pb::PlanUpdate> plans;
   std::vector<pb::RunStatus> statuses;
-  bool empty() const {
-    return events.empty() && memory.empty() && throughput.empty() && migrations.empty() && subnet_states.empty() &&
-           subnet_edges.empty() && logs.empty() && plans.empty() && statuses.empty();
-  }
+  bool empty() const { return no_records() && plans.empty() && statuses.empty(); }
   void clear() { *this = Queue(); }
 };
 

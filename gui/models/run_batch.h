@@ -7,17 +7,9 @@
 
 #include "core/events/event.h"
 #include "core/events/run_records.h"
-#include "core/plan/plan.h"
+#include "core/plan/plan_version.h"
 
 namespace pw::gui {
-
-// A plan in force from t_ns on (version 1 is the initial plan).
-struct PlanVersion {
-  int version = 1;
-  std::int64_t t_ns = 0;
-  std::string reason;
-  Plan plan;
-};
 
 struct RunInfo {
   std::string name;
@@ -28,16 +20,11 @@ struct RunInfo {
   std::vector<std::int64_t> memory_budget;  // per stage
 };
 
-// What a RunSource publishes at once; every part may be empty.
-struct RunBatch {
+// What a RunSource publishes at once; every part may be empty. The
+// studio keeps no log view: a source leaves `logs` empty.
+struct RunBatch : RunRecordBatch {
   std::optional<RunInfo> info;
-  std::vector<Event> events;
-  std::vector<MemorySample> memory;
-  std::vector<ThroughputSample> throughput;
   std::vector<PlanVersion> plans;
-  std::vector<Migration> migrations;
-  std::vector<SubnetState> subnet_states;
-  std::vector<SubnetEdge> subnet_edges;
   bool finished = false;  // the run ended (engine stopped, file fully read)
   // The run's state as its producer reports it (live status, recorded
   // status, the launcher seeing its engine exit), with the reason if any.
@@ -46,10 +33,7 @@ struct RunBatch {
   // A live run paused (true) or running again (false), as its engine reports.
   std::optional<bool> paused;
 
-  std::size_t size() const {
-    return events.size() + memory.size() + throughput.size() + plans.size() + migrations.size() +
-           subnet_states.size() + subnet_edges.size();
-  }
+  std::size_t size() const { return record_count() + plans.size(); }
 };
 
 // A memory sample's breakdown (unknown parts count as 0), in the order

@@ -51,14 +51,9 @@ void LiveRunSource::run() {
   auto handle = [&](const ipc::Subscriber::Message& m) {
     ipc::RunTelemetry t;
     ipc::decode(m.envelope, t);
-    auto append = [](auto& to, auto& from) { to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end())); };
-    append(batch.events, t.events);
-    append(batch.memory, t.memory);
-    append(batch.throughput, t.throughput);
-    append(batch.migrations, t.migrations);
-    append(batch.subnet_states, t.subnet_states);
-    append(batch.subnet_edges, t.subnet_edges);
-    for (auto& p : t.plans) batch.plans.push_back({p.version, p.t_ns, std::move(p.reason), std::move(p.plan)});
+    t.logs.clear();  // the studio keeps no log view
+    batch.append_records(std::move(t));
+    for (auto& p : t.plans) batch.plans.push_back(std::move(p));
     if (!t.status) return;
     const auto& s = *t.status;
     if (!have_info || info.stages != s.stages || info.name != s.job_name) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <random>
 
 namespace pw {
@@ -41,6 +42,43 @@ std::optional<SubnetPhase> subnet_phase_from_string(const std::string& s) {
 const char* to_string(LogLevel l) {
   auto i = static_cast<unsigned>(l);
   return i < 4 ? kLevel[i] : "?";
+}
+
+std::size_t RunRecordBatch::record_count() const {
+  return events.size() + memory.size() + throughput.size() + migrations.size() + subnet_states.size() +
+         subnet_edges.size() + logs.size();
+}
+
+namespace {
+template <class T>
+void move_to_end(std::vector<T>& to, std::vector<T>& from) {
+  if (to.empty()) {
+    to = std::move(from);
+  } else {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+  from.clear();
+}
+}  // namespace
+
+void RunRecordBatch::append_records(RunRecordBatch&& from) {
+  move_to_end(events, from.events);
+  move_to_end(memory, from.memory);
+  move_to_end(throughput, from.throughput);
+  move_to_end(migrations, from.migrations);
+  move_to_end(subnet_states, from.subnet_states);
+  move_to_end(subnet_edges, from.subnet_edges);
+  move_to_end(logs, from.logs);
+}
+
+void RunRecordBatch::clear_records() {
+  events.clear();
+  memory.clear();
+  throughput.clear();
+  migrations.clear();
+  subnet_states.clear();
+  subnet_edges.clear();
+  logs.clear();
 }
 
 }  // namespace pw

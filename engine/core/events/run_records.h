@@ -2,6 +2,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "core/events/event.h"
 
 namespace pw {
 
@@ -70,6 +73,26 @@ struct LogRecord {
   LogLevel level = LogLevel::Info;
   std::string source;
   std::string message;
+};
+
+// The records of a run as they travel in batches: the recorder's commit,
+// the publisher's queue, the telemetry decoded, the studio's batches. One
+// vector per kind, one definition; each holder adds only what is its own
+// (plans in its own form, status, pending updates).
+struct RunRecordBatch {
+  std::vector<Event> events;
+  std::vector<MemorySample> memory;
+  std::vector<ThroughputSample> throughput;
+  std::vector<Migration> migrations;
+  std::vector<SubnetState> subnet_states;
+  std::vector<SubnetEdge> subnet_edges;
+  std::vector<LogRecord> logs;
+
+  std::size_t record_count() const;
+  bool no_records() const { return record_count() == 0; }
+  // Moves every record of `from` to the end of this batch's, leaving `from`'s empty.
+  void append_records(RunRecordBatch&& from);
+  void clear_records();
 };
 
 }  // namespace pw
