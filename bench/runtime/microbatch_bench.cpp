@@ -21,6 +21,7 @@
 #include "bench_quick.h"
 #include "core/analysis/suggestions.h"
 #include "core/calibrate/microbatch_calibration.h"
+#include "core/calibrate/overhead_closure.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
@@ -41,6 +42,7 @@ int worker_threads() { return std::max(1, static_cast<int>(std::thread::hardware
 struct Measured {
   double iteration_ms = 0;
   std::vector<Event> events;
+  Plan plan;
 };
 
 Measured run(JobSpec job, int iterations) {
@@ -56,6 +58,7 @@ Measured run(JobSpec job, int iterations) {
   fs::remove_all(o.run_dir);
   if (r.exit_code != 0) throw std::runtime_error("run failed: " + r.error);
   m.iteration_ms = r.iteration_ms;
+  m.plan = r.plan;
   return m;
 }
 
@@ -64,14 +67,53 @@ JobSpec at_size(JobSpec job, int b) {
   return job;
 }
 
-// The job's cluster.* host costs fitted from a calibration's events, in the
-// spec and in the document (what suggestions re-plan from).
-// The host time per action is fitted per size (a table) from each size's
-// runs; the sends over all of them.
-void fit_host_costs(JobSpec& job, const std::map<int, std::vector<std::vector<Event>>>& runs) {
+void use_profile(JobSpec& job, const std::string& file) {
+  job.model.profile = file;
+  job.raw["model"]["profile"] = file;
+}
+
+double mean_ms(const std::vector<Measured>& runs) {
+  double sum = 0;
+  for (const auto& m : runs) sum += m.iteration_ms;
+  return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
+}
+
+// Each stage's compute over several runs of one size: the runs' means
+// averaged (the same partition, so the same stages in the same order).
+std::vector<MeasuredStageCompute> mean_stage_compute(const std::vector<Measured>& runs) {
+  std::vector<MeasuredStageCompute> mean;
+  for (const auto& m : runs) {
+    auto one = measure_stage_compute(m.events);
+    if (mean.empty()) {
+      mean = one;
+      continue;
+    }
+    if (one.size() != mean.size()) throw std::runtime_error("calibration runs of one size split the model differently");
+    for (std::size_t s = 0; s < one.size(); ++s) {
+      mean[s].fwd_ms += one[s].fwd_ms;
+      mean[s].bwd_ms += one[s].bwd_ms;
+      mean[s].optimizer_ms += one[s].optimizer_ms;
+      if (mean[s].bwd_weight_ms >= 0) mean[s].bwd_weight_ms += one[s].bwd_weight_ms;
+      mean[s].microbatches += one[s].microbatches;
+    }
+  }
+  const double n = static_cast<double>(runs.size());
+  for (auto& st : mean) {
+    st.fwd_ms /= n, st.bwd_ms /= n, st.optimizer_ms /= n;
+    if (st.bwd_weight_ms >= 0) st.bwd_weight_ms /= n;
+  }
+  return mean;
+}
+
+// The job's cluster.* host costs fitted from its calibration runs by size,
+// in the spec and in the document (what suggestions re-plan from): the
+// sends over every run, then the host time per action per size, closed on
+// that size's mean iteration with `profile_file` (the calibrated profile;
+// core/calibrate/overhead_closure.h), the gaps counted printed beside it.
+void fit_host_costs(JobSpec& job, const std::map<int, std::vector<Measured>>& runs, const std::string& profile_file) {
   std::vector<Event> events;
   for (const auto& [b, at_b] : runs)
-    for (const auto& r : at_b) events.insert(events.end(), r.begin(), r.end());
+    for (const auto& m : at_b) events.insert(events.end(), m.events.begin(), m.events.end());
   auto set = [&](const char* field, double& into, double v) {
     into = v;
     job.raw["cluster"][field] = v;
@@ -80,18 +122,27 @@ void fit_host_costs(JobSpec& job, const std::map<int, std::vector<std::vector<Ev
     set("send_cpu_us", job.cluster.device.send_cpu_us, send->per_message_us);
     set("send_cpu_gbps", job.cluster.device.send_cpu_gbps, send->gbps);
   }
-  const auto table = fit_action_overhead_by_size(runs);
+  std::vector<std::pair<int, double>> table;
+  std::printf("host time per action:");
+  for (const auto& [b, at_b] : runs) {
+    if (at_b.empty()) continue;
+    JobSpec at = at_size(job, b);
+    use_profile(at, profile_file);
+    std::vector<std::vector<Event>> each;
+    for (const auto& m : at_b) each.push_back(m.events);
+    const auto counted = fit_action_overhead_us(each);
+    const auto closed = close_action_overhead_us(at, at_b.front().plan, mean_ms(at_b));
+    if (!closed && !counted) continue;
+    table.emplace_back(b, closed ? *closed : *counted);
+    std::printf(" %.0f us at %d (gaps counted %.0f);", table.back().second, b, counted.value_or(0));
+  }
+  std::printf("\n");
   if (table.empty()) return;
   job.cluster.device.action_overhead_by_microbatch = table;
   job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
   nlohmann::json t = nlohmann::json::object();
   for (const auto& [b, us] : table) t[std::to_string(b)] = us;
   job.raw["cluster"]["action_overhead_us"] = t;
-}
-
-void use_profile(JobSpec& job, const std::string& file) {
-  job.model.profile = file;
-  job.raw["model"]["profile"] = file;
 }
 
 double predicted_ms(JobSpec job, int b, const std::string& profile_file) {
@@ -108,53 +159,54 @@ void model(const char* label, JobSpec job, int iterations) {
   const std::string dir = fs::temp_directory_path().string();
   const std::string new_file = dir + "/pw-bench-mb-new.json", old_file = dir + "/pw-bench-mb-old.json";
 
-  // (a) every size measured, calibrated in situ at three sizes.
+  // (a) every layer measured at every size; the stages calibrated in situ
+  // at three sizes (below).
   std::vector<ModelProfile> each;
   std::vector<int> measured_sizes = sizes;
   if (std::find(sizes.begin(), sizes.end(), base) == sizes.end()) measured_sizes.push_back(base);
   for (int b : measured_sizes) each.push_back(rt::measure_profile(at_size(job, b), {reps, worker_threads()}));
   ModelProfile tables = merge_microbatch_profiles(each, base);
   save_profile_file(tables, new_file);
-  std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  std::map<int, std::vector<std::vector<Event>>> all;
-  JobSpec probe = job;
-  use_profile(probe, new_file);
-  std::map<int, double> calibration_ms;
-  for (int b : in_situ) {
-    Measured m = run(at_size(probe, b), iterations);
-    calibration_ms[b] = m.iteration_ms;
-    by_size[b] = measure_stage_compute(m.events);
-    all[b].push_back(m.events);
-  }
-  JobSpec new_job = job;
-  fit_host_costs(new_job, all);
-  save_profile_file(calibrate_profile_at_sizes(tables, by_size), new_file);
-
   // (b) the old model: the job's size only, one scale factor per stage.
   ModelProfile single = rt::measure_profile(job, {reps, worker_threads()});
   save_profile_file(single, old_file);
-  JobSpec old_probe = job;
-  use_profile(old_probe, old_file);
-  Measured one = run(old_probe, iterations);
-  JobSpec old_job = job;
-  fit_host_costs(old_job, {{base, {one.events}}});
-  save_profile_file(calibrate_profile(single, measure_stage_compute(one.events)), old_file);
 
-  std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
-  for (int b : in_situ) std::printf(" %d", b);
-  std::printf("; the old model at %d)\n     size  microbatches   measured ms   new model        old (linear) model"
-              "     the measured runs\n", base);
-  // Every size run in turns, the rounds averaged: this machine's speed drifts
-  // by ~10% over minutes, and in turns a drift weighs on every size alike
-  // instead of on the sizes run last.
+  // The runs, in rounds, each size's calibration run beside its measured
+  // one: this machine's speed drifts by 10-35% over minutes, and a model
+  // calibrated at the start and checked at the end would measure the drift.
+  // Calibration and measured runs are separate runs of the same job (the
+  // measured ones fit nothing); the rounds are averaged.
+  JobSpec probe = job, old_probe = job;
+  use_profile(probe, new_file);
+  use_profile(old_probe, old_file);
   const int rounds = bench::quick_or(1, 2);
+  std::map<int, std::vector<Measured>> calibration, old_calibration;
   std::map<int, std::vector<double>> rounds_ms;
   for (int r = 0; r < rounds; ++r)
     for (int b : sizes) {
-      JobSpec real = at_size(new_job, b);
-      use_profile(real, new_file);
-      rounds_ms[b].push_back(run(real, iterations).iteration_ms);
+      if (std::find(in_situ.begin(), in_situ.end(), b) != in_situ.end())
+        calibration[b].push_back(run(at_size(probe, b), iterations));
+      if (b == base) old_calibration[b].push_back(run(old_probe, iterations));
+      rounds_ms[b].push_back(run(at_size(probe, b), iterations).iteration_ms);
     }
+  if (std::find(sizes.begin(), sizes.end(), base) == sizes.end())
+    for (int r = 0; r < rounds; ++r) old_calibration[base].push_back(run(old_probe, iterations));
+
+  std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
+  for (int b : in_situ) std::printf(" %d", b);
+  std::printf("; the old model at %d; %d round(s))\n", base, rounds);
+  std::map<int, std::vector<MeasuredStageCompute>> by_size;
+  for (const auto& [b, at_b] : calibration) by_size[b] = mean_stage_compute(at_b);
+  save_profile_file(calibrate_profile_at_sizes(tables, by_size), new_file);
+  JobSpec new_job = job;
+  std::printf("     new model's ");
+  fit_host_costs(new_job, calibration, new_file);
+  save_profile_file(calibrate_profile(single, mean_stage_compute(old_calibration[base])), old_file);
+  JobSpec old_job = job;
+  std::printf("     old model's ");
+  fit_host_costs(old_job, old_calibration, old_file);
+
+  std::printf("     size  microbatches   measured ms   new model        old (linear) model     the measured runs\n");
   std::map<int, double> measured;
   double worst_new = 0, worst_old = 0;
   for (int b : sizes) {
@@ -171,14 +223,26 @@ void model(const char* label, JobSpec job, int iterations) {
     const double en = 100 * (pn - meas) / meas, eo = 100 * (po - meas) / meas;
     worst_new = std::max(worst_new, std::abs(en));
     worst_old = std::max(worst_old, std::abs(eo));
-    // An in-sample size's calibration run is the same job run earlier: how
-    // far the two runs differ is the machine's drift, not the model's error.
+    // An in-sample size's calibration runs are the same job run beside the
+    // measured ones: how far they differ is the machine's drift, not the
+    // model's error.
     char sample[64] = "; out of sample";
-    if (calibration_ms.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on one of %.1f", calibration_ms[b]);
+    if (calibration.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on runs of %.1f ms", mean_ms(calibration[b]));
     std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)     %s%s\n", b, job.training.batch_size / b, meas, pn, en,
                 po, eo, each.c_str(), sample);
   }
-  std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%\n", worst_new, worst_old);
+  // The floor under any model's error here: how far one job's runs fall
+  // apart (each size's runs, its calibration runs included).
+  double spread = 0;
+  for (int b : sizes) {
+    std::vector<double> all = rounds_ms[b];
+    if (calibration.count(b))
+      for (const auto& m : calibration[b]) all.push_back(m.iteration_ms);
+    const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+    spread = std::max(spread, 100 * (*hi / *lo - 1));
+  }
+  std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%; one size's runs differ by up to %.1f%%\n",
+              worst_new, worst_old, spread);
 
   // 2. The size the planner chooses on the new model.
   JobSpec a = new_job;

@@ -196,22 +196,5 @@ TEST(Calibration, ActionOverheadIsTheBusiestDevices) {
   EXPECT_NEAR(*us, 800.0 / 3, 1e-6);
 }
 
-// Per size, each from its own runs: the table cluster.action_overhead_us takes.
-TEST(Calibration, ActionOverheadBySizeFromEachSizesRuns) {
-  using K = EventKind;
-  auto run = [](double gap_ms) {
-    return std::vector<Event>{ev(K::OptimizerStep, 0, -1, 0, 1), ev(K::Forward, 0, 0, 1 + gap_ms, 2, 0, 0),
-                              ev(K::Backward, 0, 0, 2 + gap_ms, 3, 0, 0), ev(K::OptimizerStep, 0, -1, 3.5, 4)};
-  };
-  // Gaps of 0.3 ms before each of 2 actions + the step: 200 us; of 0.06: 40 us.
-  std::map<int, std::vector<std::vector<Event>>> runs{{2, {run(0.3), run(0.3)}}, {32, {run(0.06)}}, {8, {}}};
-  auto table = fit_action_overhead_by_size(runs);
-  ASSERT_EQ(table.size(), 2u);  // size 8 ran nothing: left out
-  EXPECT_EQ(table[0].first, 2);
-  EXPECT_NEAR(table[0].second, 200, 1e-6);
-  EXPECT_EQ(table[1].first, 32);
-  EXPECT_NEAR(table[1].second, 40, 1e-6);
-}
-
 }  // namespace
 }  // namespace pw

@@ -14,6 +14,7 @@
 #include "cli/format.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/microbatch_calibration.h"
+#include "core/calibrate/overhead_closure.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
 #include "core/io/checked_write.h"
@@ -26,6 +27,65 @@
 
 namespace pw::cli {
 namespace {
+
+// One in-situ run: what the host costs are fitted from.
+struct InSituRun {
+  std::vector<Event> events;
+  double iteration_ms = 0;
+  Plan plan;
+};
+
+// The job's host costs (cluster.*) from its in-situ runs by size, printed
+// with the --set line that plans with them: the sends fitted over every
+// run's events (their bytes tell the sizes apart), then the host time per
+// action closed on each run's measured iteration with the calibrated
+// profile and those sends (core/calibrate/overhead_closure.h; the gaps
+// counted between events where it does not close). Several sizes give a
+// table: the host time grows as the microbatches shrink.
+void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, InSituRun>& runs) {
+  namespace fs = std::filesystem;
+  std::vector<Event> all;
+  for (const auto& [b, r] : runs) all.insert(all.end(), r.events.begin(), r.events.end());
+  JobSpec costs = job;
+  std::string sets;
+  if (auto send = fit_send_cost(all)) {
+    std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
+              << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string()) << "\n";
+    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
+    costs.cluster.device.send_cpu_us = send->per_message_us;
+    costs.cluster.device.send_cpu_gbps = send->gbps;
+  }
+  const fs::path file = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-calibrated.json");
+  save_profile_file(calibrated, file.string());
+  costs.model.profile = file.string();
+  std::vector<std::pair<int, double>> per_action;
+  std::cout << "  host time per action (closed on the run; the gaps between events counted):";
+  for (const auto& [b, r] : runs) {
+    JobSpec at = costs;
+    resolve_auto_microbatch(at, b);
+    std::optional<double> closed;
+    try {
+      closed = close_action_overhead_us(at, r.plan, r.iteration_ms);
+    } catch (const std::exception& e) {
+      std::cerr << "note: the host time at microbatch " << b << " is the gaps counted (" << e.what() << ")\n";
+    }
+    const auto counted = fit_action_overhead_us(r.events);
+    if (!closed && !counted) continue;
+    per_action.emplace_back(b, closed ? *closed : *counted);
+    std::cout << (per_action.size() > 1 ? "," : "") << " " << fixed(per_action.back().second, 0) << " us ("
+              << fixed(counted.value_or(0), 0) << ") at " << b;
+  }
+  std::cout << "\n";
+  fs::remove(file);
+  if (per_action.size() == 1) {
+    sets += " --set cluster.action_overhead_us=" + fixed(per_action[0].second, 1);
+  } else if (!per_action.empty()) {
+    nlohmann::ordered_json table = nlohmann::ordered_json::object();
+    for (const auto& [b, us] : per_action) table[std::to_string(b)] = std::round(us * 10) / 10;
+    sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
+  }
+  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
+}
 
 // Runs `iterations` of the job on the profile just measured (so its plan is
 // the one the profile gives) and scales the profile's compute by what the
@@ -60,18 +120,7 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
               << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
               << pad(std::to_string(m.microbatches), 15) << "\n";
   }
-  std::string sets;
-  if (auto send = fit_send_cost(events)) {
-    std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
-              << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string()) << "\n";
-    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) +
-            " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
-  }
-  if (auto us = fit_action_overhead_us(events)) {
-    std::cout << "  between actions the stages spent " << fixed(*us, 0) << " us each outside them\n";
-    sets += " --set cluster.action_overhead_us=" + fixed(*us, 1);
-  }
-  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
+  print_host_costs(job, p, {{job.training.microbatch_size, InSituRun{std::move(events), r.iteration_ms, r.plan}}});
   return p;
 }
 
@@ -82,10 +131,8 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
                                         int iterations, int threads, const std::string& profile_file) {
   namespace fs = std::filesystem;
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  std::vector<Event> all_events;
-  std::map<int, std::vector<std::vector<Event>>> runs;
+  std::map<int, InSituRun> runs;
   std::optional<Plan> plan;
-  std::map<int, double> iteration_ms;
   for (int b : sizes) {
     const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-" + std::to_string(b));
     JobSpec probe = job;
@@ -107,15 +154,13 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
     auto measured = measure_stage_compute(events);
     if (measured.empty()) throw std::runtime_error("in-situ run at microbatch " + std::to_string(b) + " recorded no forward or backward events");
     by_size[b] = measured;
-    iteration_ms[b] = r.iteration_ms;
-    all_events.insert(all_events.end(), events.begin(), events.end());
-    runs[b].push_back(std::move(events));
+    runs[b] = InSituRun{std::move(events), r.iteration_ms, r.plan};
   }
   std::vector<StageSizeFit> fits;
   ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
   std::cout << "in situ at " << sizes.size() << " microbatch sizes (" << iterations << " iterations each)\n"
             << "  size   ms/iteration\n";
-  for (const auto& [b, ms] : iteration_ms) std::cout << pad(std::to_string(b), 6) << pad(fixed(ms, 2), 15) << "\n";
+  for (const auto& [b, r] : runs) std::cout << pad(std::to_string(b), 6) << pad(fixed(r.iteration_ms, 2), 15) << "\n";
   std::cout << "  stage  layers   forward ms per microbatch         backward ms per microbatch\n";
   for (std::size_t s = 0; s < fits.size(); ++s) {
     const auto& f = fits[s];
@@ -123,23 +168,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
               << "   " << fixed(f.fwd_fit.alpha_ms, 3) << " + " << fixed(f.fwd_fit.beta_ms, 4) << " x b"
               << "             " << fixed(f.bwd_fit.alpha_ms, 3) << " + " << fixed(f.bwd_fit.beta_ms, 4) << " x b\n";
   }
-  // The sends and the host time between actions are the job's (cluster.*):
-  // the sends fitted over every size's events (their bytes tell the sizes
-  // apart), the host time per size (it grows as the microbatches shrink).
-  std::string sets;
-  if (auto send = fit_send_cost(all_events))
-    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
-  const auto overhead = fit_action_overhead_by_size(runs);
-  if (!overhead.empty()) {
-    nlohmann::ordered_json table = nlohmann::ordered_json::object();
-    std::cout << "  between actions the busiest stage spent, per action:";
-    for (const auto& [b, us] : overhead) {
-      table[std::to_string(b)] = std::round(us * 10) / 10;
-      std::cout << " " << fixed(us, 0) << " us at " << b << (b == overhead.back().first ? "\n" : ",");
-    }
-    sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
-  }
-  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
+  print_host_costs(job, p, runs);
   return p;
 }
 

@@ -149,13 +149,6 @@ std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event
   return busiest->gap_ns / 1e3 / static_cast<double>(busiest->actions);
 }
 
-std::vector<std::pair<int, double>> fit_action_overhead_by_size(const std::map<int, std::vector<std::vector<Event>>>& runs) {
-  std::vector<std::pair<int, double>> table;
-  for (const auto& [b, at_b] : runs)
-    if (auto us = fit_action_overhead_us(at_b)) table.emplace_back(b, *us);
-  return table;
-}
-
 ModelProfile calibrate_profile(const ModelProfile& profile, const std::vector<MeasuredStageCompute>& measured) {
   ModelProfile p = profile;
   auto in_range = [&](const StageRange& r) {

@@ -56,10 +56,6 @@ std::optional<double> fit_action_overhead_us(std::vector<Event> events);
 // would read as one gap), the runs' gaps, busy times and actions summed per
 // device.
 std::optional<double> fit_action_overhead_us(const std::vector<std::vector<Event>>& runs);
-// One value per microbatch size from that size's runs: the table
-// cluster.action_overhead_us takes (DeviceSpec::action_overhead_by_microbatch).
-// Sizes whose runs hold no action are left out.
-std::vector<std::pair<int, double>> fit_action_overhead_by_size(const std::map<int, std::vector<std::vector<Event>>>& runs);
 
 // `profile` with each stage's layers' forward, backward and optimizer times
 // scaled so the stage's sums equal what was measured. Co-running stages on
