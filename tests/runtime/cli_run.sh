@@ -51,6 +51,17 @@ echo "$SETS" | grep -q "'cluster.action_overhead_us={\"2\":[0-9.]*,\"4\":[0-9.]*
 eval "set -- $SETS"
 "$PW" plan "$JOB" --profile "$T/sizes.json" --set training.microbatch_size=2 "$@" > /dev/null 2> "$T/err" ||
   fail "plan with the printed table: $(cat "$T/err")"
+# The host time is closed on each size's run: planned with the printed costs, every calibrated size
+# predicts the iteration its run measured (the coordinator's clock against the simulator), to 1%.
+for b in 2 4; do
+  MEASURED=$(awk -v b="$b" '/^  size   ms\/iteration/ {t=1; next} t && $1 == b {print $2; exit}' "$T/out")
+  [ -n "$MEASURED" ] || fail "no measured iteration for size $b: $(cat "$T/out")"
+  "$PW" plan "$JOB" --profile "$T/sizes.json" --set training.microbatch_size=$b "$@" --json > "$T/plan$b.json" 2> "$T/err" ||
+    fail "plan at $b: $(cat "$T/err")"
+  python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["iteration_time_ms"]; m = float(sys.argv[2]); sys.exit(0 if abs(p - m) <= 0.01 * m else 1)' \
+    "$T/plan$b.json" "$MEASURED" ||
+    fail "size $b: the calibration's costs should reproduce its run ($MEASURED ms): $(grep -o '"iteration_time_ms": [0-9.]*' "$T/plan$b.json")"
+done
 "$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || fail "--in-situ 1 should exit 2"
 # Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.
