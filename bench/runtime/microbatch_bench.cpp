@@ -78,31 +78,11 @@ double mean_ms(const std::vector<Measured>& runs) {
   return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
 }
 
-// Each stage's compute over several runs of one size: the runs' means
-// averaged (the same partition, so the same stages in the same order).
+// Each stage's compute over several runs of one size (core's mean).
 std::vector<MeasuredStageCompute> mean_stage_compute(const std::vector<Measured>& runs) {
-  std::vector<MeasuredStageCompute> mean;
-  for (const auto& m : runs) {
-    auto one = measure_stage_compute(m.events);
-    if (mean.empty()) {
-      mean = one;
-      continue;
-    }
-    if (one.size() != mean.size()) throw std::runtime_error("calibration runs of one size split the model differently");
-    for (std::size_t s = 0; s < one.size(); ++s) {
-      mean[s].fwd_ms += one[s].fwd_ms;
-      mean[s].bwd_ms += one[s].bwd_ms;
-      mean[s].optimizer_ms += one[s].optimizer_ms;
-      if (mean[s].bwd_weight_ms >= 0) mean[s].bwd_weight_ms += one[s].bwd_weight_ms;
-      mean[s].microbatches += one[s].microbatches;
-    }
-  }
-  const double n = static_cast<double>(runs.size());
-  for (auto& st : mean) {
-    st.fwd_ms /= n, st.bwd_ms /= n, st.optimizer_ms /= n;
-    if (st.bwd_weight_ms >= 0) st.bwd_weight_ms /= n;
-  }
-  return mean;
+  std::vector<std::vector<MeasuredStageCompute>> each;
+  for (const auto& m : runs) each.push_back(measure_stage_compute(m.events));
+  return pw::mean_stage_compute(each);
 }
 
 // The job's cluster.* host costs fitted from its calibration runs by size,

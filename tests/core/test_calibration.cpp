@@ -196,5 +196,40 @@ TEST(Calibration, ActionOverheadIsTheBusiestDevices) {
   EXPECT_NEAR(*us, 800.0 / 3, 1e-6);
 }
 
+// Two runs of one partition: each stage's figures the runs' plain mean (each
+// run counts once), microbatches summed; a different partition is refused.
+TEST(Calibration, RunsOfOnePartitionAreAveragedStageByStage) {
+  auto stage = [](int first, int last, int device, int mb, double f, double b, double w, double opt) {
+    MeasuredStageCompute m;
+    m.range = {first, last};
+    m.device = device;
+    m.microbatches = mb;
+    m.fwd_ms = f;
+    m.bwd_ms = b;
+    m.bwd_weight_ms = w;
+    m.optimizer_ms = opt;
+    return m;
+  };
+  const std::vector<MeasuredStageCompute> a{stage(0, 1, 0, 8, 2.0, 4.0, -1, 1.0), stage(2, 2, 1, 8, 1.0, 3.0, -1, 0.5)};
+  const std::vector<MeasuredStageCompute> b{stage(0, 1, 0, 24, 3.0, 6.0, -1, 2.0), stage(2, 2, 1, 24, 2.0, 1.0, -1, 1.5)};
+  auto mean = mean_stage_compute({a, b});
+  ASSERT_EQ(mean.size(), 2u);
+  EXPECT_DOUBLE_EQ(mean[0].fwd_ms, 2.5);
+  EXPECT_DOUBLE_EQ(mean[0].bwd_ms, 5.0);
+  EXPECT_DOUBLE_EQ(mean[0].optimizer_ms, 1.5);
+  EXPECT_EQ(mean[0].microbatches, 32);
+  EXPECT_DOUBLE_EQ(mean[1].fwd_ms, 1.5);
+  EXPECT_DOUBLE_EQ(mean[1].bwd_ms, 2.0);
+  EXPECT_DOUBLE_EQ(mean[1].optimizer_ms, 1.0);
+  EXPECT_LT(mean[1].bwd_weight_ms, 0);
+  // Split backwards: W averaged too.
+  auto split = mean_stage_compute({{stage(0, 2, 0, 4, 1, 4, 1.0, 0)}, {stage(0, 2, 0, 4, 1, 4, 3.0, 0)}});
+  EXPECT_DOUBLE_EQ(split[0].bwd_weight_ms, 2.0);
+  EXPECT_TRUE(mean_stage_compute({}).empty());
+  EXPECT_THROW(mean_stage_compute({a, {stage(0, 0, 0, 8, 1, 1, -1, 1), stage(1, 2, 1, 8, 1, 1, -1, 1)}}), std::invalid_argument);
+  EXPECT_THROW(mean_stage_compute({a, {a[0]}}), std::invalid_argument);
+  EXPECT_THROW(mean_stage_compute({{a[0]}, {stage(0, 1, 0, 8, 1, 1, 0.5, 1)}}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace pw

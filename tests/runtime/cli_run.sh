@@ -43,8 +43,11 @@ grep -q "cluster.send_cpu_us=.*cluster.action_overhead_us=" "$T/out" || fail "in
 grep -q "note: compute calibrated in situ" "$T/err" || fail "plan should say the profile is calibrated: $(cat "$T/err")"
 # At several sizes the host time per action is a table by size, printed as shell words to paste
 # (quoted: the JSON's braces and commas are shell syntax), which plan then reads at the job's size.
-"$PW" profile "$JOB" -o "$T/sizes.json" --repeats 2 --microbatch-sizes 2,4 --in-situ 3 > "$T/out" 2> "$T/err" ||
-  fail "profile --microbatch-sizes --in-situ: $(cat "$T/err")"
+# Two runs of each size, in turns: each size's row shows their mean and both runs.
+"$PW" profile "$JOB" -o "$T/sizes.json" --repeats 2 --microbatch-sizes 2,4 --in-situ 3 --in-situ-runs 2 > "$T/out" 2> "$T/err" ||
+  fail "profile --microbatch-sizes --in-situ --in-situ-runs: $(cat "$T/err")"
+[ "$(grep -c "calibrating in situ at microbatch" "$T/err")" -eq 4 ] || fail "want 2 runs of 2 sizes: $(cat "$T/err")"
+grep -Eq '^ +2 +[0-9.]+ \([0-9.]+, [0-9.]+\)' "$T/out" || fail "size 2's row should show both runs: $(cat "$T/out")"
 SETS=$(sed -n 's/^  plan with//p' "$T/out")
 echo "$SETS" | grep -q "'cluster.action_overhead_us={\"2\":[0-9.]*,\"4\":[0-9.]*" ||
   fail "the host time per size not printed as a quoted table: $SETS"
@@ -64,6 +67,10 @@ for b in 2 4; do
 done
 "$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || fail "--in-situ 1 should exit 2"
+"$PW" profile "$JOB" -o "$T/runs.json" --in-situ-runs 2 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "--in-situ-runs without --in-situ should exit 2"
+grep -q -- "--in-situ-runs" "$T/err" || fail "error should name --in-situ-runs: $(cat "$T/err")"
+[ ! -e "$T/runs.json" ] || fail "a refused profile should write nothing"
 # Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.
 "$PW" run "$JOB" --run-dir "$T/rec" --db "$T/rec.pwrun.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run --db: $(cat "$T/err")"
 "$PW" replay "$T/rec.pwrun.sqlite" --json > "$T/replay.json" 2> "$T/err" || fail "replay of a real run: $(cat "$T/err")"

@@ -28,24 +28,72 @@
 namespace pw::cli {
 namespace {
 
-// One in-situ run: what the host costs are fitted from.
-struct InSituRun {
-  std::vector<Event> events;
-  double iteration_ms = 0;
-  Plan plan;
+// One size's in-situ runs, all on one partition: what the compute and the
+// host costs are fitted from.
+struct InSituRuns {
+  std::vector<std::vector<Event>> events;  // one list per run
+  std::vector<double> iteration_ms;        // one per run
+  Plan plan;                               // the partition every run used
+
+  double mean_ms() const {
+    double sum = 0;
+    for (double ms : iteration_ms) sum += ms;
+    return iteration_ms.empty() ? 0 : sum / static_cast<double>(iteration_ms.size());
+  }
+  std::vector<MeasuredStageCompute> compute() const {
+    std::vector<std::vector<MeasuredStageCompute>> each;
+    for (const auto& e : events) each.push_back(measure_stage_compute(e));
+    return mean_stage_compute(each);
+  }
+  // "" for one run, " (21.50, 22.62)" for several: what the mean is of.
+  std::string each_run() const {
+    if (iteration_ms.size() < 2) return "";
+    std::string text = " (";
+    for (std::size_t i = 0; i < iteration_ms.size(); ++i) text += (i ? ", " : "") + fixed(iteration_ms[i], 2);
+    return text + ")";
+  }
 };
+
+// Runs `probe` (the job at one size, on the profile just measured) for
+// `iterations`, on `plan` where given (else the job's), and adds the run to
+// `into`.
+void run_in_situ(const JobSpec& probe, const std::optional<Plan>& plan, int iterations, int threads,
+                 const std::string& profile_file, InSituRuns& into) {
+  namespace fs = std::filesystem;
+  const int b = probe.training.microbatch_size;
+  const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-" + std::to_string(b));
+  JobSpec job = probe;
+  job.training.iterations = iterations;
+  job.model.profile = profile_file;
+  rt::RunOptions o;
+  o.job = job;
+  o.plan = plan;
+  o.threads_per_worker = threads;
+  o.run_dir = dir.string();
+  std::cerr << "calibrating in situ at microbatch " << b << ": " << iterations << " iterations on " << job.pipeline.stages
+            << " stages...\n";
+  rt::RunResult r = rt::run_job(o);
+  std::vector<Event> events = read_event_files(o.run_dir);
+  fs::remove_all(dir);
+  const std::string at = "in-situ run at microbatch " + std::to_string(b);
+  if (r.exit_code != 0) throw std::runtime_error(at + " failed: " + r.error);
+  if (measure_stage_compute(events).empty()) throw std::runtime_error(at + " recorded no forward or backward events");
+  if (into.events.empty()) into.plan = r.plan;
+  into.events.push_back(std::move(events));
+  into.iteration_ms.push_back(r.iteration_ms);
+}
 
 // The job's host costs (cluster.*) from its in-situ runs by size, printed
 // with the --set line that plans with them: the sends fitted over every
 // run's events (their bytes tell the sizes apart), then the host time per
-// action closed on each run's measured iteration with the calibrated
-// profile and those sends (core/calibrate/overhead_closure.h; the gaps
-// counted between events where it does not close). Several sizes give a
-// table: the host time grows as the microbatches shrink.
-void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, InSituRun>& runs) {
+// action closed on each size's mean iteration with the calibrated profile
+// and those sends (core/calibrate/overhead_closure.h; the gaps counted
+// between events where it does not close). Several sizes give a table.
+void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, InSituRuns>& runs) {
   namespace fs = std::filesystem;
   std::vector<Event> all;
-  for (const auto& [b, r] : runs) all.insert(all.end(), r.events.begin(), r.events.end());
+  for (const auto& [b, r] : runs)
+    for (const auto& e : r.events) all.insert(all.end(), e.begin(), e.end());
   JobSpec costs = job;
   std::string sets;
   if (auto send = fit_send_cost(all)) {
@@ -59,13 +107,13 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
   save_profile_file(calibrated, file.string());
   costs.model.profile = file.string();
   std::vector<std::pair<int, double>> per_action;
-  std::cout << "  host time per action (closed on the run; the gaps between events counted):";
+  std::cout << "  host time per action (closed on the runs; the gaps between events counted):";
   for (const auto& [b, r] : runs) {
     JobSpec at = costs;
     resolve_auto_microbatch(at, b);
     std::optional<double> closed;
     try {
-      closed = close_action_overhead_us(at, r.plan, r.iteration_ms);
+      closed = close_action_overhead_us(at, r.plan, r.mean_ms());
     } catch (const std::exception& e) {
       std::cerr << "note: the host time at microbatch " << b << " is the gaps counted (" << e.what() << ")\n";
     }
@@ -87,31 +135,22 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
   if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
 }
 
-// Runs `iterations` of the job on the profile just measured (so its plan is
-// the one the profile gives) and scales the profile's compute by what the
-// stages took side by side. Prints the send cost and the per-action host
-// time the run showed, which are the job's (cluster.*), not the model's.
-ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated, int iterations, int threads,
+// `runs` in-situ runs of the job on the profile just measured (so its plan
+// is the one the profile gives), the profile's compute scaled by what the
+// stages took side by side, averaged over the runs. Prints the send cost
+// and the per-action host time the runs showed, which are the job's
+// (cluster.*), not the model's.
+ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated, int iterations, int runs, int threads,
                                const std::string& profile_file) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()));
-  JobSpec probe = job;
-  probe.training.iterations = iterations;
-  probe.model.profile = profile_file;
-  rt::RunOptions o;
-  o.job = probe;
-  o.threads_per_worker = threads;
-  o.run_dir = dir.string();
-  std::cerr << "calibrating in situ: " << iterations << " iterations on " << job.pipeline.stages << " stages...\n";
-  rt::RunResult r = rt::run_job(o);
-  std::vector<Event> events = read_event_files(o.run_dir);
-  fs::remove_all(dir);
-  if (r.exit_code != 0) throw std::runtime_error("in-situ run failed: " + r.error);
-  auto measured = measure_stage_compute(events);
-  if (measured.empty()) throw std::runtime_error("in-situ run recorded no forward or backward events");
+  InSituRuns in_situ;
+  // Every run on the first one's partition.
+  for (int r = 0; r < runs; ++r)
+    run_in_situ(job, r == 0 ? std::nullopt : std::optional<Plan>(in_situ.plan), iterations, threads, profile_file, in_situ);
+  const auto measured = in_situ.compute();
   ModelProfile p = calibrate_profile(isolated, measured);
-  std::cout << "in situ (" << iterations << " iterations, " << fixed(r.iteration_ms, 2)
-            << " ms/iteration)\n  stage  layers   forward ms (profiled)   backward ms (profiled)   microbatches\n";
+  std::cout << "in situ (" << iterations << " iterations" << (runs > 1 ? " x " + std::to_string(runs) + " runs" : std::string())
+            << ", " << fixed(in_situ.mean_ms(), 2) << " ms/iteration" << in_situ.each_run() << ")\n"
+            << "  stage  layers   forward ms (profiled)   backward ms (profiled)   microbatches\n";
   for (size_t s = 0; s < measured.size(); ++s) {
     const auto& m = measured[s];
     double f = 0, b = 0;
@@ -120,47 +159,34 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
               << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
               << pad(std::to_string(m.microbatches), 15) << "\n";
   }
-  print_host_costs(job, p, {{job.training.microbatch_size, InSituRun{std::move(events), r.iteration_ms, r.plan}}});
+  print_host_costs(job, p, {{job.training.microbatch_size, std::move(in_situ)}});
   return p;
 }
 
-
-// In-situ runs at every size of `sizes`, one partition for all (the first
-// run's plan), and the profile's tables calibrated per stage and size.
+// In-situ runs at every size of `sizes`, `rounds` times over in turns (a
+// drift of the machine's speed then weighs on every size alike), one
+// partition for all (the first run's plan), and the profile's tables
+// calibrated per stage and size.
 ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& isolated, const std::vector<int>& sizes,
-                                        int iterations, int threads, const std::string& profile_file) {
-  namespace fs = std::filesystem;
-  std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  std::map<int, InSituRun> runs;
+                                        int iterations, int rounds, int threads, const std::string& profile_file) {
+  std::map<int, InSituRuns> runs;
   std::optional<Plan> plan;
-  for (int b : sizes) {
-    const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-" + std::to_string(b));
-    JobSpec probe = job;
-    resolve_auto_microbatch(probe, b);
-    probe.training.iterations = iterations;
-    probe.model.profile = profile_file;
-    rt::RunOptions o;
-    o.job = probe;
-    o.plan = plan;
-    o.threads_per_worker = threads;
-    o.run_dir = dir.string();
-    std::cerr << "calibrating in situ at microbatch " << b << ": " << iterations << " iterations on "
-              << job.pipeline.stages << " stages...\n";
-    rt::RunResult r = rt::run_job(o);
-    std::vector<Event> events = read_event_files(o.run_dir);
-    fs::remove_all(dir);
-    if (r.exit_code != 0) throw std::runtime_error("in-situ run at microbatch " + std::to_string(b) + " failed: " + r.error);
-    if (!plan) plan = r.plan;
-    auto measured = measure_stage_compute(events);
-    if (measured.empty()) throw std::runtime_error("in-situ run at microbatch " + std::to_string(b) + " recorded no forward or backward events");
-    by_size[b] = measured;
-    runs[b] = InSituRun{std::move(events), r.iteration_ms, r.plan};
-  }
+  for (int r = 0; r < rounds; ++r)
+    for (int b : sizes) {
+      JobSpec probe = job;
+      resolve_auto_microbatch(probe, b);
+      InSituRuns& at = runs[b];
+      run_in_situ(probe, plan, iterations, threads, profile_file, at);
+      if (!plan) plan = at.plan;
+    }
+  std::map<int, std::vector<MeasuredStageCompute>> by_size;
+  for (const auto& [b, r] : runs) by_size[b] = r.compute();
   std::vector<StageSizeFit> fits;
   ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
-  std::cout << "in situ at " << sizes.size() << " microbatch sizes (" << iterations << " iterations each)\n"
+  std::cout << "in situ at " << sizes.size() << " microbatch sizes (" << iterations << " iterations"
+            << (rounds > 1 ? " x " + std::to_string(rounds) + " runs" : std::string()) << " each)\n"
             << "  size   ms/iteration\n";
-  for (const auto& [b, r] : runs) std::cout << pad(std::to_string(b), 6) << pad(fixed(r.iteration_ms, 2), 15) << "\n";
+  for (const auto& [b, r] : runs) std::cout << pad(std::to_string(b), 6) << pad(fixed(r.mean_ms(), 2), 15) << r.each_run() << "\n";
   std::cout << "  stage  layers   forward ms per microbatch         backward ms per microbatch\n";
   for (std::size_t s = 0; s < fits.size(); ++s) {
     const auto& f = fits[s];
@@ -199,7 +225,7 @@ std::vector<int> parse_sizes(const std::string& text) {
 struct ProfileArgs {
   std::string job_file, output, sizes;
   std::vector<std::string> overrides;
-  int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0;
+  int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0, in_situ_runs = 1;
   bool overwrite = false;
 };
 
@@ -211,6 +237,7 @@ int profile(const ProfileArgs& args) {
   po.threads = args.threads;
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
+  if (args.in_situ_runs > 1 && in_situ == 0) throw UsageError("--in-situ-runs: runs of what? give --in-situ ITERATIONS too");
   // Checked before measuring (a refused file is not found out minutes later),
   // written beside the target, moved into place under the output rule.
   auto save = [&](const ModelProfile& p, bool overwrite) {
@@ -251,11 +278,11 @@ int profile(const ProfileArgs& args) {
               << pad(fixed(l.fwd_ms, 3), 9) << pad(fixed(l.bwd_ms, 3), 10) << pad(gib(l.activation_bytes), 14)
               << pad(gib(l.param_bytes), 12) << "\n";
   if (in_situ > 0 && sizes.size() > 1) {
-    p = calibrate_in_situ_at_sizes(job, p, sizes, in_situ, po.threads, out);
+    p = calibrate_in_situ_at_sizes(job, p, sizes, in_situ, args.in_situ_runs, po.threads, out);
     save(p, true);  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   } else if (in_situ > 0) {
-    p = calibrate_in_situ(job, p, in_situ, po.threads, out);
+    p = calibrate_in_situ(job, p, in_situ, args.in_situ_runs, po.threads, out);
     save(p, true);  // replaces the file written above, its own
     std::cout << "calibrated profile written to " << out << "\n";
   }
@@ -275,6 +302,9 @@ Action define_profile(Args& args) {
   args.integer("--in-situ", a->in_situ, 2, 1'000'000, "ITERATIONS",
                "then calibrate the compute by a run this long (the first iteration is not measured); with "
                "--microbatch-sizes, one run per size");
+  args.integer("--in-situ-runs", a->in_situ_runs, 1, 100, "N",
+               "runs of each size, in turns, the calibration fitting their mean (default 1; on a shared machine "
+               "one job's runs can differ by 10-40% minutes apart)");
   args.text("--microbatch-sizes", a->sizes, "B1,B2,...",
             "measure every layer at each of these microbatch sizes (and the job's own): the profile keeps the "
             "table and the planner reads any size from it");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "core/events/event_kinds.h"
@@ -129,6 +131,37 @@ std::map<int, Gaps> action_gaps(std::vector<Event> events) {
   return by_device;
 }
 }  // namespace
+
+std::vector<MeasuredStageCompute> mean_stage_compute(const std::vector<std::vector<MeasuredStageCompute>>& runs) {
+  if (runs.empty()) return {};
+  std::vector<MeasuredStageCompute> mean = runs.front();
+  for (std::size_t r = 1; r < runs.size(); ++r) {
+    const auto& run = runs[r];
+    if (run.size() != mean.size())
+      throw std::invalid_argument("runs to average have " + std::to_string(mean.size()) + " and " + std::to_string(run.size()) + " stages");
+    for (std::size_t s = 0; s < run.size(); ++s) {
+      auto& m = mean[s];
+      const auto& x = run[s];
+      if (x.range.first_layer != m.range.first_layer || x.range.last_layer != m.range.last_layer || x.device != m.device ||
+          (x.bwd_weight_ms >= 0) != (m.bwd_weight_ms >= 0))
+        throw std::invalid_argument("runs to average differ at stage " + std::to_string(s) +
+                                    " (layers, device or split backward): one partition only");
+      m.fwd_ms += x.fwd_ms;
+      m.bwd_ms += x.bwd_ms;
+      m.optimizer_ms += x.optimizer_ms;
+      if (m.bwd_weight_ms >= 0) m.bwd_weight_ms += x.bwd_weight_ms;
+      m.microbatches += x.microbatches;
+    }
+  }
+  const double n = static_cast<double>(runs.size());
+  for (auto& m : mean) {
+    m.fwd_ms /= n;
+    m.bwd_ms /= n;
+    m.optimizer_ms /= n;
+    if (m.bwd_weight_ms >= 0) m.bwd_weight_ms /= n;
+  }
+  return mean;
+}
 
 std::optional<double> fit_action_overhead_us(std::vector<Event> events) {
   return fit_action_overhead_us(std::vector<std::vector<Event>>{std::move(events)});

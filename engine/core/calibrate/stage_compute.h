@@ -39,6 +39,15 @@ std::map<int, std::int64_t> warm_from(const std::vector<Event>& events);
 // out when the device has later ones.
 std::vector<MeasuredStageCompute> measure_stage_compute(std::vector<Event> events);
 
+// Several runs of one partition (runs of one job at one size): each stage's
+// figures averaged over the runs, a run counting once whatever its length
+// (a run's mean is already over its iterations); microbatches summed. On a
+// shared machine one job's runs differ by 10-40% minutes apart, and a
+// calibration from one run fits that run's luck. Throws
+// std::invalid_argument when the runs' stages differ (partition, device,
+// split backward or not); an empty list gives an empty result.
+std::vector<MeasuredStageCompute> mean_stage_compute(const std::vector<std::vector<MeasuredStageCompute>>& runs);
+
 // The time a stage spends between its events per action (forward, backward,
 // optimizer step) over the iterations after the first: the host work
 // outside every event that delays the next action
