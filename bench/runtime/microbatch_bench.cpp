@@ -21,7 +21,7 @@
 #include "bench_quick.h"
 #include "core/analysis/suggestions.h"
 #include "core/calibrate/microbatch_calibration.h"
-#include "core/calibrate/overhead_closure.h"
+#include "core/calibrate/host_costs.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
@@ -72,57 +72,24 @@ void use_profile(JobSpec& job, const std::string& file) {
   job.raw["model"]["profile"] = file;
 }
 
-double mean_ms(const std::vector<Measured>& runs) {
-  double sum = 0;
-  for (const auto& m : runs) sum += m.iteration_ms;
-  return runs.empty() ? 0 : sum / static_cast<double>(runs.size());
+// A size's calibration run, added to its runs (the first one's plan is theirs).
+void add(SizeRuns& runs, Measured m) {
+  if (runs.events.empty()) runs.plan = m.plan;
+  runs.add(std::move(m.events), m.iteration_ms);
 }
 
-// Each stage's compute over several runs of one size (core's mean).
-std::vector<MeasuredStageCompute> mean_stage_compute(const std::vector<Measured>& runs) {
-  std::vector<std::vector<MeasuredStageCompute>> each;
-  for (const auto& m : runs) each.push_back(measure_stage_compute(m.events));
-  return pw::mean_stage_compute(each);
-}
-
-// The job's cluster.* host costs fitted from its calibration runs by size,
-// in the spec and in the document (what suggestions re-plan from): the
-// sends over every run, then the host time per action per size, closed on
-// that size's mean iteration with `profile_file` (the calibrated profile;
-// core/calibrate/overhead_closure.h), the gaps counted printed beside it.
-void fit_host_costs(JobSpec& job, const std::map<int, std::vector<Measured>>& runs, const std::string& profile_file) {
-  std::vector<Event> events;
-  for (const auto& [b, at_b] : runs)
-    for (const auto& m : at_b) events.insert(events.end(), m.events.begin(), m.events.end());
-  auto set = [&](const char* field, double& into, double v) {
-    into = v;
-    job.raw["cluster"][field] = v;
-  };
-  if (auto send = fit_send_cost(events)) {
-    set("send_cpu_us", job.cluster.device.send_cpu_us, send->per_message_us);
-    set("send_cpu_gbps", job.cluster.device.send_cpu_gbps, send->gbps);
-  }
-  std::vector<std::pair<int, double>> table;
+// The job's cluster.* host costs fitted from its calibration runs by size
+// with `profile_file` (the calibrated profile; core/calibrate/host_costs.h),
+// applied to the spec and its document, and printed.
+void fit_host_costs(JobSpec& job, const std::map<int, SizeRuns>& runs, const std::string& profile_file) {
+  JobSpec with = job;
+  use_profile(with, profile_file);
+  const HostCosts costs = pw::fit_host_costs(with, runs);
   std::printf("host time per action:");
-  for (const auto& [b, at_b] : runs) {
-    if (at_b.empty()) continue;
-    JobSpec at = at_size(job, b);
-    use_profile(at, profile_file);
-    std::vector<std::vector<Event>> each;
-    for (const auto& m : at_b) each.push_back(m.events);
-    const auto counted = fit_action_overhead_us(each);
-    const auto closed = close_action_overhead_us(at, at_b.front().plan, mean_ms(at_b));
-    if (!closed && !counted) continue;
-    table.emplace_back(b, closed ? *closed : *counted);
-    std::printf(" %.0f us at %d (gaps counted %.0f);", table.back().second, b, counted.value_or(0));
-  }
+  for (const auto& h : costs.per_action)
+    std::printf(" %.0f us at %d (gaps counted %.0f%s);", h.us, h.microbatch, h.counted.value_or(0), h.closed ? "" : ", not closed");
   std::printf("\n");
-  if (table.empty()) return;
-  job.cluster.device.action_overhead_by_microbatch = table;
-  job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
-  nlohmann::json t = nlohmann::json::object();
-  for (const auto& [b, us] : table) t[std::to_string(b)] = us;
-  job.raw["cluster"]["action_overhead_us"] = t;
+  apply_host_costs(job, costs);
 }
 
 double predicted_ms(JobSpec job, int b, const std::string& profile_file) {
@@ -160,28 +127,28 @@ void model(const char* label, JobSpec job, int iterations) {
   use_profile(probe, new_file);
   use_profile(old_probe, old_file);
   const int rounds = bench::quick_or(1, 2);
-  std::map<int, std::vector<Measured>> calibration, old_calibration;
+  std::map<int, SizeRuns> calibration, old_calibration;
   std::map<int, std::vector<double>> rounds_ms;
   for (int r = 0; r < rounds; ++r)
     for (int b : sizes) {
       if (std::find(in_situ.begin(), in_situ.end(), b) != in_situ.end())
-        calibration[b].push_back(run(at_size(probe, b), iterations));
-      if (b == base) old_calibration[b].push_back(run(old_probe, iterations));
+        add(calibration[b], run(at_size(probe, b), iterations));
+      if (b == base) add(old_calibration[b], run(old_probe, iterations));
       rounds_ms[b].push_back(run(at_size(probe, b), iterations).iteration_ms);
     }
   if (std::find(sizes.begin(), sizes.end(), base) == sizes.end())
-    for (int r = 0; r < rounds; ++r) old_calibration[base].push_back(run(old_probe, iterations));
+    for (int r = 0; r < rounds; ++r) add(old_calibration[base], run(old_probe, iterations));
 
   std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
   for (int b : in_situ) std::printf(" %d", b);
   std::printf("; the old model at %d; %d round(s))\n", base, rounds);
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  for (const auto& [b, at_b] : calibration) by_size[b] = mean_stage_compute(at_b);
+  for (const auto& [b, at_b] : calibration) by_size[b] = at_b.mean_compute();
   save_profile_file(calibrate_profile_at_sizes(tables, by_size), new_file);
   JobSpec new_job = job;
   std::printf("     new model's ");
   fit_host_costs(new_job, calibration, new_file);
-  save_profile_file(calibrate_profile(single, mean_stage_compute(old_calibration[base])), old_file);
+  save_profile_file(calibrate_profile(single, old_calibration[base].mean_compute()), old_file);
   JobSpec old_job = job;
   std::printf("     old model's ");
   fit_host_costs(old_job, old_calibration, old_file);
@@ -207,7 +174,7 @@ void model(const char* label, JobSpec job, int iterations) {
     // measured ones: how far they differ is the machine's drift, not the
     // model's error.
     char sample[64] = "; out of sample";
-    if (calibration.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on runs of %.1f ms", mean_ms(calibration[b]));
+    if (calibration.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on runs of %.1f ms", calibration[b].mean_ms());
     std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)     %s%s\n", b, job.training.batch_size / b, meas, pn, en,
                 po, eo, each.c_str(), sample);
   }
@@ -217,7 +184,7 @@ void model(const char* label, JobSpec job, int iterations) {
   for (int b : sizes) {
     std::vector<double> all = rounds_ms[b];
     if (calibration.count(b))
-      for (const auto& m : calibration[b]) all.push_back(m.iteration_ms);
+      for (double ms : calibration[b].iteration_ms) all.push_back(ms);
     const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
     spread = std::max(spread, 100 * (*hi / *lo - 1));
   }

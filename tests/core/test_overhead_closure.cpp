@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/calibrate/host_costs.h"
 #include "core/calibrate/overhead_closure.h"
 #include "core/job/job_plan.h"
 #include "core/spec/job_spec.h"
@@ -65,6 +66,29 @@ TEST(OverheadClosure, ARunFasterThanItsComputeNeedsNoHostTime) {
   EXPECT_EQ(close_action_overhead_us(bare, p.plan, p.plan.iteration_time_ms * 0.8), 0.0);
   EXPECT_FALSE(close_action_overhead_us(bare, p.plan, 0));
   EXPECT_FALSE(close_action_overhead_us(bare, p.plan, -1));
+}
+
+}  // namespace
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+// What a calibration fitted reaches the job twice: its spec (what plans)
+// and its document (what suggestions and the workers re-read).
+TEST(HostCosts, AppliedToTheSpecAndItsDocument) {
+  JobSpec j = job(2, 4);
+  HostCosts costs;
+  costs.send = SendCost{120.0, 8.0};
+  costs.per_action = {{2, 300.0, 150.0, true}, {8, 100.0, 90.0, true}};
+  apply_host_costs(j, costs);
+  EXPECT_DOUBLE_EQ(j.cluster.device.send_cpu_us, 120.0);
+  EXPECT_DOUBLE_EQ(j.cluster.device.send_cpu_gbps, 8.0);
+  EXPECT_DOUBLE_EQ(j.cluster.device.action_overhead_us, 300.0 - 200.0 / 3);  // size 4: a third of the way from 2 to 8
+  EXPECT_EQ(j.raw["cluster"]["send_cpu_us"], 120.0);
+  EXPECT_EQ(j.raw["cluster"]["action_overhead_us"], (nlohmann::json{{"2", 300.0}, {"8", 100.0}}));
+  // The document re-read gives the same job.
+  EXPECT_DOUBLE_EQ(parse_job(j.raw).cluster.device.action_overhead_us, 300.0 - 200.0 / 3);
 }
 
 }  // namespace

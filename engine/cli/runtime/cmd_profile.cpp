@@ -14,7 +14,7 @@
 #include "cli/format.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/microbatch_calibration.h"
-#include "core/calibrate/overhead_closure.h"
+#include "core/calibrate/host_costs.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
 #include "core/io/checked_write.h"
@@ -28,37 +28,19 @@
 namespace pw::cli {
 namespace {
 
-// One size's in-situ runs, all on one partition: what the compute and the
-// host costs are fitted from.
-struct InSituRuns {
-  std::vector<std::vector<Event>> events;  // one list per run
-  std::vector<double> iteration_ms;        // one per run
-  Plan plan;                               // the partition every run used
-
-  double mean_ms() const {
-    double sum = 0;
-    for (double ms : iteration_ms) sum += ms;
-    return iteration_ms.empty() ? 0 : sum / static_cast<double>(iteration_ms.size());
-  }
-  std::vector<MeasuredStageCompute> compute() const {
-    std::vector<std::vector<MeasuredStageCompute>> each;
-    for (const auto& e : events) each.push_back(measure_stage_compute(e));
-    return mean_stage_compute(each);
-  }
-  // "" for one run, " (21.50, 22.62)" for several: what the mean is of.
-  std::string each_run() const {
-    if (iteration_ms.size() < 2) return "";
-    std::string text = " (";
-    for (std::size_t i = 0; i < iteration_ms.size(); ++i) text += (i ? ", " : "") + fixed(iteration_ms[i], 2);
-    return text + ")";
-  }
-};
+// "" for one run, " (21.50, 22.62)" for several: what the mean is of.
+std::string each_run(const SizeRuns& r) {
+  if (r.iteration_ms.size() < 2) return "";
+  std::string text = " (";
+  for (std::size_t i = 0; i < r.iteration_ms.size(); ++i) text += (i ? ", " : "") + fixed(r.iteration_ms[i], 2);
+  return text + ")";
+}
 
 // Runs `probe` (the job at one size, on the profile just measured) for
 // `iterations`, on `plan` where given (else the job's), and adds the run to
 // `into`.
 void run_in_situ(const JobSpec& probe, const std::optional<Plan>& plan, int iterations, int threads,
-                 const std::string& profile_file, InSituRuns& into) {
+                 const std::string& profile_file, SizeRuns& into) {
   namespace fs = std::filesystem;
   const int b = probe.training.microbatch_size;
   const fs::path dir = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-" + std::to_string(b));
@@ -77,59 +59,47 @@ void run_in_situ(const JobSpec& probe, const std::optional<Plan>& plan, int iter
   fs::remove_all(dir);
   const std::string at = "in-situ run at microbatch " + std::to_string(b);
   if (r.exit_code != 0) throw std::runtime_error(at + " failed: " + r.error);
-  if (measure_stage_compute(events).empty()) throw std::runtime_error(at + " recorded no forward or backward events");
   if (into.events.empty()) into.plan = r.plan;
-  into.events.push_back(std::move(events));
-  into.iteration_ms.push_back(r.iteration_ms);
+  into.add(std::move(events), r.iteration_ms);
+  if (into.compute.back().empty()) throw std::runtime_error(at + " recorded no forward or backward events");
 }
 
-// The job's host costs (cluster.*) from its in-situ runs by size, printed
-// with the --set line that plans with them: the sends fitted over every
-// run's events (their bytes tell the sizes apart), then the host time per
-// action closed on each size's mean iteration with the calibrated profile
-// and those sends (core/calibrate/overhead_closure.h; the gaps counted
-// between events where it does not close). Several sizes give a table.
-void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, InSituRuns>& runs) {
+// The job's host costs (cluster.*) from its in-situ runs by size
+// (core/calibrate/host_costs.h, with the calibrated profile), printed with
+// the --set line that plans with them; the gaps counted beside each closed
+// host time. Several sizes give a table.
+void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, SizeRuns>& runs) {
   namespace fs = std::filesystem;
-  std::vector<Event> all;
-  for (const auto& [b, r] : runs)
-    for (const auto& e : r.events) all.insert(all.end(), e.begin(), e.end());
-  JobSpec costs = job;
+  const fs::path file = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-calibrated.json");
+  save_profile_file(calibrated, file.string());
+  JobSpec with = job;
+  with.model.profile = file.string();
+  HostCosts costs;
+  try {
+    costs = fit_host_costs(with, runs);
+  } catch (...) {
+    fs::remove(file);
+    throw;
+  }
+  fs::remove(file);
   std::string sets;
-  if (auto send = fit_send_cost(all)) {
+  if (const auto& send = costs.send) {
     std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
               << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string()) << "\n";
     sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
-    costs.cluster.device.send_cpu_us = send->per_message_us;
-    costs.cluster.device.send_cpu_gbps = send->gbps;
   }
-  const fs::path file = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-calibrated.json");
-  save_profile_file(calibrated, file.string());
-  costs.model.profile = file.string();
-  std::vector<std::pair<int, double>> per_action;
   std::cout << "  host time per action (closed on the runs; the gaps between events counted):";
-  for (const auto& [b, r] : runs) {
-    JobSpec at = costs;
-    resolve_auto_microbatch(at, b);
-    std::optional<double> closed;
-    try {
-      closed = close_action_overhead_us(at, r.plan, r.mean_ms());
-    } catch (const std::exception& e) {
-      std::cerr << "note: the host time at microbatch " << b << " is the gaps counted (" << e.what() << ")\n";
-    }
-    const auto counted = fit_action_overhead_us(r.events);
-    if (!closed && !counted) continue;
-    per_action.emplace_back(b, closed ? *closed : *counted);
-    std::cout << (per_action.size() > 1 ? "," : "") << " " << fixed(per_action.back().second, 0) << " us ("
-              << fixed(counted.value_or(0), 0) << ") at " << b;
+  for (std::size_t i = 0; i < costs.per_action.size(); ++i) {
+    const auto& h = costs.per_action[i];
+    std::cout << (i ? "," : "") << " " << fixed(h.us, 0) << " us (" << fixed(h.counted.value_or(0), 0) << ") at " << h.microbatch
+              << (h.closed ? "" : " (does not close: the gaps counted)");
   }
   std::cout << "\n";
-  fs::remove(file);
-  if (per_action.size() == 1) {
-    sets += " --set cluster.action_overhead_us=" + fixed(per_action[0].second, 1);
-  } else if (!per_action.empty()) {
+  if (costs.per_action.size() == 1) {
+    sets += " --set cluster.action_overhead_us=" + fixed(costs.per_action[0].us, 1);
+  } else if (!costs.per_action.empty()) {
     nlohmann::ordered_json table = nlohmann::ordered_json::object();
-    for (const auto& [b, us] : per_action) table[std::to_string(b)] = std::round(us * 10) / 10;
+    for (const auto& h : costs.per_action) table[std::to_string(h.microbatch)] = std::round(h.us * 10) / 10;
     sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
   }
   if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
@@ -142,14 +112,14 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
 // (cluster.*), not the model's.
 ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated, int iterations, int runs, int threads,
                                const std::string& profile_file) {
-  InSituRuns in_situ;
+  SizeRuns in_situ;
   // Every run on the first one's partition.
   for (int r = 0; r < runs; ++r)
     run_in_situ(job, r == 0 ? std::nullopt : std::optional<Plan>(in_situ.plan), iterations, threads, profile_file, in_situ);
-  const auto measured = in_situ.compute();
+  const auto measured = in_situ.mean_compute();
   ModelProfile p = calibrate_profile(isolated, measured);
   std::cout << "in situ (" << iterations << " iterations" << (runs > 1 ? " x " + std::to_string(runs) + " runs" : std::string())
-            << ", " << fixed(in_situ.mean_ms(), 2) << " ms/iteration" << in_situ.each_run() << ")\n"
+            << ", " << fixed(in_situ.mean_ms(), 2) << " ms/iteration" << each_run(in_situ) << ")\n"
             << "  stage  layers   forward ms (profiled)   backward ms (profiled)   microbatches\n";
   for (size_t s = 0; s < measured.size(); ++s) {
     const auto& m = measured[s];
@@ -169,24 +139,24 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
 // calibrated per stage and size.
 ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& isolated, const std::vector<int>& sizes,
                                         int iterations, int rounds, int threads, const std::string& profile_file) {
-  std::map<int, InSituRuns> runs;
+  std::map<int, SizeRuns> runs;
   std::optional<Plan> plan;
   for (int r = 0; r < rounds; ++r)
     for (int b : sizes) {
       JobSpec probe = job;
       resolve_auto_microbatch(probe, b);
-      InSituRuns& at = runs[b];
+      SizeRuns& at = runs[b];
       run_in_situ(probe, plan, iterations, threads, profile_file, at);
       if (!plan) plan = at.plan;
     }
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  for (const auto& [b, r] : runs) by_size[b] = r.compute();
+  for (const auto& [b, r] : runs) by_size[b] = r.mean_compute();
   std::vector<StageSizeFit> fits;
   ModelProfile p = calibrate_profile_at_sizes(isolated, by_size, &fits);
   std::cout << "in situ at " << sizes.size() << " microbatch sizes (" << iterations << " iterations"
             << (rounds > 1 ? " x " + std::to_string(rounds) + " runs" : std::string()) << " each)\n"
             << "  size   ms/iteration\n";
-  for (const auto& [b, r] : runs) std::cout << pad(std::to_string(b), 6) << pad(fixed(r.mean_ms(), 2), 15) << r.each_run() << "\n";
+  for (const auto& [b, r] : runs) std::cout << pad(std::to_string(b), 6) << pad(fixed(r.mean_ms(), 2), 15) << each_run(r) << "\n";
   std::cout << "  stage  layers   forward ms per microbatch         backward ms per microbatch\n";
   for (std::size_t s = 0; s < fits.size(); ++s) {
     const auto& f = fits[s];
