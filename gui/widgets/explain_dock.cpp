@@ -176,6 +176,12 @@ void ExplainDock::refreshBars() {
                   .arg(static_cast<double>(p.diff.measured_iteration_ns) / 1e6, 0, 'f', 2)
                   .arg(static_cast<double>(p.diff.predicted_iteration_ns) / 1e6, 0, 'f', 2)
                   .arg(p.plan_version);
+      if (p.plan_diff.iterations > 1)
+        text += tr("Over %1 iterations of the plan: %2 ms measured, %3 ms predicted (model error %4%). ")
+                    .arg(p.plan_diff.iterations)
+                    .arg(static_cast<double>(p.plan_diff.measured_iteration_ns) / 1e6, 0, 'f', 2)
+                    .arg(static_cast<double>(p.plan_diff.predicted_iteration_ns) / 1e6, 0, 'f', 2)
+                    .arg(100 * model_error_on_run(p), 0, 'f', 1);
       if (p.mark) {
         const Divergence& d = p.mark->divergence;
         text += tr("First divergence (red): stage %1 %2%3 starts at %4 ms, predicted %5 ms.")
@@ -211,7 +217,7 @@ void ExplainDock::refreshSuggestions() {
   // at hand, a suggestion whose gain is within the model's error on this
   // run is shown withheld, without Apply.
   const auto& predicted = model_->result().predicted;
-  const double error = predicted ? model_error(predicted->diff) : -1.0;
+  const double error = predicted ? model_error_on_run(*predicted) : -1.0;
   for (int i = 0; i < static_cast<int>(s.report.suggestions.size()); ++i) {
     const Suggestion& g = s.report.suggestions[static_cast<std::size_t>(i)];
     const double gain = 1.0 - g.iteration_ms_after / g.iteration_ms_before;

@@ -112,6 +112,39 @@ TEST(PredictedTimeline, MeasuredIterationsBeyondThePredictionGetItsLast) {
   EXPECT_TRUE(align_predicted_to_measured(p, pa, {}).empty());
 }
 
+TEST(PredictedTimeline, ManyIterationsArePooledIntoMeans) {
+  const std::vector<Event> p = iteration(0);  // 50 long
+  const Attribution pa = attribute_idle(p);
+  // Measured: a warm-up (stage 1's backward 30: 70 long), then 50, then 60
+  // (stage 1's backward 20).
+  std::vector<Event> m = iteration(100, 30);
+  for (auto& e : iteration(200)) m.push_back(e);
+  for (auto& e : iteration(300, 20)) m.push_back(e);
+  const Attribution ma = attribute_idle(m);
+  ASSERT_EQ(ma.iterations, 3);
+  const PredictionDiff d = pool_predictions(m, ma, p, pa, {{1, 0}, {2, 0}});
+  EXPECT_EQ(d.iterations, 2);
+  EXPECT_EQ(d.measured_iteration_ns, 55);  // (50 + 60) / 2
+  EXPECT_EQ(d.predicted_iteration_ns, 50);
+  ASSERT_EQ(d.kinds.size(), 6u);
+  for (const auto& k : d.kinds) {
+    const double want = k.kind == O ? (k.stage == 0 ? 10 : 5) : (k.stage == 1 && k.kind == B ? 15 : 10);
+    EXPECT_NEAR(k.measured_ms, want / 1e6, 1e-15) << k.stage << " " << to_string(k.kind);
+    EXPECT_EQ(k.measured_count, 2);
+    EXPECT_EQ(k.predicted_count, 2);
+  }
+  EXPECT_FALSE(d.divergence);
+  // By hand: the mean is 10% over, the actions |15 - 10| x 2 of 120 off.
+  EXPECT_NEAR(model_error(d), 0.1, 1e-12);
+  // One pair is that iteration's comparison.
+  const PredictionDiff one = pool_predictions(m, ma, p, pa, {{2, 0}});
+  const PredictionDiff direct = compare_prediction(m, ma, 2, p, pa, 0);
+  EXPECT_EQ(one.measured_iteration_ns, direct.measured_iteration_ns);
+  EXPECT_NEAR(model_error(one), 0.2, 1e-12);
+  EXPECT_NEAR(model_error(direct), 0.2, 1e-12);
+  EXPECT_EQ(pool_predictions(m, ma, p, pa, {}).iterations, 0);
+}
+
 namespace {
 
 JobSpec uniform_job() {
@@ -223,4 +256,47 @@ TEST(PredictedTimeline, InputsNameWhatTheRunDidNotRecord) {
   EXPECT_EQ(plan_at(in->plans, 49).version, 1);
   EXPECT_EQ(plan_at(in->plans, 50).version, 2);
   EXPECT_EQ(in->job.name, "u");
+}
+
+TEST(PredictedTimeline, AdviceIsJudgedOnThePlansIterationsNotOne) {
+  // Four iterations of one plan: the first slow (a warm-up, every stage-2
+  // action after its first D late), the others exactly as predicted, the
+  // last one explained. The model's error on the run is 0 (the warm-up left
+  // out); on the warm-up alone it is not.
+  const JobSpec job = uniform_job();
+  PreparedJob prepared = prepare_job(job);
+  for (auto& l : prepared.profile.layers) l.optimizer_ms = 0.5;  // steps delimit the iterations
+  const PlanPrediction p = predict_plan(job, prepared.profile, prepared.plan);
+  std::int64_t hi = 0;
+  for (const auto& e : p.events) hi = std::max(hi, e.end_ns);
+  // D: long enough to outlast stage 0's drain, so the warm-up is longer.
+  const std::int64_t G = 2 * hi + 1'000'000, D = hi / 2;
+  std::vector<Event> measured = p.events;
+  std::vector<Event*> stage2;
+  for (auto& e : measured)
+    if (e.stage == 2 && (e.kind == F || e.kind == B || e.kind == O)) stage2.push_back(&e);
+  std::sort(stage2.begin(), stage2.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+  ASSERT_GE(stage2.size(), 3u);
+  for (std::size_t i = 1; i < stage2.size(); ++i) stage2[i]->start_ns += D, stage2[i]->end_ns += D;
+  for (int k = 1; k < 4; ++k)
+    for (auto& e : shifted(p.events, k * G)) measured.push_back(e);
+  const Attribution ma = attribute_idle(measured);
+  ASSERT_EQ(ma.iterations, 4);
+  PredictionInputs in;
+  in.job = job;
+  in.profile = prepared.profile;
+  in.plans = {{0, 1, prepared.plan}};
+  const PredictedTimeline t = predict_timeline(measured, ma, in, 3, 1'000'000, false);
+  EXPECT_EQ(t.plan_diff.iterations, 3);
+  EXPECT_EQ(t.plan_diff.measured_iteration_ns, t.plan_diff.predicted_iteration_ns);
+  EXPECT_NEAR(model_error_on_run(t), 0.0, 1e-12);
+  const PredictedTimeline t0 = predict_timeline(measured, ma, in, 0, 1'000'000, false);
+  EXPECT_GT(model_error(t0.diff), 0.01);
+  EXPECT_NEAR(model_error_on_run(t0), 0.0, 1e-12) << "the same plan's iterations, whichever is explained";
+  // A plan with one iteration is judged on it.
+  in.plans = {{0, 1, prepared.plan}, {G, 2, prepared.plan}};
+  const PredictedTimeline w = predict_timeline(measured, ma, in, 0, 1'000'000, false);
+  EXPECT_EQ(w.plan_diff.iterations, 1);
+  EXPECT_NEAR(model_error_on_run(w), model_error(w.diff), 1e-12);
+  EXPECT_GT(model_error_on_run(w), 0.01);
 }

@@ -45,6 +45,25 @@ for f in ('x.json', 'x1.json'):
     assert p is not None and p['measured_iteration_ms'] > 0 and p['predicted_iteration_ms'] > 0, p
 print('ok')
 PYEOF
+# The model's error advice must beat is over the plan's iterations (the
+# first, a warm-up, left out): their mean is the mean of each iteration
+# explained alone.
+for k in 1 2 3 4 5; do
+  "$PW" explain "$T/r.sqlite" --json --iteration $k > "$T/it$k.json" 2> "$T/err" || fail "explain --iteration $k: $(cat "$T/err")"
+done
+$PY - "$T" <<'PYEOF' || fail "pooled iterations above"
+import json, sys
+T = sys.argv[1]
+x = json.load(open(T + '/x.json'))['predicted_vs_measured']
+assert x['plan_iterations'] == 5, x['plan_iterations']
+one = [json.load(open('%s/it%d.json' % (T, k)))['predicted_vs_measured'] for k in range(1, 6)]
+mean = sum(p['measured_iteration_ms'] for p in one) / 5
+assert abs(x['plan_measured_iteration_ms'] - mean) < 1e-5, (x['plan_measured_iteration_ms'], mean)
+assert abs(x['plan_predicted_iteration_ms'] - one[0]['predicted_iteration_ms']) < 1e-5
+assert x['model_error'] >= abs(mean / x['plan_predicted_iteration_ms'] - 1) - 1e-9, x
+print('ok')
+PYEOF
+grep -q "over 5 iteration(s) of plan 1" "$T/x.txt" || fail "explain's text names the pooled iterations: $(cat "$T/x.txt")"
 # The recorded job, re-simulated with each suggestion's --set.
 $PY -c "
 import sqlite3, json, sys

@@ -70,6 +70,12 @@ void print_human(const nlohmann::json& x) {
                 << std::string(std::max<int>(1, 10 - static_cast<int>(k["kind"].get<std::string>().size())), ' ')
                 << pad(fixed(k["measured_ms"].get<double>(), 3), 9) << " " << pad(fixed(k["predicted_ms"].get<double>(), 3), 10)
                 << " " << pad(fixed(k["ratio"].get<double>(), 3), 7) << "\n";  // a space even when a figure overflows
+    if (p.contains("plan_iterations") && p["plan_iterations"].get<int>() > 0)
+      std::cout << "  over " << p["plan_iterations"] << " iteration(s) of plan " << p["plan_version"]
+                << " (its first left out when more follow): " << fixed(p["plan_measured_iteration_ms"].get<double>(), 2)
+                << " ms measured, " << fixed(p["plan_predicted_iteration_ms"].get<double>(), 2)
+                << " ms predicted; model error " << fixed(100 * p["model_error"].get<double>(), 1) << "% (this iteration alone "
+                << fixed(100 * p["iteration_error"].get<double>(), 1) << "%)\n";
     const auto& d = p["first_divergence"];
     if (d.is_null())
       std::cout << "  every action starts within " << fixed(p["threshold_ms"].get<double>(), 2) << " ms of its prediction\n";

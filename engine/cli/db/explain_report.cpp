@@ -77,7 +77,12 @@ std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, cons
   j["predicted_iteration_ms"] = d.predicted_iteration_ns / 1e6;
   j["ratio"] = d.predicted_iteration_ns > 0 ? static_cast<double>(d.measured_iteration_ns) / d.predicted_iteration_ns : 0.0;
   j["threshold_ms"] = d.threshold_ns / 1e6;
-  j["model_error"] = model_error(d);
+  j["iteration_error"] = model_error(d);
+  const PredictionDiff& pooled = t.plan_diff;
+  j["plan_iterations"] = pooled.iterations;
+  j["plan_measured_iteration_ms"] = pooled.measured_iteration_ns / 1e6;
+  j["plan_predicted_iteration_ms"] = pooled.predicted_iteration_ns / 1e6;
+  j["model_error"] = model_error_on_run(t);
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& k : d.kinds)
     kinds.push_back({{"stage", k.stage},

@@ -123,6 +123,10 @@ PredictedTimeline predict_timeline(const std::vector<Event>& measured, const Att
       t.plan_version = plan.version;
       const int pi = matching_predicted_iteration(iteration - first, p.attribution.iterations);
       t.diff = compare_prediction(measured, ma, iteration, p.events, p.attribution, pi, threshold_ns);
+      std::vector<std::pair<int, int>> pairs;
+      for (int k = end - first > 1 ? first + 1 : first; k < end; ++k)
+        pairs.emplace_back(k, matching_predicted_iteration(k - first, p.attribution.iterations));
+      t.plan_diff = pool_predictions(measured, ma, p.events, p.attribution, pairs);
       if (t.diff.divergence) {
         const Divergence& d = *t.diff.divergence;
         const std::int64_t origin = starts[static_cast<std::size_t>(iteration)];
@@ -137,6 +141,10 @@ PredictedTimeline predict_timeline(const std::vector<Event>& measured, const Att
       return a.stage != b.stage ? a.stage < b.stage : a.start_ns < b.start_ns;
     });
   return t;
+}
+
+double model_error_on_run(const PredictedTimeline& t) {
+  return model_error(t.plan_diff.iterations > 0 ? t.plan_diff : t.diff);
 }
 
 }  // namespace pw

@@ -74,6 +74,13 @@ struct PredictedTimeline {
   int iteration = -1;     // the measured iteration compared
   int plan_version = 0;   // the plan in force at its start
   PredictionDiff diff;    // that iteration against its matching predicted one
+  // Every complete measured iteration under that plan against its matching
+  // predicted one, pooled (pool_predictions), but the plan's first when more
+  // follow: it pays one-off costs (allocation, first touch, layers moving in)
+  // that no plan or suggestion changes. The model's error on the run
+  // (model_error of this) is what advice must beat: one iteration of a
+  // noisy run can read far from the mean the plan was predicted for.
+  PredictionDiff plan_diff;
   std::optional<DivergenceMark> mark;
   std::vector<Event> events;  // every complete measured iteration's prediction, aligned (when asked)
 };
@@ -86,5 +93,10 @@ struct PredictedTimeline {
 PredictedTimeline predict_timeline(const std::vector<Event>& measured, const Attribution& measured_attribution,
                                    const PredictionInputs& inputs, int iteration, std::int64_t threshold_ns = -1,
                                    bool align = true);
+
+// The model's error on the run that explain's and the studio's advice must
+// beat: model_error over the plan's pooled iterations (plan_diff), the one
+// iteration's where none were pooled.
+double model_error_on_run(const PredictedTimeline& t);
 
 }  // namespace pw

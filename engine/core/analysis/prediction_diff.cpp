@@ -46,20 +46,54 @@ struct Timeline {
   std::map<int, std::vector<const Event*>> actions;  // per stage, by start
 };
 
-Timeline timeline(const std::vector<Event>& events, const Attribution& a, int iteration) {
-  Timeline t;
-  std::int64_t end = std::numeric_limits<std::int64_t>::min();
+// Every iteration's timeline in one pass over the events (index: iteration),
+// so that pooling all iterations of a long run costs no more than one.
+std::vector<Timeline> timelines(const std::vector<Event>& events, const Attribution& a) {
+  const int n = std::max(a.iterations, 0);
+  std::vector<Timeline> t(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> end(t.size(), std::numeric_limits<std::int64_t>::min());
   for (const auto& s : a.stage_iterations)
-    if (s.iteration == iteration) end = std::max(end, s.end_ns);
+    if (s.iteration >= 0 && s.iteration < n) end[static_cast<std::size_t>(s.iteration)] = std::max(end[static_cast<std::size_t>(s.iteration)], s.end_ns);
   const std::vector<int> of = iteration_of_events(events, a);
   for (std::size_t i = 0; i < events.size(); ++i)
-    if (is_action(events[i].kind) && of[i] == iteration) t.actions[events[i].stage].push_back(&events[i]);
-  for (auto& [s, v] : t.actions)
-    std::sort(v.begin(), v.end(), [](const Event* x, const Event* y) { return x->start_ns < y->start_ns; });
+    if (is_action(events[i].kind) && of[i] >= 0 && of[i] < n)
+      t[static_cast<std::size_t>(of[i])].actions[events[i].stage].push_back(&events[i]);
   const auto starts = iteration_starts(events, a);
-  if (iteration >= 0 && iteration < static_cast<int>(starts.size())) t.origin = starts[static_cast<std::size_t>(iteration)];
-  t.length = end > t.origin ? end - t.origin : 0;
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    for (auto& [s, v] : t[k].actions)
+      std::sort(v.begin(), v.end(), [](const Event* x, const Event* y) { return x->start_ns < y->start_ns; });
+    t[k].origin = starts[k];
+    t[k].length = end[k] > t[k].origin ? end[k] - t[k].origin : 0;
+  }
   return t;
+}
+
+const Timeline& at(const std::vector<Timeline>& t, int iteration) {
+  static const Timeline kEmpty;
+  return iteration >= 0 && iteration < static_cast<int>(t.size()) ? t[static_cast<std::size_t>(iteration)] : kEmpty;
+}
+
+// Sums each stage's and kind's action time (means are taken by the caller).
+void tally(const Timeline& t, bool is_measured, std::map<std::pair<int, int>, KindComparison>& kinds) {
+  for (const auto& [s, v] : t.actions)
+    for (const Event* e : v) {
+      auto& k = kinds[{s, static_cast<int>(e->kind)}];
+      k.stage = s;
+      k.kind = e->kind;
+      const double ms = static_cast<double>(e->end_ns - e->start_ns) / 1e6;
+      if (is_measured) k.measured_ms += ms, ++k.measured_count;
+      else k.predicted_ms += ms, ++k.predicted_count;
+    }
+}
+
+std::vector<KindComparison> means(std::map<std::pair<int, int>, KindComparison>& kinds) {
+  std::vector<KindComparison> out;
+  for (auto& [key, k] : kinds) {
+    if (k.measured_count) k.measured_ms /= k.measured_count;
+    if (k.predicted_count) k.predicted_ms /= k.predicted_count;
+    out.push_back(k);
+  }
+  return out;
 }
 
 }  // namespace
@@ -92,29 +126,15 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
                                   const std::vector<Event>& predicted, const Attribution& pa, int pi,
                                   std::int64_t threshold_ns) {
   PredictionDiff d;
-  Timeline m = timeline(measured, ma, mi), p = timeline(predicted, pa, pi);
+  const auto measured_timelines = timelines(measured, ma), predicted_timelines = timelines(predicted, pa);
+  const Timeline &m = at(measured_timelines, mi), &p = at(predicted_timelines, pi);
   d.measured_iteration_ns = m.length;
   d.predicted_iteration_ns = p.length;
   d.threshold_ns = threshold_ns >= 0 ? threshold_ns : p.length / 20;
   std::map<std::pair<int, int>, KindComparison> kinds;
-  auto tally = [&](const Timeline& t, bool is_measured) {
-    for (const auto& [s, v] : t.actions)
-      for (const Event* e : v) {
-        auto& k = kinds[{s, static_cast<int>(e->kind)}];
-        k.stage = s;
-        k.kind = e->kind;
-        const double ms = static_cast<double>(e->end_ns - e->start_ns) / 1e6;
-        if (is_measured) k.measured_ms += ms, ++k.measured_count;
-        else k.predicted_ms += ms, ++k.predicted_count;
-      }
-  };
-  tally(m, true);
-  tally(p, false);
-  for (auto& [key, k] : kinds) {
-    if (k.measured_count) k.measured_ms /= k.measured_count;
-    if (k.predicted_count) k.predicted_ms /= k.predicted_count;
-    d.kinds.push_back(k);
-  }
+  tally(m, true, kinds);
+  tally(p, false, kinds);
+  d.kinds = means(kinds);
   for (const auto& [s, v] : m.actions) {
     auto pit = p.actions.find(s);
     if (pit == p.actions.end()) continue;
@@ -128,6 +148,30 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
       break;  // later actions of this stage start later
     }
   }
+  return d;
+}
+
+PredictionDiff pool_predictions(const std::vector<Event>& measured, const Attribution& ma,
+                                const std::vector<Event>& predicted, const Attribution& pa,
+                                const std::vector<std::pair<int, int>>& pairs) {
+  PredictionDiff d;
+  d.iterations = 0;
+  const auto measured_timelines = timelines(measured, ma), predicted_timelines = timelines(predicted, pa);
+  std::map<std::pair<int, int>, KindComparison> kinds;
+  double measured_ns = 0, predicted_ns = 0;
+  for (const auto& [mi, pi] : pairs) {
+    const Timeline &m = at(measured_timelines, mi), &p = at(predicted_timelines, pi);
+    measured_ns += static_cast<double>(m.length);
+    predicted_ns += static_cast<double>(p.length);
+    tally(m, true, kinds);
+    tally(p, false, kinds);
+    ++d.iterations;
+  }
+  if (d.iterations) {
+    d.measured_iteration_ns = std::llround(measured_ns / d.iterations);
+    d.predicted_iteration_ns = std::llround(predicted_ns / d.iterations);
+  }
+  d.kinds = means(kinds);
   return d;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/idle_attribution.h"
@@ -29,6 +30,7 @@ struct Divergence {
 };
 
 struct PredictionDiff {
+  int iterations = 1;  // measured iterations compared (pool_predictions: their means)
   std::int64_t measured_iteration_ns = 0, predicted_iteration_ns = 0;
   std::vector<KindComparison> kinds;  // by stage, then kind
   std::optional<Divergence> divergence;
@@ -63,5 +65,14 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
                                   int measured_iteration, const std::vector<Event>& predicted,
                                   const Attribution& predicted_attribution, int predicted_iteration,
                                   std::int64_t threshold_ns = -1);
+
+// Many measured iterations against their predicted ones, pooled: each pair
+// is (measured iteration, predicted iteration); the iteration times are the
+// means over the pairs and each stage's and kind's time the mean over all
+// its actions in them. No divergence (that belongs to one iteration). What a
+// run's mean iteration, the figure a user compares plans by, was predicted as.
+PredictionDiff pool_predictions(const std::vector<Event>& measured, const Attribution& measured_attribution,
+                                const std::vector<Event>& predicted, const Attribution& predicted_attribution,
+                                const std::vector<std::pair<int, int>>& pairs);
 
 }  // namespace pw
