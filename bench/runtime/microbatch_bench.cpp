@@ -22,11 +22,13 @@
 #include "core/analysis/suggestions.h"
 #include "core/calibrate/microbatch_calibration.h"
 #include "core/calibrate/host_costs.h"
+#include "core/calibrate/overhead_closure.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/stage_compute.h"
 #include "core/events/event_json.h"
 #include "core/job/job_plan.h"
 #include "core/model/microbatch_profile.h"
+#include "core/model/profile_retarget.h"
 #include "core/model/profile_io.h"
 #include "core/plan/microbatch_search.h"
 #include "runtime/coordinator.h"
@@ -92,6 +94,32 @@ void fit_host_costs(JobSpec& job, const std::map<int, SizeRuns>& runs, const std
   apply_host_costs(job, costs);
 }
 
+// Where a size's error comes from: the measured runs taken apart as the
+// calibration runs are (stage compute per microbatch; the host time per
+// action that closes on their mean with the model's sends), beside what the
+// new model read at that size. Diagnosis only: nothing is fitted from it.
+void decompose(const JobSpec& new_job, const ModelProfile& calibrated, const std::map<int, SizeRuns>& checked,
+               const std::string& profile_file) {
+  std::printf("     the measured runs taken apart (model / measured): stage compute per microbatch, fwd and bwd ms; host time per action\n");
+  for (const auto& [b, runs] : checked) {
+    const ModelProfile at = rescale_microbatch(calibrated, b);
+    std::printf("  %7d ", b);
+    for (const auto& st : runs.mean_compute()) {
+      double fwd = 0, bwd = 0;
+      for (int l = st.range.first_layer; l <= st.range.last_layer; ++l) fwd += at.layers[l].fwd_ms, bwd += at.layers[l].bwd_ms;
+      std::printf(" stage %d %.2f/%.2f %.2f/%.2f;", st.device, fwd, st.fwd_ms, bwd, st.bwd_ms);
+    }
+    JobSpec with = at_size(new_job, b);
+    use_profile(with, profile_file);
+    const std::optional<double> closed = close_action_overhead_us(with, runs.plan, runs.mean_ms());
+    const double read = action_overhead_at(new_job.cluster.device, b);
+    if (closed)
+      std::printf(" host %.0f/%.0f us\n", read, *closed);
+    else
+      std::printf(" host %.0f us/(does not close)\n", read);
+  }
+}
+
 double predicted_ms(JobSpec job, int b, const std::string& profile_file) {
   job = at_size(job, b);
   use_profile(job, profile_file);
@@ -127,14 +155,16 @@ void model(const char* label, JobSpec job, int iterations) {
   use_profile(probe, new_file);
   use_profile(old_probe, old_file);
   const int rounds = bench::quick_or(1, 2);
-  std::map<int, SizeRuns> calibration, old_calibration;
+  std::map<int, SizeRuns> calibration, old_calibration, checked;
   std::map<int, std::vector<double>> rounds_ms;
   for (int r = 0; r < rounds; ++r)
     for (int b : sizes) {
       if (std::find(in_situ.begin(), in_situ.end(), b) != in_situ.end())
         add(calibration[b], run(at_size(probe, b), iterations));
       if (b == base) add(old_calibration[b], run(old_probe, iterations));
-      rounds_ms[b].push_back(run(at_size(probe, b), iterations).iteration_ms);
+      Measured m = run(at_size(probe, b), iterations);
+      rounds_ms[b].push_back(m.iteration_ms);
+      add(checked[b], std::move(m));
     }
   if (std::find(sizes.begin(), sizes.end(), base) == sizes.end())
     for (int r = 0; r < rounds; ++r) add(old_calibration[base], run(old_probe, iterations));
@@ -144,7 +174,8 @@ void model(const char* label, JobSpec job, int iterations) {
   std::printf("; the old model at %d; %d round(s))\n", base, rounds);
   std::map<int, std::vector<MeasuredStageCompute>> by_size;
   for (const auto& [b, at_b] : calibration) by_size[b] = at_b.mean_compute();
-  save_profile_file(calibrate_profile_at_sizes(tables, by_size), new_file);
+  const ModelProfile calibrated = calibrate_profile_at_sizes(tables, by_size);
+  save_profile_file(calibrated, new_file);
   JobSpec new_job = job;
   std::printf("     new model's ");
   fit_host_costs(new_job, calibration, new_file);
@@ -190,6 +221,7 @@ void model(const char* label, JobSpec job, int iterations) {
   }
   std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%; one size's runs differ by up to %.1f%%\n",
               worst_new, worst_old, spread);
+  decompose(new_job, calibrated, checked, new_file);
 
   // 2. The size the planner chooses on the new model.
   JobSpec a = new_job;
