@@ -2,9 +2,10 @@
 //   1. fidelity per microbatch size: the demo CNN and the tiny GPT on 2
 //      stages, real runs at microbatch 2, 4, 8, 16, 32 against the
 //      simulator's prediction with (a) the new model: every layer measured
-//      at those sizes, calibrated in situ at 2, 8 and 32 only (4 and 16 are
-//      out of sample), and (b) the old linear model: one size measured
-//      (the job's), calibrated in situ at that size, scaled linearly.
+//      at those sizes and calibrated in situ at each, as `profile --in-situ`
+//      does; the same held out, calibrated at 2, 8 and 32 only (4 and 16
+//      out of sample); and (b) the old linear model: one size measured (the
+//      job's), calibrated in situ at that size, scaled linearly.
 //   2. the size chosen: the plan with microbatch_size "auto" on the new
 //      model against the best size of the real sweep (target within 3%).
 //   3. advice that holds: every suggestion explain's rule offers for the
@@ -100,7 +101,8 @@ void fit_host_costs(JobSpec& job, const std::map<int, SizeRuns>& runs, const std
 // new model read at that size. Diagnosis only: nothing is fitted from it.
 void decompose(const JobSpec& new_job, const ModelProfile& calibrated, const std::map<int, SizeRuns>& checked,
                const std::string& profile_file) {
-  std::printf("     the measured runs taken apart (model / measured): stage compute per microbatch, fwd and bwd ms; host time per action\n");
+  std::printf("     the measured runs taken apart (held-out model / measured): stage compute per microbatch, fwd and bwd ms; "
+              "host time per action\n");
   for (const auto& [b, runs] : checked) {
     const ModelProfile at = rescale_microbatch(calibrated, b);
     std::printf("  %7d ", b);
@@ -128,14 +130,17 @@ double predicted_ms(JobSpec job, int b, const std::string& profile_file) {
 
 void model(const char* label, JobSpec job, int iterations) {
   const std::vector<int> sizes = bench::quick_or<std::vector<int>>({2, 8}, {2, 4, 8, 16, 32});
-  const std::vector<int> in_situ = bench::quick_or<std::vector<int>>({2, 8}, {2, 8, 32});
+  // Calibrated at every size (as `profile --in-situ` does for the sizes it
+  // measures) and, held out, at these only: the others out of sample.
+  const std::vector<int> held_in = bench::quick_or<std::vector<int>>({2, 8}, {2, 8, 32});
   const int base = job.training.microbatch_size;
   const int reps = bench::quick_or(2, 10);
   const std::string dir = fs::temp_directory_path().string();
-  const std::string new_file = dir + "/pw-bench-mb-new.json", old_file = dir + "/pw-bench-mb-old.json";
+  const std::string new_file = dir + "/pw-bench-mb-new.json", old_file = dir + "/pw-bench-mb-old.json",
+                    held_file = dir + "/pw-bench-mb-held.json";
 
   // (a) every layer measured at every size; the stages calibrated in situ
-  // at three sizes (below).
+  // (below).
   std::vector<ModelProfile> each;
   std::vector<int> measured_sizes = sizes;
   if (std::find(sizes.begin(), sizes.end(), base) == sizes.end()) measured_sizes.push_back(base);
@@ -159,8 +164,7 @@ void model(const char* label, JobSpec job, int iterations) {
   std::map<int, std::vector<double>> rounds_ms;
   for (int r = 0; r < rounds; ++r)
     for (int b : sizes) {
-      if (std::find(in_situ.begin(), in_situ.end(), b) != in_situ.end())
-        add(calibration[b], run(at_size(probe, b), iterations));
+      add(calibration[b], run(at_size(probe, b), iterations));
       if (b == base) add(old_calibration[b], run(old_probe, iterations));
       Measured m = run(at_size(probe, b), iterations);
       rounds_ms[b].push_back(m.iteration_ms);
@@ -169,24 +173,32 @@ void model(const char* label, JobSpec job, int iterations) {
   if (std::find(sizes.begin(), sizes.end(), base) == sizes.end())
     for (int r = 0; r < rounds; ++r) add(old_calibration[base], run(old_probe, iterations));
 
-  std::printf("1. %s, 2 stages 1f1b, batch %d (calibrated in situ at", label, job.training.batch_size);
-  for (int b : in_situ) std::printf(" %d", b);
-  std::printf("; the old model at %d; %d round(s))\n", base, rounds);
-  std::map<int, std::vector<MeasuredStageCompute>> by_size;
-  for (const auto& [b, at_b] : calibration) by_size[b] = at_b.mean_compute();
-  const ModelProfile calibrated = calibrate_profile_at_sizes(tables, by_size);
-  save_profile_file(calibrated, new_file);
-  JobSpec new_job = job;
-  std::printf("     new model's ");
-  fit_host_costs(new_job, calibration, new_file);
+  std::printf("1. %s, 2 stages 1f1b, batch %d (new model calibrated in situ at every size, and held out at", label,
+              job.training.batch_size);
+  for (int b : held_in) std::printf(" %d", b);
+  std::printf(" only; the old model at %d; %d round(s))\n", base, rounds);
+  std::map<int, SizeRuns> held_calibration;
+  for (int b : held_in) held_calibration[b] = calibration.at(b);
+  auto calibrate = [&](const std::map<int, SizeRuns>& runs, const std::string& file, JobSpec& into, const char* name) {
+    std::map<int, std::vector<MeasuredStageCompute>> by_size;
+    for (const auto& [b, at_b] : runs) by_size[b] = at_b.mean_compute();
+    ModelProfile calibrated = calibrate_profile_at_sizes(tables, by_size);
+    save_profile_file(calibrated, file);
+    std::printf("     %s ", name);
+    fit_host_costs(into, runs, file);
+    return calibrated;
+  };
+  JobSpec new_job = job, held_job = job;
+  calibrate(calibration, new_file, new_job, "new model's");
+  const ModelProfile held_calibrated = calibrate(held_calibration, held_file, held_job, "held-out model's");
   save_profile_file(calibrate_profile(single, old_calibration[base].mean_compute()), old_file);
   JobSpec old_job = job;
   std::printf("     old model's ");
   fit_host_costs(old_job, old_calibration, old_file);
 
-  std::printf("     size  microbatches   measured ms   new model        old (linear) model     the measured runs\n");
+  std::printf("     size  microbatches   measured ms   new model         held out          old (linear) model   the measured runs\n");
   std::map<int, double> measured;
-  double worst_new = 0, worst_old = 0;
+  double worst_new = 0, worst_held = 0, worst_old = 0;
   for (int b : sizes) {
     double meas = 0;
     std::string each;
@@ -197,17 +209,20 @@ void model(const char* label, JobSpec job, int iterations) {
       each += one;
     }
     measured[b] = meas;
-    const double pn = predicted_ms(new_job, b, new_file), po = predicted_ms(old_job, b, old_file);
-    const double en = 100 * (pn - meas) / meas, eo = 100 * (po - meas) / meas;
+    const double pn = predicted_ms(new_job, b, new_file), ph = predicted_ms(held_job, b, held_file),
+                 po = predicted_ms(old_job, b, old_file);
+    const double en = 100 * (pn - meas) / meas, eh = 100 * (ph - meas) / meas, eo = 100 * (po - meas) / meas;
     worst_new = std::max(worst_new, std::abs(en));
+    worst_held = std::max(worst_held, std::abs(eh));
     worst_old = std::max(worst_old, std::abs(eo));
-    // An in-sample size's calibration runs are the same job run beside the
-    // measured ones: how far they differ is the machine's drift, not the
-    // model's error.
-    char sample[64] = "; out of sample";
-    if (calibration.count(b)) std::snprintf(sample, sizeof sample, "; calibrated on runs of %.1f ms", calibration[b].mean_ms());
-    std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)     %s%s\n", b, job.training.batch_size / b, meas, pn, en,
-                po, eo, each.c_str(), sample);
+    // A size's calibration runs are the same job run beside the measured
+    // ones: how far they differ is the machine's drift, not the model's
+    // error.
+    char sample[96];
+    std::snprintf(sample, sizeof sample, "; calibrated on runs of %.1f ms%s", calibration[b].mean_ms(),
+                  held_calibration.count(b) ? "" : " (held out: out of sample)");
+    std::printf("  %7d %13d %13.1f %9.1f (%+5.1f%%) %9.1f (%+5.1f%%) %9.1f (%+5.1f%%)    %s%s\n", b, job.training.batch_size / b,
+                meas, pn, en, ph, eh, po, eo, each.c_str(), sample);
   }
   // The floor under any model's error here: how far one job's runs fall
   // apart (each size's runs, its calibration runs included).
@@ -219,27 +234,33 @@ void model(const char* label, JobSpec job, int iterations) {
     const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
     spread = std::max(spread, 100 * (*hi / *lo - 1));
   }
-  std::printf("     worst error: new %.1f%% (target within 10%%), old %.1f%%; one size's runs differ by up to %.1f%%\n",
-              worst_new, worst_old, spread);
-  decompose(new_job, calibrated, checked, new_file);
+  std::printf("     worst error: new %.1f%% (target within 10%%), held out %.1f%%, old %.1f%%; one size's runs differ by up to %.1f%%\n",
+              worst_new, worst_held, worst_old, spread);
+  decompose(held_job, held_calibrated, checked, held_file);
 
-  // 2. The size the planner chooses on the new model.
-  JobSpec a = new_job;
-  use_profile(a, new_file);
-  a.training.microbatch_size_auto = true;
-  PreparedJob chosen = prepare_job(a);
-  const int cb = chosen.job.training.microbatch_size;
+  // 2. The size the planner chooses on the new model (and on the held-out one).
   double best = 1e300;
   int best_b = 0;
   for (auto [b, ms] : measured)
     if (ms < best) best = ms, best_b = b;
-  if (measured.count(cb))
-    std::printf("2. %s: auto chose microbatch %d (%.1f ms measured); the sweep's best is %d (%.1f ms): %.3fx "
-                "(target <= 1.03)\n",
-                label, cb, measured[cb], best_b, best, measured[cb] / best);
-  else
-    std::printf("2. %s: auto chose microbatch %d, outside the sweep; the sweep's best is %d (%.1f ms)\n", label, cb,
-                best_b, best);
+  auto choose = [&](const JobSpec& with, const std::string& file, const char* which) {
+    JobSpec a = with;
+    use_profile(a, file);
+    a.training.microbatch_size_auto = true;
+    PreparedJob chosen = prepare_job(a);
+    const int cb = chosen.job.training.microbatch_size;
+    if (measured.count(cb))
+      std::printf("2. %s, %s: auto chose microbatch %d (%.1f ms measured); the sweep's best is %d (%.1f ms): %.3fx "
+                  "(target <= 1.03)\n",
+                  label, which, cb, measured[cb], best_b, best, measured[cb] / best);
+    else
+      std::printf("2. %s, %s: auto chose microbatch %d, outside the sweep; the sweep's best is %d (%.1f ms)\n", label,
+                  which, cb, best_b, best);
+    return chosen;
+  };
+  const PreparedJob chosen = choose(new_job, new_file, "new model");
+  choose(held_job, held_file, "held-out model");
+  const int cb = chosen.job.training.microbatch_size;
 
   // 3. Explain's rule on the chosen job: offered suggestions, run.
   const double chosen_ms = measured.count(cb) ? measured[cb] : run(chosen.job, iterations).iteration_ms;
@@ -257,6 +278,7 @@ void model(const char* label, JobSpec job, int iterations) {
   }
   fs::remove(new_file);
   fs::remove(old_file);
+  fs::remove(held_file);
 }
 
 }  // namespace
