@@ -160,6 +160,20 @@ Plan uneven_plan(const Plan& base) {
   return p;
 }
 
+// Stage 2's compute actions and steps in `events` by start; from its second
+// on, each made D late (kept in order). Returns the second as it was.
+Event delay_stage2_after_its_first(std::vector<Event>& events, std::int64_t D) {
+  std::vector<Event*> stage2;
+  for (auto& e : events)
+    if (e.stage == 2 && (e.kind == F || e.kind == B || e.kind == O)) stage2.push_back(&e);
+  std::sort(stage2.begin(), stage2.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+  EXPECT_GE(stage2.size(), 3u);
+  if (stage2.size() < 2) return {};
+  const Event second = *stage2[1];
+  for (std::size_t i = 1; i < stage2.size(); ++i) stage2[i]->start_ns += D, stage2[i]->end_ns += D;
+  return second;
+}
+
 // `events` shifted by dt (a copy).
 std::vector<Event> shifted(std::vector<Event> events, std::int64_t dt) {
   for (auto& e : events) e.start_ns += dt, e.end_ns += dt;
@@ -191,13 +205,7 @@ TEST(PredictedTimeline, RecordedRunPredictedPerPlanWithItsFirstDivergence) {
   // does everything after it on stage 2 (kept in order).
   const std::int64_t G = hi1 + hi2 + 1'000'000, D = 3'000'000;
   std::vector<Event> late = p1.events;
-  std::vector<Event*> stage2;
-  for (auto& e : late)
-    if (e.stage == 2 && (e.kind == F || e.kind == B || e.kind == O)) stage2.push_back(&e);
-  std::sort(stage2.begin(), stage2.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
-  ASSERT_GE(stage2.size(), 3u);
-  const Event second = *stage2[1];
-  for (std::size_t i = 1; i < stage2.size(); ++i) stage2[i]->start_ns += D, stage2[i]->end_ns += D;
+  const Event second = delay_stage2_after_its_first(late, D);
   std::vector<Event> measured = p1.events;
   for (auto& e : shifted(late, G)) measured.push_back(e);
   for (auto& e : shifted(p2.events, 2 * G)) measured.push_back(e);
@@ -272,12 +280,7 @@ TEST(PredictedTimeline, AdviceIsJudgedOnThePlansIterationsNotOne) {
   // D: long enough to outlast stage 0's drain, so the warm-up is longer.
   const std::int64_t G = 2 * hi + 1'000'000, D = hi / 2;
   std::vector<Event> measured = p.events;
-  std::vector<Event*> stage2;
-  for (auto& e : measured)
-    if (e.stage == 2 && (e.kind == F || e.kind == B || e.kind == O)) stage2.push_back(&e);
-  std::sort(stage2.begin(), stage2.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
-  ASSERT_GE(stage2.size(), 3u);
-  for (std::size_t i = 1; i < stage2.size(); ++i) stage2[i]->start_ns += D, stage2[i]->end_ns += D;
+  delay_stage2_after_its_first(measured, D);
   for (int k = 1; k < 4; ++k)
     for (auto& e : shifted(p.events, k * G)) measured.push_back(e);
   const Attribution ma = attribute_idle(measured);
