@@ -64,12 +64,16 @@ void print_human(const nlohmann::json& x) {
   if (!p.is_null()) {
     std::cout << "\npredicted vs measured (plan " << p["plan_version"] << "): iteration " << fixed(p["measured_iteration_ms"].get<double>(), 2)
               << " ms measured, " << fixed(p["predicted_iteration_ms"].get<double>(), 2) << " ms predicted (x"
-              << fixed(p["ratio"].get<double>(), 3) << ")\n  stage  kind        measured  predicted   ratio\n";
-    for (const auto& k : p["kinds"])
+              << fixed(p["ratio"].get<double>(), 3) << ")\n  stage  kind        measured  predicted   ratio   plan mean   ratio\n";
+    for (const auto& k : p["kinds"]) {
       std::cout << pad(std::to_string(k["stage"].get<int>()), 7) << "  " << k["kind"].get<std::string>()
                 << std::string(std::max<int>(1, 10 - static_cast<int>(k["kind"].get<std::string>().size())), ' ')
                 << pad(fixed(k["measured_ms"].get<double>(), 3), 9) << " " << pad(fixed(k["predicted_ms"].get<double>(), 3), 10)
-                << " " << pad(fixed(k["ratio"].get<double>(), 3), 7) << "\n";  // a space even when a figure overflows
+                << " " << pad(fixed(k["ratio"].get<double>(), 3), 7);  // a space even when a figure overflows
+      if (k.contains("plan_measured_ms"))
+        std::cout << " " << pad(fixed(k["plan_measured_ms"].get<double>(), 3), 11) << " " << pad(fixed(k["plan_ratio"].get<double>(), 3), 7);
+      std::cout << "\n";
+    }
     if (p.contains("plan_iterations") && p["plan_iterations"].get<int>() > 0)
       std::cout << "  over " << p["plan_iterations"] << " iteration(s) of plan " << p["plan_version"]
                 << " (its first left out when more follow): " << fixed(p["plan_measured_iteration_ms"].get<double>(), 2)

@@ -84,14 +84,20 @@ std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, cons
   j["plan_predicted_iteration_ms"] = pooled.predicted_iteration_ns / 1e6;
   j["model_error"] = model_error_on_run(t);
   nlohmann::json kinds = nlohmann::json::array();
-  for (const auto& k : d.kinds)
-    kinds.push_back({{"stage", k.stage},
-                     {"kind", to_string(k.kind)},
-                     {"measured_ms", k.measured_ms},
-                     {"predicted_ms", k.predicted_ms},
-                     {"ratio", k.ratio()},
-                     {"measured_count", k.measured_count},
-                     {"predicted_count", k.predicted_count}});
+  for (const auto& k : d.kinds) {
+    nlohmann::json row{{"stage", k.stage},
+                       {"kind", to_string(k.kind)},
+                       {"measured_ms", k.measured_ms},
+                       {"predicted_ms", k.predicted_ms},
+                       {"ratio", k.ratio()},
+                       {"measured_count", k.measured_count},
+                       {"predicted_count", k.predicted_count}};
+    // The same stage and kind over the plan's pooled iterations: what the
+    // model's error on the run is made of.
+    for (const auto& m : pooled.kinds)
+      if (m.stage == k.stage && m.kind == k.kind) row["plan_measured_ms"] = m.measured_ms, row["plan_ratio"] = m.ratio();
+    kinds.push_back(std::move(row));
+  }
   j["kinds"] = kinds;
   if (d.divergence) {
     const auto& v = *d.divergence;
