@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/variable.h>
+#include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -20,6 +21,8 @@
 #include "core/events/event_json.h"
 #include "core/spec/optimizer_state.h"
 #include "core/model/analytic_profile.h"
+#include "runtime/device_memory.h"
+#include "runtime/event_clock.h"
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
 #include "runtime/memory.h"
@@ -40,6 +43,16 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
+c10::Device profile_device(const std::string& requested) {
+  if (requested == "cpu") return c10::Device(c10::kCPU);
+  const bool gpu = torch::cuda::is_available();
+  if (requested == "cuda" && !gpu) throw std::invalid_argument("profile device cuda: libtorch sees no CUDA device here");
+  if (requested != "cuda" && requested != "auto" && !requested.empty())
+    throw std::invalid_argument("profile device '" + requested + "': one of auto, cpu, cuda");
+  // A worker computes on its GPU wherever it sees one (core/cluster/transport_choice.h).
+  return gpu ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+}
+
 ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) {
   int threads = options.threads > 0
                     ? options.threads
@@ -49,6 +62,15 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
   TensorBytes::install();
   auto layers = build_layers(job);
   auto shapes = layer_boundary_shapes(layers, model_input_shape(job), model_takes_tokens(job));
+  // Where a stage of the job would compute on this machine, timed by that
+  // device's clock (on a GPU the host clock would time kernel launches)
+  // and metered by its allocator.
+  const c10::Device device = profile_device(options.device);
+  for (auto& layer : layers)
+    if (!device.is_cpu()) layer->to(device);
+  DeviceMemory& memory = device_memory(device);
+  const std::unique_ptr<EventClock> clock = make_event_clock(device);
+  const auto on = at::TensorOptions().device(device);
   const int reps = std::max(1, options.repeats);
   const auto& opt = job.training.optimizer;
   // Same layer names as the analytic profile (and the same count).
@@ -60,6 +82,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
   p.microbatch_size = job.training.microbatch_size;
   p.device = job.cluster.device.preset;
   p.source = "measured";
+  p.assumptions.push_back("measured on " + device.str() + " (" + memory.source() + ")");
   for (size_t l = 0; l < layers.size(); ++l) {
     auto& layer = layers[l];
     LayerProfile lp;
@@ -71,8 +94,8 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       o = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-9));
     else
       o = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(1e-9).momentum(opt == "momentum" ? 0.9 : 0));
-    auto x = l == 0 && model_takes_tokens(job) ? at::randint(job.model.vocab, shapes[l], at::kLong)
-                                               : at::randn(shapes[l]);
+    auto x = l == 0 && model_takes_tokens(job) ? at::randint(job.model.vocab, shapes[l], on.dtype(at::kLong))
+                                               : at::randn(shapes[l], on);
     if (l > 0) x.requires_grad_(true);
     // The last stage also computes the loss and its gradient in its
     // forward (stage.cpp): time that work with the layer, on labels of the
@@ -83,48 +106,51 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
       auto out = shapes[l + 1];
       std::int64_t classes = out.back();
       out.pop_back();
-      target = at::randint(classes, out, at::kLong);
+      target = at::randint(classes, out, on.dtype(at::kLong));
     }
     std::vector<double> f, b, s, w;
     std::int64_t held = 0, peak = 0;
     for (int r = 0; r < reps + 2; ++r) {
-      std::int64_t before = TensorBytes::live();
-      TensorBytes::reset_peak();
-      auto t0 = std::chrono::steady_clock::now();
+      std::int64_t before = memory.live();
+      memory.reset_peak();
+      const auto t0 = clock->mark();
       auto y = layer->forward(x);
-      held = TensorBytes::live() - before;
+      held = memory.live() - before;
       at::Tensor g;
       if (last) {
         auto logits = y.detach().requires_grad_(true);
         pipeline_loss(logits, target).backward();
         g = logits.grad();
       }
-      double fm = ms_since(t0);
+      const auto t1 = clock->mark();
       if (!last) g = at::ones_like(y);
-      t0 = std::chrono::steady_clock::now();
+      const auto t2 = clock->mark();
       torch::autograd::backward({y}, {g});
-      double bm = ms_since(t0);
+      const auto t3 = clock->mark();
       // Everything the forward and backward had live at once, over what the
       // forward keeps: the output gradient and the backward's buffers.
-      peak = std::max(peak, TensorBytes::peak() - before - held);
-      t0 = std::chrono::steady_clock::now();
+      peak = std::max(peak, memory.peak() - before - held);
+      const auto t4 = clock->mark();
       o->step();
-      double sm = ms_since(t0);
+      const auto t5 = clock->mark();
       o->zero_grad();
       if (x.grad().defined()) x.grad().zero_();
       // W apart, as zero-bubble schedules run it: B, then the weight
       // gradients alone (B's share of the backward is bwd_ms minus this).
-      double wm = 0;
+      EventClock::Mark t6 = 0, t7 = 0;
       {
         at::Tensor in = l > 0 ? x.detach().requires_grad_(true) : x;
         auto y2 = layer->forward(in);
         SplitBackward split;
         split.input_gradient(torch::autograd::impl::gradient_edge(y2), g, l > 0 ? in : at::Tensor(), params);
-        t0 = std::chrono::steady_clock::now();
+        t6 = clock->mark();
         split.weight_gradient();
-        wm = ms_since(t0);
+        t7 = clock->mark();
         o->zero_grad();
       }
+      clock->resolve();
+      auto ms = [&](EventClock::Mark a, EventClock::Mark b) { return static_cast<double>(clock->host_ns(b) - clock->host_ns(a)) / 1e6; };
+      const double fm = ms(t0, t1), bm = ms(t2, t3), sm = ms(t4, t5), wm = ms(t6, t7);
       if (r >= 2) {
         f.push_back(fm);
         b.push_back(bm);
@@ -139,7 +165,7 @@ ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) 
     lp.bwd_weight_ms = std::min(median(w), lp.bwd_ms);
     lp.optimizer_ms = median(s);
     lp.input_bytes = x.nbytes();
-    lp.output_bytes = at::empty(shapes[l + 1]).nbytes();
+    lp.output_bytes = at::empty(shapes[l + 1]).nbytes();  // float, as the wire carries it
     lp.activation_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)) + lp.input_bytes;
     lp.workspace_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, peak));
     lp.param_bytes = pb;

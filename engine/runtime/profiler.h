@@ -1,4 +1,8 @@
 #pragma once
+#include <c10/core/Device.h>
+
+#include <string>
+
 #include "core/model/layer_profile.h"
 #include "core/spec/job_spec.h"
 
@@ -7,10 +11,18 @@ namespace pw::rt {
 struct ProfileOptions {
   int repeats = 10;  // timed runs per layer (median), after 2 warm-up runs
   int threads = 0;   // intra-op threads (0: cores / stages, as a worker gets)
+  std::string device = "auto";  // auto (a GPU where libtorch sees one, as a worker), cpu, cuda
 };
 
+// The device `measure_profile` measures on for ProfileOptions::device.
+// Throws std::invalid_argument for "cuda" without a CUDA device, or an
+// unknown name.
+c10::Device profile_device(const std::string& requested);
+
 // Measures every layer of the job's model on this machine, one microbatch
-// at a time: forward and backward time (median), bytes a kept layer holds
+// at a time, on the device a stage would compute on (options.device; timed
+// by that device's clock, core of runtime/event_clock.h, and metered by its
+// allocator): forward and backward time (median), bytes a kept layer holds
 // for backward (allocator-counted, plus its input as the analytic profile
 // counts it), input/output/parameter bytes, optimizer state and step time.
 // The result is the same structure the planner takes (source "measured").

@@ -18,6 +18,7 @@
 #include "runtime/activation_swap.h"
 #include "runtime/device_memory.h"
 #include "runtime/event_clock.h"
+#include "runtime/profiler.h"
 
 namespace pw::rt {
 namespace {
@@ -108,6 +109,26 @@ TEST(CudaSeams, TheEventClockTimesTheDeviceNotTheLaunches) {
   EXPECT_GE(t0, h0 - 1'000'000);  // the conversion's error: the anchor's wake-up, far under 1 ms
   EXPECT_LE(t1, h1);
   if (::pw::test::timing_checks()) EXPECT_GT(t1 - t0, launched - h0) << "20 4096^2 matmuls ran faster than their launch";
+}
+
+// `pipewright profile` on a GPU machine measures where a stage computes:
+// on the GPU, timed by its clock and metered by its allocator (issue 27).
+TEST(CudaSeams, TheProfilerMeasuresOnTheGpu) {
+  PW_NEEDS_GPU();
+  JobSpec job = parse_job(nlohmann::json::parse(R"({"name": "p", "model": {"kind": "mlp", "input": 1024,
+      "widths": [4096, 4096], "classes": 10}, "data": {"kind": "synthetic", "samples": 256},
+      "training": {"batch_size": 256, "microbatch_size": 64}, "cluster": {"devices": 1, "device": "h200"},
+      "pipeline": {"stages": 1}})"));
+  EXPECT_EQ(profile_device("auto"), gpu);
+  const ModelProfile p = measure_profile(job, {3, 1});
+  ASSERT_FALSE(p.assumptions.empty());
+  EXPECT_NE(p.assumptions.back().find("measured on cuda:0"), std::string::npos) << p.assumptions.back();
+  for (const auto& l : p.layers) {
+    EXPECT_GT(l.fwd_ms, 0) << l.name;
+    EXPECT_GT(l.bwd_ms, 0) << l.name;
+    // The device's allocator saw what the forward keeps: more than its input.
+    EXPECT_GT(l.activation_bytes, l.input_bytes) << l.name;
+  }
 }
 
 }  // namespace

@@ -77,6 +77,20 @@ done
 [ $? -eq 2 ] || fail "--in-situ-runs without --in-situ should exit 2"
 grep -q -- "--in-situ-runs" "$T/err" || fail "error should name --in-situ-runs: $(cat "$T/err")"
 [ ! -e "$T/runs.json" ] || fail "a refused profile should write nothing"
+# The device: an unknown one, or a GPU where libtorch sees none (CI), is
+# refused by the option's name before anything is measured; the profile
+# says where it was measured.
+"$PW" profile "$JOB" -o "$T/dev.json" --device tpu > /dev/null 2> "$T/err"
+[ $? -eq 2 ] || fail "--device tpu should exit 2"
+grep -q -- "--device: profile device 'tpu': one of auto, cpu, cuda" "$T/err" || fail "error should name --device: $(cat "$T/err")"
+[ ! -e "$T/dev.json" ] || fail "a refused profile should write nothing"
+if ! /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  "$PW" profile "$JOB" -o "$T/dev.json" --device cuda > /dev/null 2> "$T/err"
+  [ $? -eq 2 ] || fail "--device cuda without a GPU should exit 2"
+  grep -q "no CUDA device" "$T/err" || fail "error should say there is no CUDA device: $(cat "$T/err")"
+fi
+"$PW" profile "$JOB" -o "$T/dev.json" --device cpu --repeats 2 > /dev/null 2> "$T/err" || fail "profile --device cpu: $(cat "$T/err")"
+grep -q "measured on cpu (cpu counting allocator)" "$T/dev.json" || fail "the profile should say where it was measured"
 # Recorded: the run database holds the job, the events, one throughput sample per iteration, status finished.
 "$PW" run "$JOB" --run-dir "$T/rec" --db "$T/rec.pwrun.sqlite" --quiet > /dev/null 2> "$T/err" || fail "run --db: $(cat "$T/err")"
 "$PW" replay "$T/rec.pwrun.sqlite" --json > "$T/replay.json" 2> "$T/err" || fail "replay of a real run: $(cat "$T/err")"

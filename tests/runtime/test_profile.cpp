@@ -1,6 +1,7 @@
 // Measured profiles: the planner's structure, the analytic layer
 // boundaries, exact parameter bytes, and a file jobs can plan from.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <fstream>
 
@@ -42,6 +43,28 @@ TEST(Profiler, MeasuresEveryAnalyticLayerAndPlansFromTheFile) {
   EXPECT_EQ(p.profile.source, "measured");
   EXPECT_EQ(p.plan.layer_count(), m.size());
   std::filesystem::remove(file);
+}
+
+// The device a profile is measured on: a stage's (a GPU where libtorch
+// sees one, here the CPU), said in the profile; a GPU asked for where there
+// is none, or an unknown name, refused by name.
+TEST(Profiler, MeasuresOnTheDeviceAStageWouldUseAndSaysWhich) {
+  EXPECT_EQ(profile_device("cpu"), c10::Device(c10::kCPU));
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(profile_device("auto"), c10::Device(c10::kCPU));
+    try {
+      profile_device("cuda");
+      ADD_FAILURE() << "cuda without a GPU was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(profile_device("tpu"), std::invalid_argument);
+  ProfileOptions o{2, 1};
+  o.device = "cpu";
+  const ModelProfile m = measure_profile(parse_job(mlp_job(2, 2, "1f1b", {16})), o);
+  ASSERT_FALSE(m.assumptions.empty());
+  EXPECT_EQ(m.assumptions.back(), "measured on cpu (cpu counting allocator)");
 }
 
 // Send costs from a run's events: the mean per message size, fitted as a

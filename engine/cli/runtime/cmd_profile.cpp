@@ -193,7 +193,7 @@ std::vector<int> parse_sizes(const std::string& text) {
 }
 
 struct ProfileArgs {
-  std::string job_file, output, sizes;
+  std::string job_file, output, sizes, device = rt::ProfileOptions().device;
   std::vector<std::string> overrides;
   int repeats = rt::ProfileOptions().repeats, threads = 0, in_situ = 0, in_situ_runs = 1;
   bool overwrite = false;
@@ -205,6 +205,14 @@ int profile(const ProfileArgs& args) {
   rt::ProfileOptions po;
   po.repeats = args.repeats;
   po.threads = args.threads;
+  po.device = args.device;
+  c10::Device device(c10::kCPU);
+  try {
+    device = rt::profile_device(args.device);  // refused before anything is measured
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--device: ") + e.what());
+  }
+  std::cerr << "measuring on " << device.str() << "\n";
   const int in_situ = args.in_situ;
   if (in_situ > 0 && !job.search_space.is_null()) throw UsageError("--in-situ calibrates pipeline jobs, not supernet jobs");
   if (args.in_situ_runs > 1 && in_situ == 0) throw UsageError("--in-situ-runs: runs of what? give --in-situ ITERATIONS too");
@@ -269,6 +277,8 @@ Action define_profile(Args& args) {
   args.integer("--repeats", a->repeats, 1, 1'000'000, "N",
                "timed runs of each layer (default " + std::to_string(a->repeats) + ")");
   args.integer("--threads", a->threads, 1, 1024, "N", "intra-op threads (default: libtorch's)");
+  args.text("--device", a->device, "auto|cpu|cuda",
+            "where the layers are measured (default auto: a GPU where libtorch sees one, as a stage computes)");
   args.integer("--in-situ", a->in_situ, 2, 1'000'000, "ITERATIONS",
                "then calibrate the compute by a run this long (the first iteration is not measured); with "
                "--microbatch-sizes, one run per size");
