@@ -64,6 +64,16 @@ void run_in_situ(const JobSpec& probe, const std::optional<Plan>& plan, int iter
   if (into.compute.back().empty()) throw std::runtime_error(at + " recorded no forward or backward events");
 }
 
+// A fitted figure as the --set line prints it: 6 significant digits, so
+// that planning with the line reproduces the model the fit closed (a send
+// rate of 0.0094 Gbit/s printed as 0.009 moved a small job's prediction by
+// 1%, which the closure's check in tests/runtime/cli_run.sh caught).
+std::string significant(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 // The job's host costs (cluster.*) from its in-situ runs by size
 // (core/calibrate/host_costs.h, with the calibrated profile), printed with
 // the --set line that plans with them; the gaps counted beside each closed
@@ -86,7 +96,8 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
   if (const auto& send = costs.send) {
     std::cout << "  sends held their sender " << fixed(send->per_message_us, 0) << " us"
               << (send->gbps > 0 ? " + bytes at " + fixed(send->gbps, 2) + " Gbit/s" : std::string()) << "\n";
-    sets += " --set cluster.send_cpu_us=" + fixed(send->per_message_us, 1) + " --set cluster.send_cpu_gbps=" + fixed(send->gbps, 3);
+    sets += " --set cluster.send_cpu_us=" + significant(send->per_message_us) +
+            " --set cluster.send_cpu_gbps=" + significant(send->gbps);
   }
   std::cout << "  host time per action (closed on the runs; the gaps between events counted):";
   for (std::size_t i = 0; i < costs.per_action.size(); ++i) {
@@ -96,10 +107,10 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
   }
   std::cout << "\n";
   if (costs.per_action.size() == 1) {
-    sets += " --set cluster.action_overhead_us=" + fixed(costs.per_action[0].us, 1);
+    sets += " --set cluster.action_overhead_us=" + significant(costs.per_action[0].us);
   } else if (!costs.per_action.empty()) {
     nlohmann::ordered_json table = nlohmann::ordered_json::object();
-    for (const auto& h : costs.per_action) table[std::to_string(h.microbatch)] = std::round(h.us * 10) / 10;
+    for (const auto& h : costs.per_action) table[std::to_string(h.microbatch)] = std::stod(significant(h.us));
     sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
   }
   if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
