@@ -296,6 +296,10 @@ TEST(PredictedTimeline, AdviceIsJudgedOnThePlansIterationsNotOne) {
   const PredictedTimeline t0 = predict_timeline(measured, ma, in, 0, 1'000'000, false);
   EXPECT_GT(model_error(t0.diff), 0.01);
   EXPECT_NEAR(model_error_on_run(t0), 0.0, 1e-12) << "the same plan's iterations, whichever is explained";
+  // An iteration the run does not have pools nothing (and says so).
+  const PredictedTimeline none = predict_timeline(measured, ma, in, 99, 1'000'000, false);
+  EXPECT_EQ(none.plan_diff.iterations, 0);
+  EXPECT_EQ(model_error_on_run(none), model_error(none.diff));
   // A plan with one iteration is judged on it.
   in.plans = {{0, 1, prepared.plan}, {G, 2, prepared.plan}};
   const PredictedTimeline w = predict_timeline(measured, ma, in, 0, 1'000'000, false);

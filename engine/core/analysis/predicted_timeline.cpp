@@ -100,6 +100,7 @@ PredictedTimeline predict_timeline(const std::vector<Event>& measured, const Att
                                    const PredictionInputs& in, int iteration, std::int64_t threshold_ns, bool align) {
   PredictedTimeline t;
   t.iteration = iteration;
+  t.plan_diff.iterations = 0;  // until a plan's iterations are pooled
   if (in.plans.empty() || ma.iterations <= 0) return t;
   const std::vector<std::int64_t> starts = iteration_starts(measured, ma);
   std::map<int, PlanPrediction> by_version;  // simulated once per plan

@@ -80,7 +80,7 @@ struct PredictedTimeline {
   // that no plan or suggestion changes. The model's error on the run
   // (model_error of this) is what advice must beat: one iteration of a
   // noisy run can read far from the mean the plan was predicted for.
-  PredictionDiff plan_diff;
+  PredictionDiff plan_diff;  // iterations 0 where none were pooled (no complete iteration)
   std::optional<DivergenceMark> mark;
   std::vector<Event> events;  // every complete measured iteration's prediction, aligned (when asked)
 };
