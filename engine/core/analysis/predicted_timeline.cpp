@@ -123,11 +123,12 @@ PredictedTimeline predict_timeline(const std::vector<Event>& measured, const Att
     if (iteration >= first && iteration < end) {
       t.plan_version = plan.version;
       const int pi = matching_predicted_iteration(iteration - first, p.attribution.iterations);
-      t.diff = compare_prediction(measured, ma, iteration, p.events, p.attribution, pi, threshold_ns);
+      const PredictionComparison compare(measured, ma, p.events, p.attribution);
+      t.diff = compare.iteration(iteration, pi, threshold_ns);
       std::vector<std::pair<int, int>> pairs;
       for (int k = end - first > 1 ? first + 1 : first; k < end; ++k)
         pairs.emplace_back(k, matching_predicted_iteration(k - first, p.attribution.iterations));
-      t.plan_diff = pool_predictions(measured, ma, p.events, p.attribution, pairs);
+      t.plan_diff = compare.pooled(pairs);
       if (t.diff.divergence) {
         const Divergence& d = *t.diff.divergence;
         const std::int64_t origin = starts[static_cast<std::size_t>(iteration)];

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "core/events/event_kinds.h"
 
@@ -122,12 +123,19 @@ std::vector<std::int64_t> iteration_starts(const std::vector<Event>& events, con
   return compute;
 }
 
-PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attribution& ma, int mi,
-                                  const std::vector<Event>& predicted, const Attribution& pa, int pi,
-                                  std::int64_t threshold_ns) {
+struct PredictionComparison::Timelines {
+  std::vector<Timeline> measured, predicted;
+};
+
+PredictionComparison::PredictionComparison(const std::vector<Event>& measured, const Attribution& ma,
+                                           const std::vector<Event>& predicted, const Attribution& pa)
+    : t_(std::make_unique<Timelines>(Timelines{timelines(measured, ma), timelines(predicted, pa)})) {}
+
+PredictionComparison::~PredictionComparison() = default;
+
+PredictionDiff PredictionComparison::iteration(int mi, int pi, std::int64_t threshold_ns) const {
   PredictionDiff d;
-  const auto measured_timelines = timelines(measured, ma), predicted_timelines = timelines(predicted, pa);
-  const Timeline &m = at(measured_timelines, mi), &p = at(predicted_timelines, pi);
+  const Timeline &m = at(t_->measured, mi), &p = at(t_->predicted, pi);
   d.measured_iteration_ns = m.length;
   d.predicted_iteration_ns = p.length;
   d.threshold_ns = threshold_ns >= 0 ? threshold_ns : p.length / 20;
@@ -151,16 +159,13 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
   return d;
 }
 
-PredictionDiff pool_predictions(const std::vector<Event>& measured, const Attribution& ma,
-                                const std::vector<Event>& predicted, const Attribution& pa,
-                                const std::vector<std::pair<int, int>>& pairs) {
+PredictionDiff PredictionComparison::pooled(const std::vector<std::pair<int, int>>& pairs) const {
   PredictionDiff d;
   d.iterations = 0;
-  const auto measured_timelines = timelines(measured, ma), predicted_timelines = timelines(predicted, pa);
   std::map<std::pair<int, int>, KindComparison> kinds;
   double measured_ns = 0, predicted_ns = 0;
   for (const auto& [mi, pi] : pairs) {
-    const Timeline &m = at(measured_timelines, mi), &p = at(predicted_timelines, pi);
+    const Timeline &m = at(t_->measured, mi), &p = at(t_->predicted, pi);
     measured_ns += static_cast<double>(m.length);
     predicted_ns += static_cast<double>(p.length);
     tally(m, true, kinds);
@@ -173,6 +178,18 @@ PredictionDiff pool_predictions(const std::vector<Event>& measured, const Attrib
   }
   d.kinds = means(kinds);
   return d;
+}
+
+PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attribution& ma, int mi,
+                                  const std::vector<Event>& predicted, const Attribution& pa, int pi,
+                                  std::int64_t threshold_ns) {
+  return PredictionComparison(measured, ma, predicted, pa).iteration(mi, pi, threshold_ns);
+}
+
+PredictionDiff pool_predictions(const std::vector<Event>& measured, const Attribution& ma,
+                                const std::vector<Event>& predicted, const Attribution& pa,
+                                const std::vector<std::pair<int, int>>& pairs) {
+  return PredictionComparison(measured, ma, predicted, pa).pooled(pairs);
 }
 
 double model_error(const PredictionDiff& d) {

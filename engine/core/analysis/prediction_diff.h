@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -65,6 +66,23 @@ PredictionDiff compare_prediction(const std::vector<Event>& measured, const Attr
                                   int measured_iteration, const std::vector<Event>& predicted,
                                   const Attribution& predicted_attribution, int predicted_iteration,
                                   std::int64_t threshold_ns = -1);
+
+// A run and a prediction cut into iterations once (one pass over each's
+// events), to compare one iteration or pool many without cutting again:
+// iteration() is compare_prediction, pooled() is pool_predictions. Holds
+// pointers into both event lists, which must outlive it.
+class PredictionComparison {
+ public:
+  PredictionComparison(const std::vector<Event>& measured, const Attribution& measured_attribution,
+                       const std::vector<Event>& predicted, const Attribution& predicted_attribution);
+  ~PredictionComparison();
+  PredictionDiff iteration(int measured_iteration, int predicted_iteration, std::int64_t threshold_ns = -1) const;
+  PredictionDiff pooled(const std::vector<std::pair<int, int>>& pairs) const;
+
+ private:
+  struct Timelines;
+  std::unique_ptr<Timelines> t_;
+};
 
 // Many measured iterations against their predicted ones, pooled: each pair
 // is (measured iteration, predicted iteration); the iteration times are the
