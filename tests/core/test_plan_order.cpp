@@ -418,6 +418,38 @@ TEST(PlanOrderV, ProblemFromEachVirtualStagesCostsAndTheDevicesMemory) {
   EXPECT_THROW(plan_order_problem(one, plan), std::invalid_argument);
 }
 
+// A device too small to hold one microbatch on each of its two chunks: the
+// V's order is still made (its limit at the least an order holds, two
+// units), and the plan says out of memory; it was an std::invalid_argument
+// from the order's validation, which `plan` printed as its error and the
+// fuzzer found (fuzz/corpus/fuzz_job/v-too-small).
+TEST(PlanOrderV, ADeviceTooSmallForBothChunksPlansOutOfMemory) {
+  ModelProfile prof = lopsided_profile();
+  for (std::uint64_t memory : {200ull << 20, 1ull << 20})
+    for (const char* planner : {"uniform", "vpipe"}) {
+      const std::string at = std::string(planner) + " memory " + std::to_string(memory >> 20) + " MB";
+      PlanRequest req = v_request(prof, 4, memory);
+      OrderProblem pr = plan_order_problem(req, v_plan());
+      for (int d = 0; d < 2; ++d) EXPECT_EQ(pr.memory_limit[d], 2) << at << " device " << d;
+      Plan plan;
+      ASSERT_NO_THROW(plan = run_planner(planner, req)) << at;
+      ASSERT_TRUE(plan.generated.has_value()) << at;
+      EXPECT_FALSE(plan.feasible) << at;
+      EXPECT_NE(plan.reason.find("memory"), std::string::npos) << at << ": " << plan.reason;
+    }
+  // As the fuzzer gave it: a job of the repository, a V of its own order, half a GB.
+  nlohmann::json j = {{"name", "v-too-small"},
+                      {"model", {{"kind", "gpt"}, {"layers", 8}, {"hidden", 1024}, {"heads", 16}, {"seq_len", 512},
+                                 {"vocab", 50257}}},
+                      {"training", {{"batch_size", 16}, {"microbatch_size", 2}}},
+                      {"cluster", {{"devices", 4}, {"device", "v100-32g"}, {"memory_gb", 0.5}}},
+                      {"pipeline", {{"stages", 4}, {"schedule", "generated"}, {"chunks", 2}, {"planner", "vpipe"}}}};
+  PreparedJob p;
+  ASSERT_NO_THROW(p = prepare_job(parse_job(j)));
+  EXPECT_FALSE(p.plan.feasible);
+  EXPECT_FALSE(simulate(p.sim_input()).feasible);
+}
+
 // A V plan's order, generated from its own virtual stages: stored, run by
 // the simulator, never slower than the unit-cost V order there, within
 // memory (the simulator's bytes) and runnable under NCCL's matching; with

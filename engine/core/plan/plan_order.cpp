@@ -87,7 +87,10 @@ OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
       // Not rounded: with B's releases the units a device holds are
       // fractional, and the bytes are what must fit.
       limit = dev.memory_bytes > fixed ? static_cast<double>(dev.memory_bytes - fixed) / static_cast<double>(unit) : 0;
-    pr.memory_limit[d] = std::clamp(limit, 1.0, most);
+    // At least one microbatch per chunk, the least any order holds (a V's
+    // turn keeps one on each chunk): a device too small even for that gets
+    // an order anyway, and the simulator says the plan is out of memory.
+    pr.memory_limit[d] = std::clamp(limit, static_cast<double>(chunks), most);
   }
   return pr;
 }
