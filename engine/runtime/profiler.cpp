@@ -4,7 +4,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -22,10 +21,12 @@
 #include "core/spec/optimizer_state.h"
 #include "core/model/analytic_profile.h"
 #include "runtime/device_memory.h"
+#include "runtime/device_placement.h"
 #include "runtime/event_clock.h"
 #include "runtime/host_allocator.h"
 #include "runtime/layers.h"
 #include "runtime/memory.h"
+#include "runtime/transport_agreement.h"
 #include "runtime/messenger.h"
 #include "runtime/process_group.h"
 #include "runtime/split_backward.h"
@@ -45,12 +46,14 @@ double median(std::vector<double> v) {
 
 c10::Device profile_device(const std::string& requested) {
   if (requested == "cpu") return c10::Device(c10::kCPU);
-  const bool gpu = torch::cuda::is_available();
-  if (requested == "cuda" && !gpu) throw std::invalid_argument("profile device cuda: libtorch sees no CUDA device here");
   if (requested != "cuda" && requested != "auto" && !requested.empty())
     throw std::invalid_argument("profile device '" + requested + "': one of auto, cpu, cuda");
-  // A worker computes on its GPU wherever it sees one (core/cluster/transport_choice.h).
-  return gpu ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  // Where stage 0 of a run started on this host computes: the workers' own
+  // placement rule (core/cluster/transport_choice.h), not a second one.
+  const c10::Device stage = StageDevice::from(local_transport("gloo", 1), 0).device;
+  if (requested == "cuda" && stage.is_cpu())
+    throw std::invalid_argument("profile device cuda: libtorch sees no CUDA device here");
+  return stage;
 }
 
 ModelProfile measure_profile(const JobSpec& job, const ProfileOptions& options) {
