@@ -21,8 +21,11 @@ enum class EventKind : std::uint8_t {
   Idle = 9,
   BackwardInput = 10,   // B of a split backward: the input gradient
   BackwardWeight = 11,  // W of a split backward: the weight gradients
+  // One bucket of a stage's gradients all-reduced over the stage's replicas
+  // (data parallelism); bytes: the bucket's.
+  AllReduce = 12,
 };
-constexpr int kEventKindCount = 12;
+constexpr int kEventKindCount = 13;
 
 const char* to_string(EventKind k);
 std::optional<EventKind> event_kind_from_string(const std::string& s);

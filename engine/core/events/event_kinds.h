@@ -66,14 +66,22 @@ constexpr bool runs_inside(EventKind child, EventKind parent) {
 // Activations moved between the device and the host by a copy engine.
 constexpr bool is_swap(EventKind k) { return k == EventKind::SwapIn || k == EventKind::SwapOut; }
 
+// Communication among a stage's replicas (the gradients' all-reduce): it
+// runs on its own stream beside compute, so it is not busy time; what the
+// optimizer step waits for of it is a cause of idle time of its own.
+constexpr bool is_collective(EventKind k) { return k == EventKind::AllReduce; }
+
 // Where an event runs beside the others on its stage: the compute stream,
-// the copy engine (swaps), the links (sends and receives). Traces and the
-// studio draw one track each.
-enum class EventLane : int { Compute = 0, Copy = 1, Link = 2 };
+// the copy engine (swaps), the links to the neighbouring stages (sends and
+// receives), the collective stream among the stage's replicas. Traces and
+// the studio draw one track each.
+enum class EventLane : int { Compute = 0, Copy = 1, Link = 2, Collective = 3 };
+constexpr int kEventLaneCount = 4;
 constexpr EventLane lane_of(EventKind k) {
   return is_swap(k) ? EventLane::Copy
          : (k == EventKind::Send || k == EventKind::Recv) ? EventLane::Link
-                                                           : EventLane::Compute;
+         : is_collective(k)                               ? EventLane::Collective
+                                                          : EventLane::Compute;
 }
 
 }  // namespace pw

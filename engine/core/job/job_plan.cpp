@@ -1,5 +1,6 @@
 #include "core/job/job_plan.h"
 
+#include "core/cluster/topology.h"
 #include "core/model/analytic_profile.h"
 #include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
@@ -60,8 +61,18 @@ ModelProfile job_profile(const JobSpec& job) {
   return order_for_stages(p, job.pipeline.stages * job.pipeline.chunks);
 }
 
+GradientSync gradient_sync(const JobSpec& job) {
+  GradientSync g;
+  g.replicas = job.parallel.data;
+  g.bucket_bytes = static_cast<std::uint64_t>(job.parallel.bucket_mb * 1024 * 1024);
+  g.has_topology = true;
+  g.topology = topology_of(job.cluster);
+  return g;
+}
+
 PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile) {
   PlanRequest r;
+  r.sync = gradient_sync(job);
   r.profile = &profile;
   r.device = job.cluster.device;
   r.schedule = job.pipeline.schedule;
@@ -80,6 +91,7 @@ SimInput PreparedJob::sim_input() const {
   in.schedule = schedule.get();
   in.device = job.cluster.device;
   in.microbatch_size = job.training.microbatch_size;
+  in.sync = gradient_sync(job);
   return in;
 }
 

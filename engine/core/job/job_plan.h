@@ -14,6 +14,9 @@ namespace pw {
 // the measured profile file the job names.
 ModelProfile job_profile(const JobSpec& job);
 
+// The job's replicas and topology as the cost model takes them.
+GradientSync gradient_sync(const JobSpec& job);
+
 // The planner's view of a job (the profile must outlive the request).
 PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile);
 

@@ -12,7 +12,8 @@
 namespace pw {
 
 std::vector<int> microbatch_candidates(const JobSpec& job) {
-  const int batch = job.training.batch_size;
+  // Each replica splits its own share of the batch into microbatches.
+  const int batch = job.replica_batch();
   std::vector<int> divisors;
   for (int b = 1; b <= batch && b <= bounds::kMicrobatchSize; ++b)
     if (batch % b == 0) divisors.push_back(b);
@@ -37,7 +38,7 @@ std::vector<int> microbatch_candidates(const JobSpec& job) {
 
 void resolve_auto_microbatch(JobSpec& job, int b) {
   job.training.microbatch_size = b;
-  job.pipeline.microbatches = job.training.batch_size / b;
+  job.pipeline.microbatches = job.replica_batch() / b;
   job.training.microbatch_size_auto = false;
   job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, b);
   if (job.raw.is_object()) {

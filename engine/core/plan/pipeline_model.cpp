@@ -300,6 +300,7 @@ double PipelineModel::simulate_ms(const Plan& plan) const {
   in.device = req_.device;
   in.microbatch_size = req_.microbatch_size;
   in.slowdown = req_.slowdown;
+  in.sync = req_.sync;
   return simulate(in).iteration_time_ms;
 }
 

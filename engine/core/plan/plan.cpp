@@ -87,6 +87,25 @@ nlohmann::json to_json(const Plan& plan) {
     }
     j["microbatch_search"] = rows;
   }
+  j["parallel"] = {{"stages", static_cast<int>(plan.stages.size())}, {"data", plan.data_parallel}};
+  if (!plan.parallel_search.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& c : plan.parallel_search) {
+      nlohmann::json row{{"stages", c.stages},
+                         {"data", c.replicas},
+                         {"microbatch_size", c.microbatch_size},
+                         {"microbatches", c.microbatches},
+                         {"iteration_time_ms", c.iteration_time_ms},
+                         {"throughput_samples_per_s", c.throughput_samples_per_s},
+                         {"sync_exposed_ms", c.sync_exposed_ms},
+                         {"peak_memory_bytes", c.peak_memory_bytes},
+                         {"feasible", c.feasible}};
+      if (!c.schedule.empty()) row["schedule"] = c.schedule;
+      if (!c.reason.empty()) row["reason"] = c.reason;
+      rows.push_back(row);
+    }
+    j["parallel_search"] = rows;
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& r = plan.stages[s];
@@ -98,10 +117,15 @@ nlohmann::json to_json(const Plan& plan) {
     }
     st["recompute_layers"] = rec;
     st["swap_layers"] = swp;
+    st["replicas"] = plan.replicas_of(static_cast<int>(s));
     if (s < plan.predicted.size()) {
       st["time_ms"] = plan.predicted[s].time_ms;
       st["peak_memory_bytes"] = plan.predicted[s].peak_memory_bytes;
       st["memory_budget_bytes"] = plan.predicted[s].memory_budget_bytes;
+      if (plan.data_parallel > 1 || !plan.replicas.empty()) {
+        st["sync_ms"] = plan.predicted[s].sync_ms;
+        st["sync_exposed_ms"] = plan.predicted[s].sync_exposed_ms;
+      }
     }
     stages.push_back(st);
   }
@@ -145,8 +169,25 @@ Plan plan_from_json(const nlohmann::json& j) {
     c.lower_bound_ms = row.value("lower_bound_ms", 0.0);
     p.microbatch_search.push_back(c);
   }
+  if (j.contains("parallel") && j["parallel"].is_object()) p.data_parallel = std::max(1, j["parallel"].value("data", 1));
+  for (const auto& row : j.value("parallel_search", nlohmann::json::array())) {
+    ParallelChoice c;
+    c.stages = row.value("stages", 0);
+    c.replicas = row.value("data", 0);
+    c.microbatch_size = row.value("microbatch_size", 0);
+    c.microbatches = row.value("microbatches", 0);
+    c.iteration_time_ms = row.value("iteration_time_ms", 0.0);
+    c.throughput_samples_per_s = row.value("throughput_samples_per_s", 0.0);
+    c.sync_exposed_ms = row.value("sync_exposed_ms", 0.0);
+    c.peak_memory_bytes = row.value("peak_memory_bytes", std::uint64_t{0});
+    c.feasible = row.value("feasible", false);
+    c.schedule = row.value("schedule", "");
+    c.reason = row.value("reason", "");
+    p.parallel_search.push_back(c);
+  }
   const auto& stages = j.at("stages");
   int layers = 0;
+  bool uneven = false;
   for (const auto& st : stages) layers = std::max(layers, st.at("last_layer").get<int>() + 1);
   p.policy.assign(layers, MemoryPolicy::Keep);
   for (const auto& st : stages) {
@@ -157,8 +198,14 @@ Plan plan_from_json(const nlohmann::json& j) {
     pr.time_ms = st.value("time_ms", 0.0);
     pr.peak_memory_bytes = st.value("peak_memory_bytes", std::uint64_t{0});
     pr.memory_budget_bytes = st.value("memory_budget_bytes", std::uint64_t{0});
+    pr.sync_ms = st.value("sync_ms", 0.0);
+    pr.sync_exposed_ms = st.value("sync_exposed_ms", 0.0);
     p.predicted.push_back(pr);
+    const int r = std::max(1, st.value("replicas", p.data_parallel));
+    p.replicas.push_back(r);
+    uneven = uneven || r != p.data_parallel;
   }
+  if (!uneven) p.replicas.clear();  // every stage as the pipeline: no per-stage replication
   validate_plan(p, layers);
   if (j.contains("generated_order")) {
     const auto& o = j.at("generated_order");

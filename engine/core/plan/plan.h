@@ -25,6 +25,27 @@ struct StagePrediction {
   double time_ms = 0;  // forward + backward (+ recompute) per microbatch
   std::uint64_t peak_memory_bytes = 0;
   std::uint64_t memory_budget_bytes = 0;
+  // With replicas: the stage's gradient all-reduce per iteration, and the
+  // part of it its optimizer step waited for (not hidden by the backward).
+  double sync_ms = 0;
+  double sync_exposed_ms = 0;
+};
+
+// One (stages, replicas) split of cluster.devices tried under
+// pipeline.stages or parallel.data "auto": the best plan made for it
+// (core/plan/parallel_search.h).
+struct ParallelChoice {
+  int stages = 0;
+  int replicas = 0;
+  int microbatch_size = 0;
+  int microbatches = 0;  // per replica
+  double iteration_time_ms = 0;
+  double throughput_samples_per_s = 0;
+  double sync_exposed_ms = 0;  // the largest stage's
+  std::uint64_t peak_memory_bytes = 0;
+  bool feasible = false;
+  std::string schedule;
+  std::string reason;  // why infeasible, or why it could not be planned
 };
 
 // One microbatch size tried under training.microbatch_size "auto": the
@@ -83,11 +104,23 @@ struct Plan {
   int microbatch_size = 0;
   std::vector<MicrobatchChoice> microbatch_search;
   std::vector<StagePrediction> predicted;
+  // Replicas of the whole pipeline (parallel.data): the predictions count
+  // every replica's samples. `replicas` per stage: PipeDream's optimizer
+  // may replicate single stages further (microbatch i of stage s on its
+  // replica i mod r_s); empty = every stage has data_parallel.
+  int data_parallel = 1;
+  std::vector<int> replicas;
+  // Under stages / replicas "auto": every split tried, by stages.
+  std::vector<ParallelChoice> parallel_search;
   // Under pipeline.schedule "generated": the order this plan runs (absent:
   // the order generated for unit costs, made from the shape alone).
   std::optional<PlanOrder> generated;
 
   int layer_count() const { return static_cast<int>(policy.size()); }
+  // Replicas of (virtual) stage s: replicas[s] where given, else data_parallel.
+  int replicas_of(int s) const {
+    return s >= 0 && s < static_cast<int>(replicas.size()) ? replicas[s] : data_parallel;
+  }
   // Stage holding `layer`, or -1.
   int stage_of(int layer) const;
 };

@@ -1,5 +1,6 @@
 #include "core/plan/planner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -36,6 +37,7 @@ void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   in.device = req.device;
   in.microbatch_size = req.microbatch_size;
   in.slowdown = req.slowdown;
+  in.sync = req.sync;
   SimResult r = simulate(in);
   if (plan.generated && plan.generated->source != "unit costs") {
     auto unit = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
@@ -54,6 +56,7 @@ void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   }
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.throughput_samples_per_s = r.throughput_samples_per_s;
+  plan.data_parallel = std::max(1, req.sync.replicas);
   plan.predicted.clear();
   // Per virtual stage: its own compute time; memory is per device.
   for (size_t j = 0; j < plan.stages.size(); ++j) {
@@ -62,6 +65,8 @@ void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
     p.peak_memory_bytes = dev.peak_memory_bytes;
     p.memory_budget_bytes = dev.memory_budget_bytes;
     p.time_ms = req.chunks == 1 ? dev.time_ms : 0;
+    p.sync_ms = dev.sync_ms;
+    p.sync_exposed_ms = dev.sync_exposed_ms;
     plan.predicted.push_back(p);
   }
   if (req.chunks > 1) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/gradient_sync.h"
 #include "core/model/layer_profile.h"
 #include "core/plan/plan.h"
 #include "core/schedule/schedule_kind.h"
@@ -38,6 +39,9 @@ struct PlanRequest {
   // Per device compute slowdown as measured online (see SimInput::slowdown);
   // planners place fewer layers on slow devices. Empty = homogeneous.
   std::vector<double> slowdown;
+  // Replicas of the pipeline and where they sit: plans are judged with
+  // their gradient synchronisation (SimInput::sync).
+  GradientSync sync;
 };
 
 class Planner {

@@ -29,6 +29,12 @@ struct VStage {  // one virtual stage's per-microbatch costs in ns
   std::int64_t swap;      // one direction over the host link
   std::int64_t kept, swap_bytes, recompute_peak, workspace, out_bytes, in_bytes;
   std::int32_t first, last;
+  struct Bucket {
+    std::int64_t ms, ready_before_end, bytes;
+    std::int32_t first, last;
+  };
+  std::vector<Bucket> buckets;  // gradient sync over the replicas, in ready order
+  std::int64_t last_grad_end = kUnset;  // the latest backward that completed its gradients
 };
 
 struct MemoryDelta {
@@ -44,6 +50,8 @@ struct DeviceState {
   std::int64_t swap_out_free = 0, swap_in_free = 0;
   std::int64_t swapin_done = kUnset;  // for the next backward
   std::int64_t busy = 0;
+  std::int64_t collective_free = 0;  // the replicas' all-reduce stream
+  std::int64_t sync = 0, sync_exposed = 0;
   std::int64_t last_end = 0;
   std::int64_t first_start = kUnset, last_compute_end = 0;
   std::int64_t memory = 0, peak = 0, static_bytes = 0;
@@ -69,6 +77,7 @@ class Simulation {
     bwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
     if (any_swap_) swap_out_done_.assign(static_cast<size_t>(V_) * M_, kUnset);
     dev_.resize(p_);
+    held_buckets_.assign(p_, 0);
     for (int d = 0; d < p_; ++d) {
       dev_[d].length = sched_.length(d);
       std::int64_t st = 0;
@@ -139,10 +148,19 @@ class Simulation {
       bool next_remote = j + 1 < V_ && sched_.device_of_virtual_stage(j + 1) != v.device;
       bool prev_remote = j > 0 && sched_.device_of_virtual_stage(j - 1) != v.device;
       v.out_bytes = static_cast<std::int64_t>(c.output_bytes);
-      v.send_fwd = next_remote ? to_ns(transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      // Each cut at its own link: replicas and nodes place stages apart.
+      const LinkSpeed own{dev.link_gbps, dev.link_latency_us, false};
+      const LinkSpeed next_link =
+          next_remote ? pipeline_link(in_.sync, v.device, sched_.device_of_virtual_stage(j + 1), own) : own;
+      const LinkSpeed prev_link =
+          prev_remote ? pipeline_link(in_.sync, v.device, sched_.device_of_virtual_stage(j - 1), own) : own;
+      v.send_fwd = next_remote ? to_ns(transfer_ms(c.output_bytes, next_link.gbps, next_link.latency_us)) : 0;
       std::uint64_t in_bytes = j > 0 ? in_.profile->boundary_bytes(r.first_layer - 1) : 0;
       v.in_bytes = static_cast<std::int64_t>(in_bytes);
-      v.send_bwd = prev_remote ? to_ns(transfer_ms(in_bytes, dev.link_gbps, dev.link_latency_us)) : 0;
+      v.send_bwd = prev_remote ? to_ns(transfer_ms(in_bytes, prev_link.gbps, prev_link.latency_us)) : 0;
+      for (const SyncBucket& b : sync_buckets(*in_.profile, r, in_.sync, v.device, sched_.splits_backward(), own))
+        v.buckets.push_back({to_ns(b.ms), to_ns(b.ready_before_end_ms * slow), static_cast<std::int64_t>(b.bytes),
+                             b.first_layer, b.last_layer});
       v.send_fwd_cpu = next_remote ? to_ns(send_cpu_ms(dev, c.output_bytes)) : 0;
       v.send_bwd_cpu = prev_remote ? to_ns(send_cpu_ms(dev, in_bytes)) : 0;
       v.swap = to_ns(transfer_ms(c.swap_bytes_per_mb, dev.host_link_gbps, 0));
@@ -158,6 +176,11 @@ class Simulation {
   }
 
   void emit(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e, std::int64_t bytes) {
+    emit_layers(d, k, mb, chunk, v.first, v.last, s, e, bytes);
+  }
+
+  void emit_layers(int d, EventKind k, int mb, int chunk, std::int32_t first, std::int32_t last, std::int64_t s,
+                   std::int64_t e, std::int64_t bytes) {
     ++events_;
     if (is_busy(k) && e > s) {  // an empty step occupies nothing
       auto& st = dev_[d];
@@ -173,8 +196,8 @@ class Simulation {
     ev.microbatch = mb;
     ev.chunk = static_cast<std::int16_t>(chunk);
     ev.kind = k;
-    ev.first_layer = v.first;
-    ev.last_layer = v.last;
+    ev.first_layer = first;
+    ev.last_layer = last;
     sink_->on_event(ev);
   }
 
@@ -224,6 +247,49 @@ class Simulation {
     emit(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end, v.swap_bytes);
   }
 
+  // The replicas' all-reduce of the gradients device d's optimizer step
+  // applies: every bucket of the virtual stages it steps starts when its
+  // layers' gradients exist (after the stage's latest backward, less what
+  // that backward computes after them) and the collective stream is free,
+  // in the order they become ready. Returns when the step may start: the
+  // device is free and the last bucket is done.
+  std::int64_t synchronise_gradients(int d, const Action& a) {
+    auto& s = dev_[d];
+    struct Ready {
+      std::int64_t t;
+      int j;
+      const VStage::Bucket* b;
+    };
+    std::vector<Ready> ready;
+    const int steps = sched_.flushes() ? sched_.chunks() : 1;
+    for (int c = 0; c < steps; ++c) {
+      const int j = sched_.virtual_stage(d, c);
+      const VStage& v = vs_[j];
+      if (v.last_grad_end == kUnset) continue;
+      for (const auto& b : v.buckets) ready.push_back({std::max<std::int64_t>(0, v.last_grad_end - b.ready_before_end), j, &b});
+    }
+    std::stable_sort(ready.begin(), ready.end(), [](const Ready& x, const Ready& y) { return x.t < y.t; });
+    std::int64_t done = s.free;
+    for (const Ready& r : ready) {
+      const std::int64_t start = std::max(r.t, s.collective_free), end = start + r.b->ms;
+      s.collective_free = end;
+      s.sync += r.b->ms;
+      add_memory(d, start, r.b->bytes);
+      held_buckets_[d] += r.b->bytes;
+      emit_layers(d, EventKind::AllReduce, a.microbatch, sched_.chunk_of_virtual_stage(r.j), r.b->first, r.b->last,
+                  start, end, r.b->bytes);
+      done = std::max(done, end);
+    }
+    s.sync_exposed += done - s.free;
+    return done;
+  }
+
+  // The buckets' flat buffers are freed once the step has applied them.
+  void release_buckets(int d, std::int64_t t) {
+    add_memory(d, t, -held_buckets_[d]);
+    held_buckets_[d] = 0;
+  }
+
   // Runs device d's actions until one is blocked. Returns whether any ran.
   bool advance(int d) {
     auto& s = dev_[d];
@@ -237,7 +303,10 @@ class Simulation {
         } else {
           opt = vs_[sched_.virtual_stage(d, 0)].optimizer;
         }
-        std::int64_t start = s.free, end = start + opt;
+        std::int64_t start = s.free;
+        if (in_.sync.enabled()) start = synchronise_gradients(d, a);
+        std::int64_t end = start + opt;
+        if (in_.sync.enabled()) release_buckets(d, end);
         // Emitted when it takes no time too: the steps delimit the iterations
         // a run's analysis finds (PipeDream's two overlapping ones).
         emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
@@ -293,6 +362,7 @@ class Simulation {
         flush_memory(d, start);
         std::int64_t end = start + v.bwd_weight;
         emit(d, EventKind::BackwardWeight, mb, a.chunk, v, start, end, 0);
+        vs_[j].last_grad_end = end;
         add_memory(d, end, -v.w_stash);
         s.busy += v.bwd_weight;
         s.free = end + overhead_;
@@ -314,6 +384,7 @@ class Simulation {
         }
         std::int64_t end = t + (split ? v.bwd_input : v.bwd);
         emit(d, split ? EventKind::BackwardInput : EventKind::Backward, mb, a.chunk, v, t, end, 0);
+        if (!split) vs_[j].last_grad_end = end;
         add_memory(d, start, v.recompute_peak + v.workspace);
         // B keeps W's stash (each layer's input and output gradient) and
         // frees the rest; a full backward frees everything.
@@ -360,13 +431,16 @@ class Simulation {
       for (const auto& s : dev_) iter_ns = std::max(iter_ns, s.busy * busy_scale);
     }
     r.iteration_time_ms = iter_ns / 1e6;
-    double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size;
+    r.replicas = std::max(1, in_.sync.replicas);
+    double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size * r.replicas;
     r.throughput_samples_per_s = iter_ns > 0 ? samples / (iter_ns / 1e9) : 0;
     double total_busy = 0;
     for (int d = 0; d < p_; ++d) {
       const auto& s = dev_[d];
       SimStage st;
       st.busy_ms = s.busy * busy_scale / 1e6;
+      st.sync_ms = s.sync * busy_scale / 1e6;
+      st.sync_exposed_ms = s.sync_exposed * busy_scale / 1e6;
       st.busy_fraction = busy_fraction(st.busy_ms * 1e6, iter_ns);
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
       st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;
@@ -407,6 +481,7 @@ class Simulation {
   std::vector<std::int64_t> fwd_arrival_, bwd_arrival_, swap_out_done_;
   std::vector<DeviceState> dev_;
   std::vector<std::int64_t> step_end_stage0_;
+  std::vector<std::int64_t> held_buckets_;  // per device: bucket bytes until its step
   std::uint64_t events_ = 0;
 };
 

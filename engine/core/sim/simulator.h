@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/gradient_sync.h"
 #include "core/events/event.h"
 #include "core/model/layer_profile.h"
 #include "core/plan/plan.h"
@@ -20,6 +21,10 @@ struct SimInput {
   // Per device compute slowdown (1 = nominal; 2 = takes twice as long):
   // a straggler, thermal throttling, or a provoked imbalance. Empty = all 1.
   std::vector<double> slowdown;
+  // Replicas of the pipeline: one is simulated, the others run alike; each
+  // stage's gradients are all-reduced over its replicas in buckets before
+  // its optimizer step, and the throughput counts every replica.
+  GradientSync sync;
 };
 
 struct SimStage {
@@ -32,6 +37,11 @@ struct SimStage {
   // With the optimizer step made speculative (Zero Bubble's post-validation)
   // iterations overlap, and the longest window is the steady-state period.
   double first_start_ms = 0, last_end_ms = 0;
+  // Gradient synchronisation per iteration (replicas > 1): the buckets'
+  // all-reduce time on the stage's collective stream, and how long its
+  // optimizer steps waited for them after their compute was done.
+  double sync_ms = 0;
+  double sync_exposed_ms = 0;
 };
 
 struct SimResult {
@@ -50,6 +60,7 @@ struct SimResult {
   // span instead, which counts a device's late start and early end.
   double window_bubble_fraction = 0;
   std::uint64_t events = 0;  // event records produced (compute, transfers, swaps)
+  int replicas = 1;          // counted in the throughput
   std::vector<SimStage> stages;
 };
 

@@ -34,9 +34,14 @@ const std::vector<FieldRange>& job_field_ranges() {
       {"training.clip_grad_norm", 0, kGradNorm, false},
       {"cluster.devices", 1, kDevices},
       {"cluster.memory_gb", 0.001, kMemoryGb, false},
+      {"cluster.gpus_per_node", 1, kDevices},
+      {"cluster.node_link_gbps", 1e-6, kRate, false},
+      {"cluster.node_link_latency_us", 0, kMicroseconds, false},
       {"pipeline.stages", 1, kDevices},
       {"pipeline.microbatches", 1, kMicrobatches},
       {"pipeline.chunks", 1, kChunks},
+      {"parallel.data", 1, kDevices},
+      {"parallel.bucket_mb", 0.001, kLayerMb, false},
   };
   return rows;
 }

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/cluster/topology.h"
 #include "core/cluster/transport_choice.h"
 #include "core/plan/planner.h"
 #include "core/spec/bounded_json.h"
 #include "core/spec/job_fields.h"
 #include "core/spec/json_fields.h"
+#include "core/spec/override.h"
 #include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
 
@@ -196,18 +198,64 @@ ClusterSpec parse_cluster(JsonFields f) {
   c.device.small_batch_penalty = f.number("small_batch_penalty", 0, 100, c.device.small_batch_penalty);
   c.device.layer_dispatch_us = f.number("layer_dispatch_us", 0, kMicroseconds, c.device.layer_dispatch_us);
   c.device.optimizer_tensor_us = f.number("optimizer_tensor_us", 0, kMicroseconds, c.device.optimizer_tensor_us);
+  NodeDefaults nodes = node_defaults(preset, c.devices, c.device.link_gbps, c.device.link_latency_us);
+  c.gpus_per_node = ranged<int>(f, "gpus_per_node", nodes.gpus_per_node);
+  c.node_link_gbps = ranged_number(f, "node_link_gbps", nodes.node_link_gbps);
+  c.node_link_latency_us = ranged_number(f, "node_link_latency_us", nodes.node_link_latency_us);
   f.choice("messaging", {"tagged", "ordered"}, "tagged");  // validated here, read by cluster_messaging()
   f.finish();
   return c;
 }
 
-PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
+// An integer field that may also be "auto" (the planner chooses it).
+bool is_auto(JsonFields& f, const std::string& key) {
+  if (!f.has(key) || !f.raw(key).is_string()) return false;
+  if (f.raw(key).get<std::string>() != "auto")
+    throw SpecError(f.path_of(key), "must be an integer or \"auto\", got \"" + f.raw(key).get<std::string>() + "\"");
+  return true;
+}
+
+ParallelSpec parse_parallel(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
+  ParallelSpec p;
+  p.data_auto = is_auto(f, "data");
+  if (!p.data_auto) p.data = ranged<int>(f, "data", 1);
+  if (p.data > c.devices)
+    throw SpecError(f.path_of("data"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
+                                           std::to_string(p.data));
+  // Each replica trains on whole microbatches of its equal share.
+  if (!t.microbatch_size_auto && t.batch_size % (static_cast<long long>(p.data) * t.microbatch_size) != 0)
+    throw SpecError(f.path_of("data"), "training.batch_size (" + std::to_string(t.batch_size) +
+                                           ") must be a multiple of data x microbatch_size (" +
+                                           std::to_string(p.data) + " x " + std::to_string(t.microbatch_size) + ")");
+  if (t.microbatch_size_auto && t.batch_size % p.data != 0)
+    throw SpecError(f.path_of("data"), "training.batch_size (" + std::to_string(t.batch_size) +
+                                           ") must be a multiple of data, got " + std::to_string(p.data));
+  p.bucket_mb = ranged_number(f, "bucket_mb", 25.0);
+  f.finish();
+  return p;
+}
+
+PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c, const ParallelSpec& par) {
   PipelineSpec p;
-  p.stages = ranged<int>(f, "stages", c.devices);
+  p.stages_auto = is_auto(f, "stages");
+  if (p.stages_auto && f.has("microbatches"))
+    throw SpecError(f.path_of("microbatches"), "stages \"auto\" chooses the microbatch count with the replicas; "
+                                               "leave microbatches out");
+  if (par.data_auto && f.has("microbatches"))
+    throw SpecError(f.path_of("microbatches"), "parallel.data \"auto\" chooses the microbatch count with the "
+                                               "replicas; leave microbatches out");
+  // Unless it is searched, a pipeline takes every device its replicas leave.
+  const int fill = par.data_auto ? c.devices : std::max(1, c.devices / par.data);
+  p.stages = p.stages_auto ? 1 : ranged<int>(f, "stages", fill);
   if (p.stages > c.devices)
     throw SpecError(f.path_of("stages"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
                                              std::to_string(p.stages));
-  int derived = t.batch_size / t.microbatch_size;
+  if (static_cast<long long>(p.stages) * par.data > c.devices)
+    throw SpecError(f.path_of("stages"), "stages x parallel.data (" + std::to_string(p.stages) + " x " +
+                                             std::to_string(par.data) + ") must be <= cluster.devices (" +
+                                             std::to_string(c.devices) + ")");
+  // Under microbatch_size "auto" the count is the search's; one until then.
+  int derived = t.microbatch_size_auto ? 1 : t.batch_size / par.data / t.microbatch_size;
   if (derived > bounds::kMicrobatches)
     throw SpecError("training.batch_size", "batch_size / microbatch_size must be <= " +
                                                std::to_string(bounds::kMicrobatches) + " microbatches, got " +
@@ -218,8 +266,10 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   p.microbatches = ranged<int>(f, "microbatches", derived);
   if (p.microbatches != derived)
     throw SpecError(f.path_of("microbatches"),
-                    "must equal training.batch_size / training.microbatch_size (" + std::to_string(derived) +
-                        "), got " + std::to_string(p.microbatches));
+                    par.data > 1 ? "must equal training.batch_size / (parallel.data x training.microbatch_size) (" +
+                                       std::to_string(derived) + "), got " + std::to_string(p.microbatches)
+                                 : "must equal training.batch_size / training.microbatch_size (" +
+                                       std::to_string(derived) + "), got " + std::to_string(p.microbatches));
   // One name per schedule: supernet jobs once called PipeDream's "async-1f1b". Refused naming the
   // field and the name (docs/jobs.md), rather than run under a name nothing else uses.
   if (f.has("schedule") && f.raw("schedule") == "async-1f1b")
@@ -247,11 +297,12 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && (p.planner == "pipedream" || (!v_shape && p.planner == "exact")))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
-  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && !t.microbatch_size_auto)
+  const bool shape_known = !t.microbatch_size_auto && !p.stages_auto && !par.data_auto;
+  if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && shape_known)
     throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +
                                                    std::to_string(2 * p.stages) + "), got " +
                                                    std::to_string(p.microbatches));
-  if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0 && !t.microbatch_size_auto)
+  if (p.schedule == ScheduleKind::Interleaved && p.microbatches % p.stages != 0 && shape_known)
     throw SpecError(f.path_of("microbatches"), "interleaved 1F1B needs microbatches to be a multiple of stages (" +
                                                    std::to_string(p.stages) + "), got " +
                                                    std::to_string(p.microbatches));
@@ -279,7 +330,8 @@ JobSpec parse_job(const nlohmann::json& doc) {
   job.cluster = parse_cluster(f.object("cluster", false));
   if (!job.training.microbatch_size_auto)  // auto: resolve_auto_microbatch reads it per size
     job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
-  job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster);
+  job.parallel = parse_parallel(f.object("parallel", false), job.training, job.cluster);
+  job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster, job.parallel);
   if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
   if ((job.runtime.replan || !job.runtime.migrate.empty()) && !flushes(job.pipeline.schedule))
     throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
@@ -299,39 +351,6 @@ JobSpec parse_job(const nlohmann::json& doc) {
                                              ") must be <= model.layers (" + std::to_string(layers) + ")");
   }
   return job;
-}
-
-void apply_override(nlohmann::json& doc, const std::string& assignment) {
-  auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw SpecError("--set", "expected key.path=value, got \"" + assignment + "\"");
-  std::string key = assignment.substr(0, eq);
-  std::string text = assignment.substr(eq + 1);
-  nlohmann::json value;
-  try {
-    value = parse_bounded_json(text, key);
-  } catch (const SpecError& e) {
-    // Not JSON: a bare string (name=my-job). Too deep or out of range: refused.
-    if (e.reason().rfind("not valid JSON", 0) != 0) throw;
-    value = text;
-  }
-  nlohmann::json* node = &doc;
-  std::string walked;
-  size_t pos = 0;
-  while (true) {
-    size_t dot = key.find('.', pos);
-    std::string part = key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-    if (part.empty()) throw SpecError("--set", "empty path component in \"" + key + "\"");
-    walked += (walked.empty() ? "" : ".") + part;
-    if (!node->is_object()) throw SpecError(walked, "cannot set a field inside a non-object");
-    if (dot == std::string::npos) {
-      (*node)[part] = value;
-      return;
-    }
-    node = &(*node)[part];
-    if (node->is_null()) *node = nlohmann::json::object();
-    pos = dot + 1;
-  }
 }
 
 JobSpec job_from_text(const std::string& text, const std::string& base_dir, const std::vector<std::string>& overrides) {

@@ -7,6 +7,7 @@
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/data_spec.h"
 #include "core/spec/device.h"
+#include "core/spec/override.h"  // apply_override: the overrides job_from_text applies
 #include "core/spec/runtime_spec.h"
 
 namespace pw {
@@ -72,6 +73,12 @@ struct TrainingSpec {
 struct ClusterSpec {
   int devices = 1;
   DeviceSpec device;
+  // Where the devices sit: cluster.gpus_per_node and the link between nodes
+  // (node_link_gbps, node_link_latency_us), with the preset's defaults
+  // (core/cluster/topology.h states them and the placement rule).
+  int gpus_per_node = 1;
+  double node_link_gbps = 0;
+  double node_link_latency_us = 0;
   // The transport between stages when the engine runs the job: gloo | nccl
   // | auto (core/cluster/transport_choice.h decides, each worker logs why).
   std::string backend = "auto";
@@ -79,6 +86,9 @@ struct ClusterSpec {
 
 struct PipelineSpec {
   int stages = 1;
+  // "auto": the planner chooses the stage count with the replicas
+  // (core/plan/parallel_search.h); `stages` is 1 until a plan names it.
+  bool stages_auto = false;
   int microbatches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   // "auto": the planner chooses the schedule family too (PlanRequest::
@@ -86,6 +96,19 @@ struct PipelineSpec {
   bool schedule_auto = false;
   std::string planner = "uniform";
   int chunks = 1;  // interleaved 1F1B: model chunks per device
+};
+
+// Replicas of the pipeline (data parallelism): each trains on its share of
+// training.batch_size and the replicas of each stage all-reduce their
+// gradients in buckets before the optimizer step (docs/jobs.md, "parallel").
+struct ParallelSpec {
+  int data = 1;
+  // "auto": the planner chooses it with the stage count; `data` is 1 until
+  // a plan names it.
+  bool data_auto = false;
+  // Gradients are all-reduced in buckets of about this size (PyTorch DDP's
+  // default bucket_cap_mb), each started when its layers' gradients exist.
+  double bucket_mb = 25;
 };
 
 struct JobSpec {
@@ -97,7 +120,14 @@ struct JobSpec {
   TrainingSpec training;
   ClusterSpec cluster;
   PipelineSpec pipeline;
+  ParallelSpec parallel;
   nlohmann::json raw;  // the whole document after overrides
+
+  // pipeline.stages or parallel.data "auto": the planner searches the
+  // (stages, replicas) split of cluster.devices.
+  bool parallel_searched() const { return pipeline.stages_auto || parallel.data_auto; }
+  // Samples one replica trains on per iteration: batch_size / replicas.
+  int replica_batch() const { return training.batch_size / parallel.data; }
 };
 
 // Validates and converts. Throws SpecError naming the field's JSON path;
@@ -108,11 +138,6 @@ JobSpec parse_job(const nlohmann::json& doc);
 // "auto" (the planner chooses the schedule with the plan). The parser and
 // the studio's designer offer exactly these.
 std::vector<std::string> pipeline_schedule_choices();
-
-// Applies "a.b.c=value" to a document. The value is parsed as JSON when it
-// is valid JSON (numbers, true, objects) and taken as a string otherwise;
-// a number beyond double range (1e400) is refused naming the key.
-void apply_override(nlohmann::json& doc, const std::string& assignment);
 
 // Parses job text, applies overrides in order, validates. Relative paths in
 // the job (profile, TorchScript model, data file) are taken relative to

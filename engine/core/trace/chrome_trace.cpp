@@ -8,16 +8,21 @@
 namespace pw {
 namespace {
 // Track ids: 3 per stage (compute, copy engine, links); the idle tracks
-// follow all of them (3 * stages + stage), so the others keep their ids.
-int track(int stage, EventKind k) { return stage * 3 + static_cast<int>(lane_of(k)); }
+// follow all of them (3 * stages + stage) and the collective ones (the
+// replicas' all-reduce) those (4 * stages + stage), so older ids stay.
+int track(int stage, EventKind k, int stages) {
+  const int lane = static_cast<int>(lane_of(k));
+  return lane == static_cast<int>(EventLane::Collective) ? 4 * stages + stage : stage * 3 + lane;
+}
 void write_us(std::ostream& out, std::int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ns / 1000.0);
   out << buf;
 }
 
-// Tracks sort per stage: compute, idle causes (when declared), copy, link.
-int sort_index(int stage, int lane) { return stage * 4 + (lane == 0 ? 0 : lane + 1); }
+// Tracks sort per stage: compute, idle causes (when declared), copy, link,
+// collective.
+int sort_index(int stage, int lane) { return stage * 5 + (lane == 0 ? 0 : lane + 1); }
 }  // namespace
 
 ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name)
@@ -25,14 +30,15 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::s
   out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   sep();
   out_ << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":)" << nlohmann::json(process_name).dump() << "}}";
-  const char* lanes[3] = {"compute", "copy", "link"};
+  const char* lanes[kEventLaneCount] = {"compute", "copy", "link", "allreduce"};
   for (int s = 0; s < stages; ++s)
-    for (int l = 0; l < 3; ++l) {
+    for (int l = 0; l < kEventLaneCount; ++l) {
+      const int tid = l == static_cast<int>(EventLane::Collective) ? 4 * stages + s : s * 3 + l;
       sep();
-      out_ << R"({"ph":"M","pid":1,"tid":)" << s * 3 + l << R"(,"name":"thread_name","args":{"name":"stage )" << s
+      out_ << R"({"ph":"M","pid":1,"tid":)" << tid << R"(,"name":"thread_name","args":{"name":"stage )" << s
            << " " << lanes[l] << "\"}}";
       sep();
-      out_ << R"({"ph":"M","pid":1,"tid":)" << s * 3 + l << R"(,"name":"thread_sort_index","args":{"sort_index":)"
+      out_ << R"({"ph":"M","pid":1,"tid":)" << tid << R"(,"name":"thread_sort_index","args":{"sort_index":)"
            << sort_index(s, l) << "}}";
     }
 }
@@ -46,7 +52,7 @@ void ChromeTraceWriter::sep() {
 
 void ChromeTraceWriter::on_event(const Event& e) {
   sep();
-  out_ << R"({"ph":"X","pid":1,"tid":)" << track(e.stage, e.kind) << R"(,"name":")" << to_string(e.kind);
+  out_ << R"({"ph":"X","pid":1,"tid":)" << track(e.stage, e.kind, stages_) << R"(,"name":")" << to_string(e.kind);
   if (e.microbatch >= 0) out_ << " " << e.microbatch;
   out_ << R"(","cat":")" << to_string(e.kind) << R"(","ts":)";
   write_us(out_, e.start_ns);
@@ -84,7 +90,7 @@ void ChromeTraceWriter::declare_idle_tracks() {
          << " idle\"}}";
     sep();
     out_ << R"({"ph":"M","pid":1,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_sort_index","args":{"sort_index":)"
-         << s * 4 + 1 << "}}";
+         << s * 5 + 1 << "}}";
   }
 }
 

@@ -1,0 +1,56 @@
+#pragma once
+#include <string>
+
+namespace pw {
+
+struct ClusterSpec;
+
+// Where a job's devices sit and how they are linked, as the cost model of
+// communication between them needs it.
+//
+// Placement rule (docs/jobs.md, "parallel"): devices are numbered node by
+// node (node = device / gpus_per_node) and pipeline stage s of replica r
+// runs on device s x replicas + r. The replicas of a stage are neighbours,
+// as in Megatron-LM's default rank order with one tensor-parallel rank: a
+// stage's gradient all-reduce stays inside a node whenever its replicas
+// fit in one, and the pipeline's activations, which are small beside the
+// gradients, cross nodes.
+struct Topology {
+  int gpus_per_node = 1;
+  double link_gbps = 0;        // inside a node, per direction
+  double link_latency_us = 0;
+  double node_link_gbps = 0;   // between nodes, per device and direction
+  double node_link_latency_us = 0;
+};
+
+Topology topology_of(const ClusterSpec& cluster);
+
+// The devices' defaults per preset: cluster.gpus_per_node, node_link_gbps
+// and node_link_latency_us when the job leaves them out. `devices` is the
+// job's count: CPU and custom clusters default to one node of them all.
+struct NodeDefaults {
+  int gpus_per_node = 1;
+  double node_link_gbps = 0;
+  double node_link_latency_us = 0;
+};
+NodeDefaults node_defaults(const std::string& preset, int devices, double link_gbps, double link_latency_us);
+
+int device_of(int stage, int replica, int replicas);
+int node_of(const Topology& t, int device);
+
+// A link as a transfer's cost sees it.
+struct LinkSpeed {
+  double gbps = 0;
+  double latency_us = 0;
+  bool crosses_nodes = false;
+};
+
+// The slowest link a group of `count` consecutive devices from `first`
+// crosses (a ring over them is as fast as its slowest hop).
+LinkSpeed group_link(const Topology& t, int first_device, int count);
+
+// The link between pipeline stages s and s + 1 under the placement rule:
+// the slowest over the replicas (each replica's pipeline crosses its own).
+LinkSpeed stage_cut_link(const Topology& t, int stage, int replicas);
+
+}  // namespace pw

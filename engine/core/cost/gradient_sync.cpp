@@ -1,0 +1,63 @@
+#include "core/cost/gradient_sync.h"
+
+#include <algorithm>
+
+namespace pw {
+
+double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link) {
+  if (group <= 1 || bytes == 0) return 0;
+  const double g = group;
+  const double moved = 2.0 * (g - 1.0) / g * static_cast<double>(bytes);
+  return moved * 8.0 / (link.gbps * 1e9) * 1e3 + 2.0 * (g - 1.0) * link.latency_us * 1e-3;
+}
+
+LinkSpeed replica_group_link(const GradientSync& sync, int device, const LinkSpeed& device_link) {
+  if (!sync.has_topology) return device_link;
+  return group_link(sync.topology, device_of(device, 0, sync.replicas), sync.replicas);
+}
+
+LinkSpeed pipeline_link(const GradientSync& sync, int a, int b, const LinkSpeed& device_link) {
+  if (!sync.has_topology) return device_link;
+  const Topology& t = sync.topology;
+  for (int r = 0; r < sync.replicas; ++r)
+    if (node_of(t, device_of(a, r, sync.replicas)) != node_of(t, device_of(b, r, sync.replicas)))
+      return {t.node_link_gbps, t.node_link_latency_us, true};
+  return {t.link_gbps, t.link_latency_us, false};
+}
+
+std::vector<SyncBucket> sync_buckets(const ModelProfile& profile, const StageRange& range, const GradientSync& sync,
+                                     int device, bool split_backward, const LinkSpeed& device_link) {
+  std::vector<SyncBucket> out;
+  if (!sync.enabled()) return out;
+  const LinkSpeed link = replica_group_link(sync, device, device_link);
+  // The backward still to run after layer l's gradients exist: layers
+  // first..l-1 (reverse order), their W alone when it is split.
+  auto grad_time = [&](int l) {
+    const LayerProfile& p = profile.layers[l];
+    return split_backward ? weight_grad_ms(p) : p.bwd_ms;
+  };
+  double after = 0;  // backward time of layers [range.first, l)
+  std::vector<double> before_end(range.size());
+  for (int l = range.first_layer; l <= range.last_layer; ++l) {
+    before_end[l - range.first_layer] = after;
+    after += grad_time(l);
+  }
+  SyncBucket cur;
+  cur.last_layer = range.last_layer;
+  for (int l = range.last_layer; l >= range.first_layer; --l) {
+    cur.bytes += profile.layers[l].param_bytes;
+    cur.first_layer = l;
+    if (cur.bytes >= sync.bucket_bytes || l == range.first_layer) {
+      if (cur.bytes > 0) {
+        cur.ms = ring_allreduce_ms(cur.bytes, sync.replicas, link);
+        cur.ready_before_end_ms = before_end[l - range.first_layer];
+        out.push_back(cur);
+      }
+      cur = SyncBucket{};
+      cur.last_layer = l - 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace pw
