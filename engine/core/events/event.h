@@ -37,6 +37,10 @@ struct Event {
   std::int32_t stage = 0;       // device / worker index
   std::int32_t microbatch = -1; // or subnet id for CSP; -1 if none
   std::int16_t chunk = 0;       // model chunk (interleaved) on this stage
+  // Which replica of the pipeline (parallel.data) the stage belongs to.
+  // The simulator runs replica 0 (the others run alike); the engine's
+  // workers stamp their own.
+  std::int16_t replica = 0;
   EventKind kind = EventKind::Idle;
   std::int32_t first_layer = -1;
   std::int32_t last_layer = -1;

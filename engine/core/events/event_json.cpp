@@ -6,9 +6,11 @@
 namespace pw {
 
 nlohmann::json event_to_json(const Event& e) {
-  return {{"kind", to_string(e.kind)}, {"stage", e.stage},       {"mb", e.microbatch},
-          {"chunk", e.chunk},          {"start_ns", e.start_ns}, {"end_ns", e.end_ns},
-          {"bytes", e.bytes},          {"first_layer", e.first_layer}, {"last_layer", e.last_layer}};
+  nlohmann::json j = {{"kind", to_string(e.kind)}, {"stage", e.stage},       {"mb", e.microbatch},
+                      {"chunk", e.chunk},          {"start_ns", e.start_ns}, {"end_ns", e.end_ns},
+                      {"bytes", e.bytes},          {"first_layer", e.first_layer}, {"last_layer", e.last_layer}};
+  if (e.replica != 0) j["replica"] = e.replica;  // one pipeline's lines stay as they were
+  return j;
 }
 
 std::optional<Event> event_from_json_line(const std::string& line) {
@@ -24,6 +26,7 @@ std::optional<Event> event_from_json(const nlohmann::json& j) {
   e.stage = j.value("stage", 0);
   e.microbatch = j.value("mb", -1);
   e.chunk = j.value("chunk", 0);
+  e.replica = j.value("replica", 0);
   e.start_ns = j.value("start_ns", 0LL);
   e.end_ns = j.value("end_ns", 0LL);
   e.bytes = j.value("bytes", 0LL);
