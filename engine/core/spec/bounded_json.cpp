@@ -17,7 +17,8 @@ using json = nlohmann::json;
 // is, so that a parse error and a depth overflow name the JSON path.
 class PathTrackingSax {
  public:
-  explicit PathTrackingSax(json& out, std::string root) : dom_(out, true), root_(std::move(root)) {}
+  PathTrackingSax(json& out, std::string root, int max_depth)
+      : dom_(out, true), root_(std::move(root)), max_depth_(max_depth) {}
 
   bool null() { return value(dom_.null()); }
   bool boolean(bool v) { return value(dom_.boolean(v)); }
@@ -35,8 +36,12 @@ class PathTrackingSax {
   bool start_array(std::size_t n) { return open(false) && dom_.start_array(n); }
   bool end_array() { return close() && dom_.end_array(); }
   bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& ex) {
+    // The token is never echoed but for a number: it may hold the bytes that
+    // are not UTF-8, which no message repeats.
     std::string reason = ex.id == 406 ? "number out of range (beyond double): " + token.substr(0, 40)
-                                      : "not valid JSON at byte " + std::to_string(position);
+                         : std::string(ex.what()).find("UTF-8") != std::string::npos
+                             ? "not valid UTF-8 at byte " + std::to_string(position) + " (every text of a job is UTF-8)"
+                             : "not valid JSON at byte " + std::to_string(position);
     throw SpecError(path(), reason);
   }
 
@@ -51,8 +56,8 @@ class PathTrackingSax {
     return ok;
   }
   bool open(bool object) {
-    if (static_cast<int>(frames_.size()) >= kMaxJsonDepth)
-      throw SpecError(path(), "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (static_cast<int>(frames_.size()) >= max_depth_)
+      throw SpecError(path(), "nested deeper than " + std::to_string(max_depth_) + " levels");
     frames_.push_back({object, {}, 0});
     return true;
   }
@@ -77,14 +82,15 @@ class PathTrackingSax {
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::string root_;
+  int max_depth_;
   std::vector<Frame> frames_;
 };
 
 }  // namespace
 
-json parse_bounded_json(const std::string& text, const std::string& root) {
+json parse_bounded_json(const std::string& text, const std::string& root, int max_depth) {
   json out;
-  PathTrackingSax sax(out, root);
+  PathTrackingSax sax(out, root, max_depth);
   json::sax_parse(text, &sax);
   return out;
 }
