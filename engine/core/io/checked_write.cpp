@@ -81,12 +81,18 @@ std::string directory_of(const std::string& path) {
 
 // Into place. Without overwrite, a file that appeared since check_output is
 // not replaced either (RENAME_NOREPLACE); with it, one that became a run
-// database meanwhile is not.
+// database or an input meanwhile is not.
 void move_into_place(const OutputTarget& t, const std::string& tmp) {
   auto fail = [&](const std::string& why) {
     ::unlink(tmp.c_str());
     refuse(t, why);
   };
+  try {
+    refuse_input(t.path, t.option, t.inputs);
+  } catch (const OutputRefused&) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
   if (!t.overwrite) {
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, t.path.c_str(), RENAME_NOREPLACE) == 0) return;
     if (errno == EEXIST) fail("file exists (give --overwrite to replace it)");
@@ -130,12 +136,25 @@ bool is_sqlite_file(const std::string& path) {
   return n > 0 && has_sqlite_header(h, static_cast<std::size_t>(n));
 }
 
+void refuse_input(const std::string& path, const std::string& option, const std::vector<InputFile>& inputs) {
+  struct stat out {};
+  if (inputs.empty() || ::stat(path.c_str(), &out) != 0) return;
+  for (const auto& in : inputs) {
+    struct stat st {};
+    if (in.path.empty() || ::stat(in.path.c_str(), &st) != 0) continue;
+    if (st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+      throw OutputRefused(option + " " + path + ": is " + in.role + " this command reads (" + in.path +
+                          "); refusing to replace it, even with --overwrite");
+  }
+}
+
 void check_output(const OutputTarget& t) {
   if (t.path.empty()) refuse(t, "empty file name");
   struct stat st {};
   if (::stat(t.path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) refuse(t, "is a directory");
     if (!S_ISREG(st.st_mode)) refuse(t, "not a regular file, refusing to replace it");
+    refuse_input(t.path, t.option, t.inputs);
     // Before --overwrite: a run database is refused with its own reason.
     if (is_sqlite_file(t.path))
       refuse(t, "is an SQLite database (a recorded run?); refusing to replace it, even with --overwrite (only --db "

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/spec/refusal.h"
 
@@ -55,15 +56,33 @@ struct OutputRefused : std::runtime_error, Refusal {
   using std::runtime_error::runtime_error;
 };
 
+// A file the command reads (its job, a profile): no output of the command
+// replaces it, with or without --overwrite (`simulate J --trace J
+// --overwrite` once turned the job being read into a trace). Compared by
+// device and inode, not by name, so every name of the file is caught
+// (./job.json, an absolute path, a symbolic or hard link).
+struct InputFile {
+  std::string path;
+  std::string role;  // what it is to the command, in the refusal: "the job file", "the profile"
+};
+
 // A file a command writes because the user named it.
 struct OutputTarget {
   std::string path;
   std::string option;      // how the user named it: "--trace", "-o", "keys DIR"; in every message
   bool overwrite = false;  // --overwrite (or the studio's confirmed save dialog)
+  std::vector<InputFile> inputs;  // the files the command reads: never replaced
 };
+
+// OutputRefused (naming `option`, `path` and the input's role) when `path`
+// is, by device and inode, one of `inputs`; nothing when it does not exist.
+// check_output makes this check; a command also makes it for files it
+// writes outside the output rule (a run directory's job.json).
+void refuse_input(const std::string& path, const std::string& option, const std::vector<InputFile>& inputs);
 
 // The output rule, checked before any work (so a long profile or run is not
 // lost to it at the end) and again as the file is written:
+// - a file the command reads (`inputs`) never;
 // - an existing file is replaced only with `overwrite`;
 // - an SQLite file (a run database) never: only --db writes run databases;
 // - only a regular file is replaced (not a directory, a device, a pipe);
