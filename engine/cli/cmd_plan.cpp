@@ -4,8 +4,10 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/job_inputs.h"
 #include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
+#include "core/nas/search_space.h"
 #include "core/plan/plan_order.h"
 #include "core/schedule/torch_actions.h"
 
@@ -27,7 +29,9 @@ std::string layer_list(const std::vector<int>& layers) {
 
 void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Plan& plan) {
   std::cout << "plan by " << plan.planner << " for " << job.name << ": " << profile.size() << " layers on "
-            << plan.stages.size() << " stages, " << (plan.schedule.empty() ? to_string(job.pipeline.schedule) : plan.schedule)
+            << plan.stages.size() << " stages, "
+            << (job.parallel.data > 1 ? std::to_string(job.parallel.data) + " replicas of the pipeline, " : "")
+            << (plan.schedule.empty() ? to_string(job.pipeline.schedule) : plan.schedule)
             << (job.pipeline.schedule_auto ? " (auto)" : "") << ", "
             << job.pipeline.microbatches << " microbatches of " << job.training.microbatch_size << "; found in "
             << fixed(plan.planning_time_ms, 2) << " ms\n\n";
@@ -54,6 +58,7 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
   }
   std::cout << "\n  iteration " << fixed(plan.iteration_time_ms, 2) << " ms, " << fixed(plan.throughput_samples_per_s, 1)
             << " samples/s"
+            << (job.parallel.data > 1 ? " over " + std::to_string(job.parallel.data) + " replicas" : "")
             << (plan.best_1f1b_ms > 0 && plan.iteration_time_ms > 0
                     ? ", x" + fixed(plan.best_1f1b_ms / plan.iteration_time_ms, 3) + " over the best 1F1B plan (" +
                           fixed(plan.best_1f1b_ms, 2) + " ms)"
@@ -71,10 +76,32 @@ void print_microbatch_search(const Plan& plan) {
     const bool planned = c.iteration_time_ms > 0;
     std::cout << pad(std::to_string(c.microbatch_size), 6) << pad(std::to_string(c.microbatches), 14)
               << pad(planned ? fixed(c.iteration_time_ms, 2) : c.pruned ? "> " + fixed(c.lower_bound_ms, 2) : "-", 15)
-              << pad(planned ? fixed(1e3 * c.microbatch_size * c.microbatches / c.iteration_time_ms, 1) : "-", 12)
+              << pad(planned ? fixed(1e3 * c.microbatch_size * c.microbatches * plan.data_parallel / c.iteration_time_ms, 1)
+                             : "-",
+                     12)
               << pad(planned ? gib(c.peak_memory_bytes) : "-", 14) << "   "
               << (c.feasible ? "yes" : c.pruned ? "not planned (its bound is slower than the choice)" : "no: " + c.reason)
               << (c.microbatch_size == plan.microbatch_size ? "   <- chosen" : "") << "\n";
+  }
+  std::cout << "\n";
+}
+
+// Under pipeline.stages / parallel.data "auto": the best plan of every
+// (stages, replicas) split tried.
+void print_parallel_search(const JobSpec& job, const Plan& plan) {
+  if (plan.parallel_search.empty()) return;
+  std::cout << "stages x replicas (auto): the best " << plan.planner << " plan of each split\n\n"
+            << "  stages  replicas  microbatch  iteration ms   samples/s   sync exposed ms   peak memory   feasible\n";
+  for (const auto& c : plan.parallel_search) {
+    const bool planned = c.iteration_time_ms > 0;
+    std::cout << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.replicas), 10)
+              << pad(planned ? std::to_string(c.microbatch_size) + " x " + std::to_string(c.microbatches) : "-", 12)
+              << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 14)
+              << pad(planned ? fixed(c.throughput_samples_per_s, 1) : "-", 12)
+              << pad(planned ? fixed(c.sync_exposed_ms, 2) : "-", 18) << pad(planned ? gib(c.peak_memory_bytes) : "-", 14)
+              << "   " << (c.feasible ? "yes" : planned ? "no: " + c.reason : c.reason)
+              << (c.replicas == job.parallel.data && c.stages == job.pipeline.stages ? "   <- chosen" : "")
+              << "\n";
   }
   std::cout << "\n";
 }
@@ -87,7 +114,7 @@ struct PlanArgs {
 
 // --export-schedule: the planned schedule (auto's winner) as
 // torch.distributed.pipelining's action CSV (core/schedule/torch_actions.h).
-void export_schedule(const PlanArgs& a, JobSpec job, const Plan& plan) {
+void export_schedule(const OutputTarget& out, JobSpec job, const Plan& plan) {
   resolve_auto_schedule(job, plan);
   auto sched = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
                                   job.pipeline.chunks, plan);
@@ -97,24 +124,44 @@ void export_schedule(const PlanArgs& a, JobSpec job, const Plan& plan) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--export-schedule: ") + e.what());
   }
-  write_output({a.export_schedule, "--export-schedule", a.overwrite}, csv);
+  write_output(out, csv);
+}
+
+// A supernet job has no plan to print: the CSP scheduler places each subnet
+// as its layers come free while the job runs (docs/nas.md). A usage error
+// naming the fields and the commands that do plan it, not the schedule
+// builder's "CSP is a dynamic schedule" (exit 1).
+void refuse_supernet(const JobSpec& job) {
+  const bool csp = job.pipeline.schedule == ScheduleKind::CSP;
+  if (!nas::is_supernet_job(job) && !csp) return;
+  if (!nas::is_supernet_job(job))
+    throw UsageError("pipeline.schedule \"csp\" schedules the subnets of a supernet job, and this job has no "
+                     "search_space: give it one (docs/nas.md), or plan it under a static schedule (--set "
+                     "pipeline.schedule=1f1b)");
+  throw UsageError(std::string("a supernet job (search_space") + (csp ? ", pipeline.schedule \"csp\"" : "") +
+                   ") has no static plan for `plan` to print: its subnets are scheduled as they run. `pipewright " +
+                   "simulate JOB.json` plans and simulates it (partition, candidate cache, schedule); `pipewright " +
+                   "run JOB.json` trains it");
 }
 
 int run_plan(const PlanArgs& a) {
   JobSpec job = load_job(a.job_file, a.overrides);
   if (!a.profile.empty()) job.model.profile = a.profile;
-  // An existing file is refused before anything is planned.
-  if (!a.export_schedule.empty()) check_output({a.export_schedule, "--export-schedule", a.overwrite});
+  refuse_supernet(job);
+  // An existing file is refused before anything is planned; so is a file the command reads.
+  const OutputTarget schedule_file{a.export_schedule, "--export-schedule", a.overwrite, job_inputs(a.job_file, job)};
+  if (!a.export_schedule.empty()) check_output(schedule_file);
   PreparedJob prepared = prepare_job(job, a.planner);
   const ModelProfile& profile = prepared.profile;
   const Plan& plan = prepared.plan;
   // What loading a measured profile assumed (scaling, device), on stderr.
   for (const auto& n : profile.assumptions) std::cerr << "note: " << n << "\n";
-  if (!a.export_schedule.empty()) export_schedule(a, prepared.job, plan);
+  if (!a.export_schedule.empty()) export_schedule(schedule_file, prepared.job, plan);
   if (a.json) {
     std::cout << to_json(plan).dump(2) << "\n";
     return 0;
   }
+  print_parallel_search(prepared.job, plan);
   print_microbatch_search(plan);
   job = prepared.job;
   print_plan_table(job, profile, plan);

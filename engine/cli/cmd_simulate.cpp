@@ -6,6 +6,7 @@
 #include "cli/nas_simulate.h"
 #include "core/nas/search_space.h"
 #include "cli/format.h"
+#include "cli/job_inputs.h"
 #include "core/io/checked_write.h"
 #include "core/job/job_plan.h"
 #include "core/trace/chrome_trace.h"
@@ -29,12 +30,15 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
                       {"first_start_ms", st.first_start_ms},
                       {"last_end_ms", st.last_end_ms},
                       {"peak_memory_bytes", st.peak_memory_bytes},
-                      {"memory_budget_bytes", st.memory_budget_bytes}});
+                      {"memory_budget_bytes", st.memory_budget_bytes},
+                      {"sync_ms", st.sync_ms},
+                      {"sync_exposed_ms", st.sync_exposed_ms}});
   }
   nlohmann::json j{{"job", p.job.name},
                    {"schedule", to_string(p.job.pipeline.schedule)},
                    {"planner", p.plan.planner},
                    {"stages_count", p.job.pipeline.stages},
+                   {"replicas", r.replicas},
                    {"microbatches", p.job.pipeline.microbatches},
                    {"throughput_samples_per_s", r.throughput_samples_per_s},
                    {"iteration_time_ms", r.iteration_time_ms},
@@ -56,13 +60,18 @@ void print_human(const PreparedJob& p, const SimResult& r) {
   const auto& job = p.job;
   std::cout << "job " << job.name << ": " << job.model.kind << ", " << p.profile.size() << " layers, "
             << job.pipeline.stages << " stages x " << job.cluster.device.preset << ", "
+            << (r.replicas > 1 ? std::to_string(r.replicas) + " replicas, " : "")
             << to_string(job.pipeline.schedule) << ", " << job.pipeline.microbatches << " microbatches of "
-            << job.training.microbatch_size << ", planner " << p.plan.planner << "\n\n";
-  std::cout << "  throughput      " << fixed(r.throughput_samples_per_s, 1) << " samples/s\n"
+            << job.training.microbatch_size << (r.replicas > 1 ? " per replica" : "") << ", planner "
+            << p.plan.planner << "\n\n";
+  std::cout << "  throughput      " << fixed(r.throughput_samples_per_s, 1) << " samples/s"
+            << (r.replicas > 1 ? " (all " + std::to_string(r.replicas) + " replicas)" : "") << "\n"
             << "  iteration time  " << fixed(r.iteration_time_ms, 2) << " ms\n"
             << "  bubble          " << pct(r.bubble_fraction) << "\n"
             << "  events          " << r.events << "\n\n";
-  std::cout << "  stage  layers       busy   time/mb ms   peak memory      budget\n";
+  const bool sync = r.replicas > 1;
+  std::cout << "  stage  layers       busy   time/mb ms   peak memory      budget"
+            << (sync ? "   sync ms  exposed" : "") << "\n";
   for (size_t s = 0; s < r.stages.size(); ++s) {
     const auto& st = r.stages[s];
     std::string layers;
@@ -71,8 +80,9 @@ void print_human(const PreparedJob& p, const SimResult& r) {
                 std::to_string(p.plan.stages[j].last_layer);
     std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 10 ? 10 - layers.size() : 1, ' ')
               << pad(pct(st.busy_fraction), 7) << pad(fixed(st.time_ms, 2), 13) << pad(gib(st.peak_memory_bytes), 14)
-              << pad(gib(st.memory_budget_bytes), 12) << (st.peak_memory_bytes > st.memory_budget_bytes ? "  OOM" : "")
-              << "\n";
+              << pad(gib(st.memory_budget_bytes), 12)
+              << (sync ? pad(fixed(st.sync_ms, 2), 10) + pad(fixed(st.sync_exposed_ms, 2), 9) : "")
+              << (st.peak_memory_bytes > st.memory_budget_bytes ? "  OOM" : "") << "\n";
   }
   if (!r.feasible) std::cout << "\nINFEASIBLE: " << r.reason << "\n";
 }
@@ -88,7 +98,7 @@ int run_simulate(const SimulateArgs& args) {
   std::unique_ptr<OutputStream> trace_file;
   std::unique_ptr<ChromeTraceWriter> trace;
   if (!args.trace.empty()) {
-    trace_file = std::make_unique<OutputStream>(trace_target(args));
+    trace_file = std::make_unique<OutputStream>(trace_target(args, job_inputs(args.job_file, job)));
     trace = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});

@@ -7,8 +7,11 @@
 #include "core/model/profile_retarget.h"
 #include "core/plan/iteration_bound.h"
 #include "core/plan/microbatch_search.h"
+#include "core/plan/parallel_search.h"
 #include "core/plan/plan_order.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include "core/spec/spec_error.h"
 
@@ -102,15 +105,17 @@ void resolve_auto_schedule(JobSpec& job, const Plan& plan) {
   job.pipeline.schedule_auto = false;
 }
 
-PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
-  PreparedJob p;
-  p.job = job;
-  const std::string name = planner.empty() ? job.pipeline.planner : planner;
+namespace {
+
+// The job planned at one (stages, replicas) split: its microbatch size
+// searched under "auto", else planned as given. `p.job` comes back resolved.
+void plan_one_split(PreparedJob& p, const std::string& name, double effort) {
+  const JobSpec& job = p.job;
   if (job.training.microbatch_size_auto) {
     // Every size is planned with its own profile (the costs per size);
     // each size gets an equal share of the planner's search budget.
     std::map<int, ModelProfile> profiles;
-    const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, microbatch_candidates(job).size()));
+    const double share = effort / static_cast<double>(std::max<std::size_t>(1, microbatch_candidates(job).size()));
     auto profile_at = [&](const JobSpec& at) -> const ModelProfile& {
       auto it = profiles.find(at.training.microbatch_size);
       if (it == profiles.end()) it = profiles.emplace(at.training.microbatch_size, job_profile(at)).first;
@@ -120,7 +125,7 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
         p.job,
         [&](const JobSpec& at) {
           PlanRequest req = plan_request(at, profile_at(at));
-          req.search_effort = effort;
+          req.search_effort = share;
           return run_planner(name, req);
         },
         [&](const JobSpec& at) {
@@ -135,8 +140,53 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   } else {
     p.profile = job_profile(job);
     PlanRequest req = plan_request(p.job, p.profile);
+    req.search_effort = effort;
     p.plan = run_planner(name, req);
     p.plan.microbatch_size = job.training.microbatch_size;
+  }
+}
+
+// A lower bound on any plan of a job resolved to one split: under a
+// microbatch size "auto", the least over the sizes it would try.
+double split_lower_bound(const JobSpec& at) {
+  if (!at.training.microbatch_size_auto) {
+    ModelProfile profile = job_profile(at);
+    return iteration_lower_bound_ms(plan_request(at, profile));
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int b : microbatch_candidates(at)) {
+    JobSpec sized = at;
+    resolve_auto_microbatch(sized, b);
+    ModelProfile profile = job_profile(sized);
+    best = std::min(best, iteration_lower_bound_ms(plan_request(sized, profile)));
+  }
+  return std::isfinite(best) ? best : 0.0;
+}
+
+}  // namespace
+
+PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
+  PreparedJob p;
+  p.job = job;
+  const std::string name = planner.empty() ? job.pipeline.planner : planner;
+  if (job.parallel_searched()) {
+    // Every split gets a share of the planner's budget, as sizes do.
+    const int layers = static_cast<int>(job_profile(job).size());
+    const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, parallel_candidates(job, layers).size()));
+    p.plan = search_parallel(
+        p.job, layers,
+        [&](JobSpec& at) {
+          PreparedJob one;
+          one.job = at;
+          plan_one_split(one, name, effort);
+          at = one.job;  // resolved to the size chosen, where that was "auto"
+          return one.plan;
+        },
+        split_lower_bound);
+    // The winner's own profile (a branching graph is ordered per stage count).
+    p.profile = job_profile(p.job);
+  } else {
+    plan_one_split(p, name, 1.0);
   }
   resolve_auto_schedule(p.job, p.plan);
   p.schedule = make_plan_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,

@@ -82,7 +82,12 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
-    static_[l + 1] = static_[l] + 2 * L.param_bytes + L.optimizer_bytes;
+    // With replicas, the gradient buckets being all-reduced (at most a copy
+    // of the stage's gradients) are counted as if held throughout: the
+    // simulator holds them from each bucket's start to the step only, so
+    // the bound stays an upper bound.
+    const std::uint64_t buckets = req.sync.enabled() ? L.param_bytes : 0;
+    static_[l + 1] = static_[l] + 2 * L.param_bytes + L.optimizer_bytes + buckets;
   }
   workspace_.emplace_back();
   for (const auto& L : req.profile->layers) workspace_[0].push_back(L.workspace_bytes);

@@ -1,0 +1,136 @@
+#include "core/plan/parallel_search.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <limits>
+
+#include "core/spec/spec_error.h"
+
+namespace pw {
+
+std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int layers) {
+  const int devices = job.cluster.devices;
+  const int max_stages = std::max(1, std::min(devices, layers / std::max(1, job.pipeline.chunks)));
+  const long long unit = job.training.microbatch_size_auto ? 1 : job.training.microbatch_size;
+  auto batch_fits = [&](int d) { return job.training.batch_size % (unit * d) == 0; };
+  auto stages_fit = [&](int p) { return !(!job.pipeline.stages_auto && p != job.pipeline.stages) && p <= max_stages; };
+  auto data_fits = [&](int d) { return (job.parallel.data_auto || d == job.parallel.data) && batch_fits(d); };
+  std::vector<std::pair<int, int>> out;
+  for (int p = 1; p <= devices; ++p)
+    if (devices % p == 0 && stages_fit(p) && data_fits(devices / p)) out.emplace_back(p, devices / p);
+  if (!out.empty()) return out;
+  // No split uses every device: per stage count, the most replicas that fit.
+  for (int p = 1; p <= max_stages; ++p) {
+    if (!stages_fit(p)) continue;
+    for (int d = devices / p; d >= 1; --d)
+      if (data_fits(d)) {
+        out.emplace_back(p, d);
+        break;
+      }
+  }
+  if (out.empty())
+    throw SpecError("parallel.data", "no (stages, replicas) split of cluster.devices (" + std::to_string(devices) +
+                                         ") divides training.batch_size (" + std::to_string(job.training.batch_size) +
+                                         ") into whole microbatches per replica");
+  return out;
+}
+
+void resolve_parallel(JobSpec& job, int stages, int data) {
+  job.pipeline.stages = stages;
+  job.pipeline.stages_auto = false;
+  job.parallel.data = data;
+  job.parallel.data_auto = false;
+  if (!job.training.microbatch_size_auto) job.pipeline.microbatches = job.replica_batch() / job.training.microbatch_size;
+  if (job.raw.is_object()) {
+    job.raw["pipeline"]["stages"] = stages;
+    job.raw["parallel"]["data"] = data;
+    auto& pipeline = job.raw["pipeline"];
+    if (pipeline.contains("microbatches")) pipeline["microbatches"] = job.pipeline.microbatches;
+  }
+}
+
+Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&)>& plan_at,
+                     const std::function<double(const JobSpec&)>& bound_at) {
+  struct Candidate {
+    JobSpec job;
+    double bound = 0;
+  };
+  std::vector<Candidate> order;
+  for (auto [p, d] : parallel_candidates(job, layers)) {
+    Candidate c{job, 0};
+    resolve_parallel(c.job, p, d);
+    if (bound_at) {
+      try {
+        c.bound = bound_at(c.job);
+      } catch (const std::exception&) {
+        c.bound = 0;  // planned, to report why it cannot be
+      }
+    }
+    order.push_back(std::move(c));
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.bound != b.bound) return a.bound < b.bound;
+    return a.job.parallel.data > b.job.parallel.data;
+  });
+  std::vector<ParallelChoice> rows;
+  Plan best;
+  JobSpec best_job = job;
+  bool have = false;
+  std::exception_ptr first_error;
+  double planning_ms = 0;
+  auto better = [&](const Plan& plan, const JobSpec& at) {
+    if (!have) return true;
+    if (plan.feasible != best.feasible) return plan.feasible;
+    if (plan.iteration_time_ms != best.iteration_time_ms) return plan.iteration_time_ms < best.iteration_time_ms;
+    return at.parallel.data > best_job.parallel.data;
+  };
+  for (Candidate& c : order) {
+    ParallelChoice row;
+    row.stages = c.job.pipeline.stages;
+    row.replicas = c.job.parallel.data;
+    if (have && best.feasible && c.bound > best.iteration_time_ms) {
+      char why[96];
+      std::snprintf(why, sizeof why, "not planned: none of its plans can take under %.2f ms", c.bound);
+      row.reason = why;
+      row.iteration_time_ms = 0;
+      rows.push_back(row);
+      continue;
+    }
+    Plan plan;
+    try {
+      plan = plan_at(c.job);
+    } catch (const std::exception& e) {
+      row.reason = e.what();
+      if (!first_error) first_error = std::current_exception();
+      rows.push_back(row);
+      continue;
+    }
+    planning_ms += plan.planning_time_ms;
+    row.microbatch_size = c.job.training.microbatch_size;
+    row.microbatches = c.job.pipeline.microbatches;
+    row.iteration_time_ms = plan.iteration_time_ms;
+    row.throughput_samples_per_s = plan.throughput_samples_per_s;
+    row.feasible = plan.feasible;
+    row.reason = plan.reason;
+    row.schedule = plan.schedule;
+    for (const auto& s : plan.predicted) {
+      row.peak_memory_bytes = std::max(row.peak_memory_bytes, s.peak_memory_bytes);
+      row.sync_exposed_ms = std::max(row.sync_exposed_ms, s.sync_exposed_ms);
+    }
+    rows.push_back(row);
+    if (better(plan, c.job)) {
+      best = std::move(plan);
+      best_job = c.job;
+      have = true;
+    }
+  }
+  if (!have) std::rethrow_exception(first_error);
+  std::sort(rows.begin(), rows.end(), [](const ParallelChoice& a, const ParallelChoice& b) { return a.stages < b.stages; });
+  job = best_job;
+  best.planning_time_ms = planning_ms;
+  best.parallel_search = std::move(rows);
+  return best;
+}
+
+}  // namespace pw
