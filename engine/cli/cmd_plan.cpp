@@ -99,7 +99,7 @@ void print_parallel_search(const JobSpec& job, const Plan& plan) {
               << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 14)
               << pad(planned ? fixed(c.throughput_samples_per_s, 1) : "-", 12)
               << pad(planned ? fixed(c.sync_exposed_ms, 2) : "-", 18) << pad(planned ? gib(c.peak_memory_bytes) : "-", 14)
-              << "   " << (c.feasible ? "yes" : planned ? "no: " + c.reason : c.reason)
+              << "   " << (c.feasible ? "yes" : planned ? "no: " + c.reason.substr(0, c.reason.find(" (")) : c.reason)
               << (c.replicas == job.parallel.data && c.stages == job.pipeline.stages ? "   <- chosen" : "")
               << "\n";
   }
