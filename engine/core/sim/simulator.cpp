@@ -137,12 +137,24 @@ class Simulation {
       v.last = r.last_layer;
       v.device = sched_.device_of_virtual_stage(j);
       double slow = in_.slowdown.empty() ? 1.0 : in_.slowdown.at(v.device);
-      v.fwd = to_ns(c.fwd_ms * slow);
-      v.bwd = to_ns(c.bwd_ms * slow);
-      v.bwd_weight = to_ns(c.bwd_weight_ms * slow);
+      // PipeDream's per-stage replication (Plan::replicas), approximated
+      // (docs/simulator.md): the stage's `share` workers in this pipeline
+      // take its microbatches round-robin, which in steady state computes
+      // 1 / share of each microbatch's time; its gradients are all-reduced
+      // over all its replicas, share x parallel.data.
+      const int group =
+          in_.plan->replicas.empty() ? std::max(1, in_.sync.replicas) : std::max(1, in_.plan->replicas_of(j));
+      const double share = std::max(1, group / std::max(1, in_.sync.replicas));
+      GradientSync stage_sync = in_.sync;
+      stage_sync.replicas = group;
+      sync_on_ = sync_on_ || stage_sync.enabled();
+      const double per_mb = slow / share;
+      v.fwd = to_ns(c.fwd_ms * per_mb);
+      v.bwd = to_ns(c.bwd_ms * per_mb);
+      v.bwd_weight = to_ns(c.bwd_weight_ms * per_mb);
       v.bwd_input = v.bwd - v.bwd_weight;
       v.w_stash = static_cast<std::int64_t>(c.w_stash_bytes_per_mb);
-      v.recompute = to_ns(c.recompute_ms * slow);
+      v.recompute = to_ns(c.recompute_ms * per_mb);
       v.optimizer = to_ns(c.optimizer_ms * slow);
       // A V-shaped schedule's turn (virtual stages p-1 and p) stays on one device.
       bool next_remote = j + 1 < V_ && sched_.device_of_virtual_stage(j + 1) != v.device;
@@ -158,8 +170,8 @@ class Simulation {
       std::uint64_t in_bytes = j > 0 ? in_.profile->boundary_bytes(r.first_layer - 1) : 0;
       v.in_bytes = static_cast<std::int64_t>(in_bytes);
       v.send_bwd = prev_remote ? to_ns(transfer_ms(in_bytes, prev_link.gbps, prev_link.latency_us)) : 0;
-      for (const SyncBucket& b : sync_buckets(*in_.profile, r, in_.sync, v.device, sched_.splits_backward(), own))
-        v.buckets.push_back({to_ns(b.ms), to_ns(b.ready_before_end_ms * slow), static_cast<std::int64_t>(b.bytes),
+      for (const SyncBucket& b : sync_buckets(*in_.profile, r, stage_sync, v.device, sched_.splits_backward(), own))
+        v.buckets.push_back({to_ns(b.ms), to_ns(b.ready_before_end_ms * per_mb), static_cast<std::int64_t>(b.bytes),
                              b.first_layer, b.last_layer});
       v.send_fwd_cpu = next_remote ? to_ns(send_cpu_ms(dev, c.output_bytes)) : 0;
       v.send_bwd_cpu = prev_remote ? to_ns(send_cpu_ms(dev, in_bytes)) : 0;
@@ -304,9 +316,9 @@ class Simulation {
           opt = vs_[sched_.virtual_stage(d, 0)].optimizer;
         }
         std::int64_t start = s.free;
-        if (in_.sync.enabled()) start = synchronise_gradients(d, a);
+        if (sync_on_) start = synchronise_gradients(d, a);
         std::int64_t end = start + opt;
-        if (in_.sync.enabled()) release_buckets(d, end);
+        if (sync_on_) release_buckets(d, end);
         // Emitted when it takes no time too: the steps delimit the iterations
         // a run's analysis finds (PipeDream's two overlapping ones).
         emit(d, EventKind::OptimizerStep, a.microbatch, 0, vs_[sched_.virtual_stage(d, 0)], start, end, 0);
@@ -475,6 +487,7 @@ class Simulation {
   EventSink* sink_;
   int p_ = 0, V_ = 0, M_ = 0;
   bool any_swap_ = false;
+  bool sync_on_ = false;  // some stage has replicas to all-reduce with
   std::int64_t overhead_ = 0;  // per action, DeviceSpec::action_overhead_us
   std::vector<VStage> vs_;
   std::vector<std::int64_t> static_bytes_;
