@@ -13,6 +13,7 @@ Topology topology_of(const ClusterSpec& c) {
   t.link_latency_us = c.device.link_latency_us;
   t.node_link_gbps = c.node_link_gbps > 0 ? c.node_link_gbps : c.device.link_gbps;
   t.node_link_latency_us = c.node_link_gbps > 0 ? c.node_link_latency_us : c.device.link_latency_us;
+  t.devices = c.devices;
   return t;
 }
 

@@ -21,6 +21,10 @@ struct Topology {
   double link_latency_us = 0;
   double node_link_gbps = 0;   // between nodes, per device and direction
   double node_link_latency_us = 0;
+  // cluster.devices; 0 where unknown (a hand-made topology). More than
+  // stages x replicas leaves devices spare, which the pipedream planner
+  // gives to single stages (core/plan/pipedream_planner.h).
+  int devices = 0;
 };
 
 Topology topology_of(const ClusterSpec& cluster);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/plan/minmax_partition.h"
+#include "core/plan/pipedream_hybrid.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -40,8 +41,30 @@ Plan PipeDreamPlanner::plan(const PlanRequest& req) const {
     throw SpecError("pipeline.chunks", "planner pipedream: PipeDream has no interleaving, needs pipeline.chunks = 1, got " +
                                            std::to_string(req.chunks));
   Plan p;
-  p.stages = pipedream_partition(*req.profile, req.stages, req.stages > 1 ? req.device.link_gbps : 0);
   p.policy.assign(req.profile->size(), MemoryPolicy::Keep);
+  const int data = std::max(1, req.sync.replicas);
+  const int workers = req.sync.has_topology ? req.sync.topology.devices / data : 0;
+  if (workers <= req.stages) {
+    p.stages = pipedream_partition(*req.profile, req.stages, req.stages > 1 ? req.device.link_gbps : 0);
+    return p;
+  }
+  if (!(req.device.link_gbps > 0))
+    throw SpecError("cluster.link_gbps", "planner pipedream: replicating stages over spare devices needs a link "
+                                                "speed for their all-reduce, got " +
+                                                    std::to_string(req.device.link_gbps));
+  HybridOptions o;
+  o.workers = workers;
+  o.bandwidth_gbps = req.device.link_gbps;
+  o.stages = req.stages;
+  const HybridPlan h = pipedream_hybrid(prefix_states(*req.profile), o);
+  if (!h.feasible)  // fewer layers than stages: validate_plan names it
+    throw SpecError("pipeline.stages", "planner pipedream: " + std::to_string(req.stages) + " stages over " +
+                                           std::to_string(req.profile->size()) + " layers");
+  p.data_parallel = data;
+  for (const HybridStage& s : h.stages) {
+    p.stages.push_back({s.from_state + 1, s.to_state});
+    p.replicas.push_back(s.replicas * data);
+  }
   return p;
 }
 

@@ -20,6 +20,12 @@ std::vector<StageRange> pipedream_partition(const ModelProfile& profile, int sta
 // PipeDream's planner: its partition, every activation kept (no recompute,
 // no swap). Where that does not fit, the plan is infeasible, as PipeDream
 // runs out of memory. Straight pipelines only (chunks = 1).
+// Where cluster.devices leaves devices spare (more than stages x
+// parallel.data, req.sync.topology.devices), each pipeline gets
+// devices / data workers and PipeDream's hybrid optimizer
+// (pipedream_hybrid.h) places them: the job's stage count, single stages
+// replicated, Plan::replicas = each stage's workers x data. Otherwise the
+// plan is the straight one above, unchanged.
 class PipeDreamPlanner final : public Planner {
  public:
   std::string name() const override { return "pipedream"; }
