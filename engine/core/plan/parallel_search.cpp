@@ -5,6 +5,8 @@
 #include <exception>
 #include <limits>
 
+#include "core/schedule/schedule_kind.h"
+#include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -16,15 +18,25 @@ std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int lay
   auto batch_fits = [&](int d) { return job.training.batch_size % (unit * d) == 0; };
   auto stages_fit = [&](int p) { return !(!job.pipeline.stages_auto && p != job.pipeline.stages) && p <= max_stages; };
   auto data_fits = [&](int d) { return (job.parallel.data_auto || d == job.parallel.data) && batch_fits(d); };
+  // What the schedule needs of the microbatch count per replica (a size
+  // "auto" is filtered per size by microbatch_candidates instead).
+  auto schedule_fits = [&](int p, int d) {
+    if (job.training.microbatch_size_auto) return true;
+    const long long m = job.training.batch_size / (unit * d);
+    if (job.pipeline.schedule == ScheduleKind::DualPipeV && m < 2LL * p) return false;
+    if (job.pipeline.schedule == ScheduleKind::Interleaved && m % p != 0) return false;
+    return m <= bounds::kMicrobatches;
+  };
   std::vector<std::pair<int, int>> out;
   for (int p = 1; p <= devices; ++p)
-    if (devices % p == 0 && stages_fit(p) && data_fits(devices / p)) out.emplace_back(p, devices / p);
+    if (devices % p == 0 && stages_fit(p) && data_fits(devices / p) && schedule_fits(p, devices / p))
+      out.emplace_back(p, devices / p);
   if (!out.empty()) return out;
   // No split uses every device: per stage count, the most replicas that fit.
   for (int p = 1; p <= max_stages; ++p) {
     if (!stages_fit(p)) continue;
     for (int d = devices / p; d >= 1; --d)
-      if (data_fits(d)) {
+      if (data_fits(d) && schedule_fits(p, d)) {
         out.emplace_back(p, d);
         break;
       }
@@ -32,7 +44,7 @@ std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int lay
   if (out.empty())
     throw SpecError("parallel.data", "no (stages, replicas) split of cluster.devices (" + std::to_string(devices) +
                                          ") divides training.batch_size (" + std::to_string(job.training.batch_size) +
-                                         ") into whole microbatches per replica");
+                                         ") into whole microbatches per replica that the schedule can run");
   return out;
 }
 
@@ -125,7 +137,17 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
       have = true;
     }
   }
-  if (!have) std::rethrow_exception(first_error);
+  if (!have) {
+    // No split could be planned: a job's error names its field; a planner's
+    // or schedule's refusal is said for the splits.
+    try {
+      std::rethrow_exception(first_error);
+    } catch (const SpecError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw SpecError("pipeline.stages", std::string("no (stages, replicas) split could be planned: ") + e.what());
+    }
+  }
   std::sort(rows.begin(), rows.end(), [](const ParallelChoice& a, const ParallelChoice& b) { return a.stages < b.stages; });
   job = best_job;
   best.planning_time_ms = planning_ms;
