@@ -90,8 +90,10 @@ CheckpointIndex read_checkpoint_index(const std::string& run_dir, const std::str
   const nlohmann::json* pos = meta.contains(key) ? &meta[key] : nullptr;
   if (!pos) refuse("\"" + key + "\" is missing (a pipeline run's index holds \"iteration\", a supernet run's \"subnet\")");
   if (!pos->is_number_integer()) refuse("\"" + key + "\" is " + quoted(*pos) + ", not an integer");
-  if (pos->is_number_unsigned() ? pos->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
-                                : pos->get<std::int64_t>() < 1)
+  // nlohmann reads a non-negative integer as unsigned: both kinds bounded.
+  const bool fits = pos->is_number_unsigned() ? pos->get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX)
+                                              : pos->get<std::int64_t>() >= 0;
+  if (!fits || pos->get<std::int64_t>() < 1)
     refuse("\"" + key + "\" is " + quoted(*pos) + "; a checkpoint is taken after at least one step");
   out.position = pos->get<std::int64_t>();
 

@@ -51,7 +51,8 @@ std::map<std::string, std::weak_ptr<RunDirLock>>& held() {
 std::shared_ptr<RunDirLock> RunDirLock::acquire(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const std::string key = fs::weakly_canonical(fs::absolute(dir), ec).string();
+  // With the pid: a child forked without exec (a test) is another holder.
+  const std::string key = std::to_string(getpid()) + ":" + fs::weakly_canonical(fs::absolute(dir), ec).string();
   std::lock_guard<std::mutex> guard(g_mutex);
   if (auto mine = held()[key].lock()) return mine;
   const std::string file = (fs::path(dir) / kFileName).string();
