@@ -301,3 +301,29 @@ TEST(ParallelSearch, ChoosesTheFastestSplitThePlansShow) {
   EXPECT_EQ(j["stages"][0]["replicas"], p.job.parallel.data);
   EXPECT_EQ(plan_from_json(j).data_parallel, p.job.parallel.data);
 }
+
+// One definition of busy (issue 42): the simulator's bubble is the one a
+// recording's events give (is_busy kinds summed per stage over the
+// iteration), also when sends hold their sender and when replicas sync.
+TEST(OneBusy, SimulatedBubbleEqualsTheBubbleOfItsEvents) {
+  for (double send_cpu_us : {0.0, 200.0})
+    for (int replicas : {1, 4}) {
+      auto p = test::uniform_pipeline(ScheduleKind::OneFOneB, 4, 8, 1, 2, layer(1, 2, 8));
+      p.device.send_cpu_us = send_cpu_us;
+      p.device.send_cpu_gbps = 10;
+      p.device.action_overhead_us = 50;
+      SimInput in{&p.profile, &p.plan, p.schedule.get(), p.device, 1};
+      in.sync = sync_of(replicas, 4);
+      Collect c;
+      SimResult r = simulate(in, &c);
+      std::int64_t first = INT64_MAX, last = 0, busy = 0;
+      for (const auto& e : c.all) {
+        first = std::min(first, e.start_ns);
+        last = std::max(last, e.end_ns);
+        if (is_busy(e.kind)) busy += e.end_ns - e.start_ns;
+      }
+      const double span = static_cast<double>(last - first);
+      EXPECT_NEAR(r.iteration_time_ms, span / 1e6, 1e-9) << send_cpu_us << " " << replicas;
+      EXPECT_NEAR(r.bubble_fraction, 1.0 - busy / (4.0 * span), 1e-12) << send_cpu_us << " " << replicas;
+    }
+}

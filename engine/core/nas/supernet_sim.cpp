@@ -1,5 +1,7 @@
 #include "core/nas/supernet_sim.h"
 
+#include "core/analysis/bubble.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -343,7 +345,7 @@ class SupernetSimulation {
     double busy = 0;
     for (const auto& st : stage_) {
       busy += st.busy_ns;
-      r.stage_busy_fraction.push_back(makespan_ > 0 ? static_cast<double>(st.busy_ns) / makespan_ : 0);
+      r.stage_busy_fraction.push_back(busy_fraction(static_cast<double>(st.busy_ns), static_cast<double>(makespan_)));
       r.loads += st.cache->loads();
       r.evictions += st.cache->evictions();
       r.load_gib += st.cache->load_bytes() / (1024.0 * 1024 * 1024);
@@ -360,7 +362,8 @@ class SupernetSimulation {
       r.resident_hits += st.hits;
       r.load_stall_ms += f.stall_ms;
     }
-    r.utilisation = makespan_ > 0 ? busy / (static_cast<double>(p_) * makespan_) : 0;
+    // The pipeline simulator's and a recording's formula (analysis/bubble.h).
+    r.utilisation = makespan_ > 0 ? 1.0 - bubble_fraction(busy, p_, static_cast<double>(makespan_)) : 0;
     r.events = events_;
     r.waits = waits_;
     r.max_in_flight = max_in_flight_;

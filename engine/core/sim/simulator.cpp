@@ -365,7 +365,10 @@ class Simulation {
           }
           fwd_arrival(j + 1, mb) = arrive;
         }
-        s.busy += v.fwd + v.send_fwd_cpu;
+        // The send's hold occupies the stage (it starts nothing else until
+        // the copy is done) but is not busy time, like the host time after
+        // an action: busy is what event_kinds.h says it is, everywhere.
+        s.busy += v.fwd;
         s.free = end + v.send_fwd_cpu + overhead_;
       } else if (a.kind == ActionKind::BackwardWeight) {
         // Needs only this stage's own B (earlier in the device's order):
@@ -412,7 +415,7 @@ class Simulation {
           }
           bwd_arrival(j - 1, mb) = arrive;
         }
-        s.busy += end - start + v.send_bwd_cpu;
+        s.busy += end - start;
         s.free = end + v.send_bwd_cpu + overhead_;
         s.swapin_done = kUnset;
         prefetch_swap_in(d, s.cursor + 1, end);
