@@ -12,8 +12,10 @@ a matrix), and the module-level options its __main__ block sets are set the same
 
 Prints one JSON object: the pipeline time (s, PipeDream's unit) and per stage its nodes, replication
 factor, compute time (the reference's own full-precision figure), parameter bytes, and its stage time
-(compute + 4 (r - 1) P / (r bandwidth)) / r as the recurrence uses it. For two levels the stages
-are those of the innermost level.
+(compute + 4 (r - 1) P / (r bandwidth)) / r as the recurrence uses it ("stages"; one level). Levels
+(-n 4 2 -b B1 B2: 4 workers per machine at B1, 2 machines at B2) come as "analyses", in the order
+PipeDream analyses them: the outermost level's split of the whole model, then each of its stages
+split over one machine's workers (stage_s is meaningful on the innermost level only).
 """
 import argparse
 import contextlib
@@ -46,12 +48,12 @@ def run(checkout, graph_txt, machines, bandwidths, ratio):
     opt.memory_size = 16e9
     opt.activation_compression_ratio = ratio
 
-    captured = {}
+    calls = []
     original = opt.analyze_partitioning
 
     def analyze(A, states, start, end, bandwidth, num_machines, *rest):
         splits = original(A, states, start, end, bandwidth, num_machines, *rest)
-        captured.setdefault("levels", []).append((A, states, start, end, bandwidth, num_machines, splits))
+        calls.append((A, states, start, end, bandwidth, num_machines, splits))
         return splits
 
     opt.analyze_partitioning = analyze
@@ -59,21 +61,9 @@ def run(checkout, graph_txt, machines, bandwidths, ratio):
     with contextlib.redirect_stdout(log):
         pipeline_s, dp_s = opt.main(machines, graph_txt, bandwidths, 16e9, False, False, False, ratio, None,
                                     print_configuration=True, verbose=False)
-    # The last call analyses the innermost level (main walks levels outermost first).
-    A, states, start, end, bandwidth, num_machines, splits = captured["levels"][-1]
-    # The replication factors analyze_partitioning printed, walked from A the same way it walks them.
-    factors = []
-    meta = A[start][end - 1][num_machines - 1]
-    while meta[1] is not None:
-        factors.append(meta[2])
-        meta = A[start][meta[1][0]][meta[1][1]]
-    factors.append(meta[2])
-    factors.reverse()
-    bounds = [start] + list(splits) + [end]
-    # Node ids per stage: each state's down-set minus the previous one's.
     gr = opt.graph.Graph.from_str(open(graph_txt).read())
 
-    def downset(state_index):
+    def downset(state_index, states):
         if state_index < 0:
             return set()
         ids = set(states[state_index].antichain)
@@ -86,20 +76,40 @@ def run(checkout, graph_txt, machines, bandwidths, ratio):
                     todo.append(p.node_id)
         return ids
 
-    stages = []
-    for s in range(len(bounds) - 1):
-        a, b = bounds[s], bounds[s + 1]
-        compute = states[b - 1].compute_time - (states[a - 1].compute_time if a > 0 else 0.0)
-        params = states[b - 1].parameter_size - (states[a - 1].parameter_size if a > 0 else 0.0)
-        r = factors[s]
-        allreduce = 4 * (r - 1) * params / (bandwidth * r)
-        nodes = sorted(downset(b - 1) - downset(a - 1), key=lambda x: int(x[4:]))
-        nodes = [n for n in nodes if not gr.nodes[n].node_desc.startswith("Input")]
-        stages.append({"nodes": nodes, "replicas": r, "compute_s": compute, "params": params,
-                       "stage_s": (compute + allreduce) / r})
+    def stages_of(call):
+        A, states, start, end, bandwidth, num_machines, splits = call
+        # The replication factors analyze_partitioning printed, walked from A the same way it walks them.
+        factors = []
+        meta = A[start][end - 1][num_machines - 1]
+        while meta[1] is not None:
+            factors.append(meta[2])
+            meta = A[start][meta[1][0]][meta[1][1]]
+        factors.append(meta[2])
+        factors.reverse()
+        bounds = [start] + list(splits) + [end]
+        out = []
+        for s in range(len(bounds) - 1):
+            a, b = bounds[s], bounds[s + 1]
+            compute = states[b - 1].compute_time - (states[a - 1].compute_time if a > 0 else 0.0)
+            params = states[b - 1].parameter_size - (states[a - 1].parameter_size if a > 0 else 0.0)
+            r = factors[s]
+            allreduce = 4 * (r - 1) * params / (bandwidth * r)
+            nodes = sorted(downset(b - 1, states) - downset(a - 1, states), key=lambda x: int(x[4:]))
+            nodes = [n for n in nodes if not gr.nodes[n].node_desc.startswith("Input")]
+            # stage_s: the innermost level's stage time; an outer level's stage computes on the level
+            # below, whose time is in its own stages.
+            out.append({"states": [a, b], "nodes": nodes, "replicas": r, "compute_s": compute, "params": params,
+                        "stage_s": (compute + allreduce) / r})
+        return out
+
+    # main analyses the outermost level first, then each of its stages one level down.
+    levels = []
+    for call in calls:
+        levels.append({"machines": call[5], "bandwidth": call[4], "span": [call[2], call[3]], "stages": stages_of(call)})
     return {"graph": graph_txt, "machines": machines, "bandwidths": bandwidths,
-            "activation_compression_ratio": ratio, "states": len(states),
-            "pipeline_s": pipeline_s, "data_parallel_s": dp_s, "stages": stages}
+            "activation_compression_ratio": ratio, "states": len(calls[0][1]),
+            "pipeline_s": pipeline_s, "data_parallel_s": dp_s,
+            "stages": levels[-1]["stages"] if len(machines) == 1 else None, "analyses": levels}
 
 
 def main():
