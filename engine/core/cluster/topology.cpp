@@ -2,20 +2,8 @@
 
 #include <algorithm>
 
-#include "core/spec/job_spec.h"
 
 namespace pw {
-
-Topology topology_of(const ClusterSpec& c) {
-  Topology t;
-  t.gpus_per_node = std::max(1, c.gpus_per_node);
-  t.link_gbps = c.device.link_gbps;
-  t.link_latency_us = c.device.link_latency_us;
-  t.node_link_gbps = c.node_link_gbps > 0 ? c.node_link_gbps : c.device.link_gbps;
-  t.node_link_latency_us = c.node_link_gbps > 0 ? c.node_link_latency_us : c.device.link_latency_us;
-  t.devices = c.devices;
-  return t;
-}
 
 NodeDefaults node_defaults(const std::string& preset, int devices, double link_gbps, double link_latency_us) {
   // Per GPU between nodes: the DGX/HGX generation each preset ships in

@@ -3,8 +3,6 @@
 
 namespace pw {
 
-struct ClusterSpec;
-
 // Where a job's devices sit and how they are linked, as the cost model of
 // communication between them needs it.
 //
@@ -26,8 +24,6 @@ struct Topology {
   // gives to single stages (core/plan/pipedream_planner.h).
   int devices = 0;
 };
-
-Topology topology_of(const ClusterSpec& cluster);
 
 // The devices' defaults per preset: cluster.gpus_per_node, node_link_gbps
 // and node_link_latency_us when the job leaves them out. `devices` is the

@@ -64,6 +64,17 @@ ModelProfile job_profile(const JobSpec& job) {
   return order_for_stages(p, job.pipeline.stages * job.pipeline.chunks);
 }
 
+Topology topology_of(const ClusterSpec& c) {
+  Topology t;
+  t.gpus_per_node = std::max(1, c.gpus_per_node);
+  t.link_gbps = c.device.link_gbps;
+  t.link_latency_us = c.device.link_latency_us;
+  t.node_link_gbps = c.node_link_gbps > 0 ? c.node_link_gbps : c.device.link_gbps;
+  t.node_link_latency_us = c.node_link_gbps > 0 ? c.node_link_latency_us : c.device.link_latency_us;
+  t.devices = c.devices;
+  return t;
+}
+
 GradientSync gradient_sync(const JobSpec& job) {
   GradientSync g;
   g.replicas = job.parallel.data;

@@ -14,6 +14,10 @@ namespace pw {
 // the measured profile file the job names.
 ModelProfile job_profile(const JobSpec& job);
 
+// The cluster's topology from the job's fields (cluster/topology.h; the
+// node link defaults to the device's own where the job has none).
+Topology topology_of(const ClusterSpec& cluster);
+
 // The job's replicas and topology as the cost model takes them.
 GradientSync gradient_sync(const JobSpec& job);
 
