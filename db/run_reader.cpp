@@ -9,7 +9,12 @@
 namespace pw::db {
 namespace {
 
-constexpr const char* kEventColumns = "stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes";
+// The replica is the last column read: a file before 1.2 has none and
+// holds one pipeline (replica 0); NULL reads as 0 too.
+std::string event_columns(bool has_replica) {
+  return std::string("stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes, ") +
+         (has_replica ? "coalesce(replica, 0)" : "0");
+}
 
 Event event_row(const Statement& s, int o = 0) {
   Event e;
@@ -23,6 +28,7 @@ Event event_row(const Statement& s, int o = 0) {
   e.first_layer = static_cast<std::int32_t>(s.int64(o + 6));
   e.last_layer = static_cast<std::int32_t>(s.int64(o + 7));
   e.bytes = s.int64(o + 8);
+  e.replica = static_cast<std::int16_t>(s.int64(o + 9));  // bounded by check_contents
   return e;
 }
 
@@ -65,6 +71,8 @@ RunReader::RunReader(const std::string& path) : path_(path) {
     c_->exec("PRAGMA trusted_schema=OFF;");
     schema_ = check_schema(*c_);
     check_contents(*c_);
+    has_replica_ = events_have_replica(*c_);
+    event_columns_ = event_columns(has_replica_);
     refresh();
   } catch (const DbRefused&) {
     throw;
@@ -130,8 +138,16 @@ std::int64_t RunReader::event_count() const {
   return n;
 }
 
+int RunReader::replicas() const {
+  if (!has_replica_) return 1;
+  Statement s(*c_, "SELECT max(coalesce(replica, 0)) FROM events");
+  int n = s.step() && !s.is_null(0) ? static_cast<int>(s.int64(0)) + 1 : 1;
+  s.reset();
+  return n;
+}
+
 void RunReader::for_each_event(const std::function<void(const Event&)>& f) const {
-  Statement s(*c_, std::string("SELECT ") + kEventColumns + " FROM events ORDER BY id");
+  Statement s(*c_, "SELECT " + event_columns_ + " FROM events ORDER BY id");
   while (s.step()) f(event_row(s));
 }
 
@@ -145,7 +161,7 @@ std::vector<Event> RunReader::events(int stage, std::int64_t t0, std::int64_t t1
   }
   // An event overlapping [t0, t1) starts no earlier than t0 - longest:
   // the index range stays bounded.
-  Statement s(*c_, std::string("SELECT ") + kEventColumns +
+  Statement s(*c_, "SELECT " + event_columns_ +
                        " FROM events WHERE stage = ? AND start_ns >= ? AND start_ns < ? AND end_ns > ? ORDER BY start_ns");
   s.bind(1, std::int64_t(stage)).bind(2, t0 - longest).bind(3, t1).bind(4, t0);
   std::vector<Event> v;
@@ -157,12 +173,12 @@ std::vector<Event> RunReader::events(int stage, std::int64_t t0, std::int64_t t1
 }
 
 std::vector<Event> RunReader::events_after(std::int64_t& after_id, std::size_t limit) const {
-  Statement s(*c_, std::string("SELECT ") + kEventColumns + ", id FROM events WHERE id > ? ORDER BY id LIMIT ?");
+  Statement s(*c_, "SELECT " + event_columns_ + ", id FROM events WHERE id > ? ORDER BY id LIMIT ?");
   s.bind(1, after_id).bind(2, static_cast<std::int64_t>(limit));
   std::vector<Event> v;
   while (s.step()) {
     v.push_back(event_row(s));
-    after_id = s.int64(9);
+    after_id = s.int64(10);
   }
   return v;
 }

@@ -69,6 +69,9 @@ class RunReader {
   std::vector<PlanRecord> plans() const;
 
   std::int64_t event_count() const;
+  // Replicas of the pipeline the events come from: 1 + the largest
+  // events.replica (1 for a file before 1.2, or without events).
+  int replicas() const;
   // Every event in arrival order, streamed (constant memory).
   void for_each_event(const std::function<void(const Event&)>& f) const;
   // Events of `stage` that overlap [t0, t1), by start time (index
@@ -103,6 +106,8 @@ class RunReader {
   std::unique_ptr<Connection> c_;
   RunRecord run_;
   std::string schema_;
+  bool has_replica_ = false;   // events.replica exists (1.2)
+  std::string event_columns_;  // what an event row is read from
   nlohmann::json run_json(const char* column) const;
 };
 

@@ -39,8 +39,8 @@ struct Batch : RunRecordBatch {
 struct Statements {
   Statement event, memory, throughput, migration, subnet_state, subnet_edge, log, stage_stat;
   explicit Statements(Connection& c)
-      : event(c, "INSERT INTO events(stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes) "
-                 "VALUES (?,?,?,?,?,?,?,?,?)"),
+      : event(c, "INSERT INTO events(stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes, "
+                 "replica) VALUES (?,?,?,?,?,?,?,?,?,?)"),
         memory(c, "INSERT INTO memory(t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, "
                   "prefetched, budget) VALUES (?,?,?,?,?,?,?,?,?,?)"),
         throughput(c, "INSERT INTO throughput(t_ns, iteration, samples_per_s, iteration_ms) VALUES (?,?,?,?)"),
@@ -167,6 +167,7 @@ struct RunWriter::Impl {
           .bind(7, std::int64_t(e.first_layer))
           .bind(8, std::int64_t(e.last_layer))
           .bind(9, e.bytes)
+          .bind(10, std::int64_t(e.replica))
           .run();
       if (e.stage >= 0) {
         if (static_cast<std::size_t>(e.stage) >= max_dur.size()) max_dur.resize(e.stage + 1, -1);

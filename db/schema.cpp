@@ -69,6 +69,11 @@ CREATE TABLE logs(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, level TEXT NOT 
   message TEXT NOT NULL);
 )SQL";
 
+// 1.2: which data-parallel replica of the pipeline an event belongs to.
+// Added after kSchemaSql rather than inside it, because kSchemaSql is also
+// the list of columns every 1.x file must have (written_columns below).
+constexpr const char* kReplicaColumnSql = "ALTER TABLE events ADD COLUMN replica INTEGER;";
+
 std::uint32_t be32(const unsigned char* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
 }
@@ -86,9 +91,17 @@ bool has_deferred_indexes(Connection& c) {
   return yes;
 }
 
+bool events_have_replica(Connection& c) {
+  Statement s(c, "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'replica'");
+  bool yes = s.step() && s.int64(0) > 0;
+  s.reset();
+  return yes;
+}
+
 void create_schema(Connection& c) {
   Transaction t(c);
   c.exec(kSchemaSql);
+  c.exec(kReplicaColumnSql);
   create_search_tables(c);
   Statement m(c, "INSERT INTO meta(key, value) VALUES (?, ?)");
   m.bind(1, std::string_view("format")).bind(2, std::string_view(kFormatName)).run();
@@ -194,6 +207,20 @@ void check_contents(Connection& c) {
     }
   }
   check_rows(c, "events", "start_ns", "end_ns");
+  if (events_have_replica(c)) {
+    // Event::replica is 16 bits; NULL (a row written without it) is replica 0.
+    Statement s(c, "SELECT min(replica), max(replica), sum(replica IS NOT NULL AND typeof(replica) != 'integer') FROM events");
+    if (s.step() && !s.is_null(0)) {
+      std::int64_t lo = s.int64(0), hi = s.int64(1), untyped = s.int64(2);
+      s.reset();
+      if (untyped > 0) refuse(c, "events: " + std::to_string(untyped) + " row(s) with a replica that is not an integer");
+      if (lo < 0 || hi > kMaxReplica)
+        refuse(c, "events.replica spans " + std::to_string(lo) + ".." + std::to_string(hi) + ", outside 0.." +
+                      std::to_string(kMaxReplica));
+    } else {
+      s.reset();
+    }
+  }
   check_rows(c, "memory", "t_ns", nullptr);
 }
 

@@ -10,11 +10,15 @@ class Connection;
 // only adds tables or nullable columns, so older readers still read it; a
 // new major version changes meaning, and readers refuse it.
 constexpr int kSchemaMajor = 1;
-constexpr int kSchemaMinor = 1;  // 1.1: searches, search_subnets
+constexpr int kSchemaMinor = 2;  // 1.1: searches, search_subnets; 1.2: events.replica
 constexpr const char* kFormatName = "pipewright-run";
 
 // Creates every table and index of the current version in an empty file.
 void create_schema(Connection& c);
+
+// Whether the events table has the replica column (1.2): older files hold
+// one pipeline, read as replica 0.
+bool events_have_replica(Connection& c);
 
 // The events index is built when the run finishes (one sorted build costs
 // far less than updating a B-tree per event while recording). Until then,
@@ -30,6 +34,7 @@ std::string check_schema(Connection& c);
 // Bounds a reader trusts a run database within (docs/database.md,
 // "Failure behaviour"): stage numbers and counts, and event/sample times.
 constexpr std::int64_t kMaxStages = 65536;
+constexpr std::int64_t kMaxReplica = 32767;  // Event::replica is an int16
 constexpr std::int64_t kMaxAbsTimeNs = std::int64_t(1) << 60;  // ~36 years: differences never overflow
 
 // What the reader checks before it allocates or iterates anything from a
@@ -40,7 +45,7 @@ constexpr std::int64_t kMaxAbsTimeNs = std::int64_t(1) << 60;  // ~36 years: dif
 //   version reads is a plain table;
 // - run.stages in [0, kMaxStages];
 // - events and memory samples: stages in [0, kMaxStages), times within
-//   +-kMaxAbsTimeNs, end_ns >= start_ns.
+//   +-kMaxAbsTimeNs, end_ns >= start_ns; replicas (1.2) in [0, kMaxReplica].
 void check_contents(Connection& c);
 // The first part of that, which check_schema runs before it reads meta.
 void check_schema_objects(Connection& c);

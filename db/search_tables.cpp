@@ -30,8 +30,11 @@ std::int64_t store_search(const std::string& path, const SearchRecord& s) {
   Transaction t(c);
   create_search_tables(c);
   // Adding tables is what a minor version means: older readers ignore them.
+  // The file becomes 1.1 (the search tables' version), not the current
+  // minor: a 1.0 file still lacks what 1.2 added (events.replica).
+  constexpr int kSearchTablesMinor = 1;
   Statement minor(c, "UPDATE meta SET value = ? WHERE key = 'schema_minor' AND CAST(value AS INTEGER) < ?");
-  minor.bind(1, std::string_view(std::to_string(kSchemaMinor))).bind(2, static_cast<std::int64_t>(kSchemaMinor)).run();
+  minor.bind(1, std::string_view(std::to_string(kSearchTablesMinor))).bind(2, static_cast<std::int64_t>(kSearchTablesMinor)).run();
   std::int64_t now = s.created_unix_ns > 0 ? s.created_unix_ns
                                            : std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::system_clock::now().time_since_epoch())

@@ -55,6 +55,7 @@ void to_pb(const Event& e, pb::Event* o) {
   o->set_first_layer(e.first_layer);
   o->set_last_layer(e.last_layer);
   o->set_bytes(e.bytes);
+  o->set_replica(e.replica);
 }
 Event from_pb(const pb::Event& e) {
   Event o;
@@ -67,6 +68,8 @@ Event from_pb(const pb::Event& e) {
   o.first_layer = e.first_layer();
   o.last_layer = e.last_layer();
   o.bytes = e.bytes();
+  // Event::replica is 16 bits: a value beyond it is a damaged message.
+  o.replica = e.replica() >= 0 && e.replica() <= INT16_MAX ? static_cast<std::int16_t>(e.replica()) : std::int16_t(0);
   return o;
 }
 void to_pb(const MemorySample& m, pb::MemorySample* o) {

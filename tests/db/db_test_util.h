@@ -41,7 +41,7 @@ struct Capture final : EventSink {
 inline bool same(const Event& a, const Event& b) {
   return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.bytes == b.bytes && a.stage == b.stage &&
          a.microbatch == b.microbatch && a.chunk == b.chunk && a.kind == b.kind && a.first_layer == b.first_layer &&
-         a.last_layer == b.last_layer;
+         a.last_layer == b.last_layer && a.replica == b.replica;
 }
 
 // A deterministic synthetic event: the i-th of a run.

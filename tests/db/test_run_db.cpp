@@ -53,7 +53,7 @@ TEST(RunDb, SimulatedRunRoundTrips) {
   EXPECT_EQ(r.run().status, RunStatus::Finished);
   EXPECT_EQ(r.run().name, rec.job.job.name);
   EXPECT_EQ(r.run().stages, rec.job.job.pipeline.stages);
-  EXPECT_EQ(r.run().schema_version, "1.1");
+  EXPECT_EQ(r.run().schema_version, "1.2");
   EXPECT_GE(r.run().ended_unix_ns, r.run().started_unix_ns);
   EXPECT_EQ(r.job(), rec.job.job.raw);
   EXPECT_EQ(r.profile(), profile_to_json(rec.job.profile));
@@ -204,6 +204,97 @@ TEST(RunDb, EveryRecordKindRoundTrips) {
   EXPECT_EQ(r.plans().at(0).version, 2);
   EXPECT_EQ(r.endpoints().at("telemetry"), "tcp://127.0.0.1:5555");
   EXPECT_EQ(r.summary()["x"], 1);
+}
+
+// Schema 1.2 (issue 39): each event's data-parallel replica, and the
+// all-reduce kind, round-trip through the file and its three read paths.
+TEST(RunDb, AllReduceEventWithReplicaRoundTrips) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  Event ar;
+  ar.stage = 1;
+  ar.replica = 3;
+  ar.kind = EventKind::AllReduce;
+  ar.start_ns = 1000;
+  ar.end_ns = 4500;
+  ar.bytes = 25 << 20;  // one 25 MiB bucket
+  ar.first_layer = 4;
+  ar.last_layer = 7;
+  Event fwd = test::synthetic_event(0, 2);  // replica 0
+  {
+    db::RunWriter w(path, {"", "dp", "run", 2});
+    w.on_event(fwd);
+    w.on_event(ar);
+    w.finish(RunStatus::Finished);
+  }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().schema_version, "1.2");
+  EXPECT_EQ(r.replicas(), 4);
+  std::vector<Event> all;
+  r.for_each_event([&](const Event& e) { all.push_back(e); });
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_TRUE(test::same(all[0], fwd));
+  EXPECT_TRUE(test::same(all[1], ar));
+  EXPECT_EQ(all[1].replica, 3);
+  EXPECT_EQ(all[1].kind, EventKind::AllReduce);
+  auto ranged = r.events(1, 0, 10000);
+  ASSERT_EQ(ranged.size(), fwd.stage == 1 ? 2u : 1u);
+  EXPECT_TRUE(test::same(ranged.back(), ar));
+  std::int64_t after = 1;
+  auto followed = r.events_after(after, 10);
+  ASSERT_EQ(followed.size(), 1u);
+  EXPECT_TRUE(test::same(followed[0], ar));
+  EXPECT_EQ(after, 2);
+  // SQL by hand sees the column too (docs/database.md).
+  db::Connection c(path, db::Connection::Mode::ReadOnly);
+  db::Statement q(c, "SELECT replica, kind FROM events WHERE kind = 12");
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.int64(0), 3);
+}
+
+TEST(RunDb, FileBeforeReplicasReadsAsReplicaZero) {
+  TempDir d;
+  auto path = d.file("old.sqlite");
+  {
+    db::RunWriter w(path, {"", "old", "run", 4});
+    for (int i = 0; i < 10; ++i) w.on_event(test::synthetic_event(i));
+    w.finish(RunStatus::Finished);
+  }
+  {
+    // What a 1.1 writer left: no events.replica, schema_minor 1.
+    db::Connection c(path, db::Connection::Mode::ReadWrite);
+    c.exec("ALTER TABLE events DROP COLUMN replica; UPDATE meta SET value = '1' WHERE key = 'schema_minor';");
+  }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().schema_version, "1.1");
+  EXPECT_EQ(r.replicas(), 1);
+  int n = 0;
+  r.for_each_event([&](const Event& e) {
+    EXPECT_TRUE(test::same(e, test::synthetic_event(n))) << "event " << n;
+    ++n;
+  });
+  EXPECT_EQ(n, 10);
+  EXPECT_EQ(r.events(2, 0, INT64_MAX / 4).size(), 2u);
+}
+
+TEST(RunDb, ReplicaOutOfRangeIsRefusedNamingTheColumn) {
+  TempDir d;
+  auto path = d.file("bad.sqlite");
+  {
+    db::RunWriter w(path, {"", "bad", "run", 1});
+    w.on_event(test::synthetic_event(0, 1));
+    w.finish(RunStatus::Finished);
+  }
+  {
+    db::Connection c(path, db::Connection::Mode::ReadWrite);
+    c.exec("UPDATE events SET replica = 40000;");
+  }
+  try {
+    db::RunReader r(path);
+    FAIL() << "opened a file with replica 40000";
+  } catch (const db::DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("events.replica spans 40000..40000"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunDb, LiveReaderSeesCommittedBatches) {

@@ -113,6 +113,51 @@ TEST(Telemetry, EveryKindArrivesInOrderWithoutGaps) {
   EXPECT_EQ(sub.stats().events, static_cast<std::uint64_t>(n));
 }
 
+// Protocol minor 2 (issue 39): an all-reduce bucket of replica 3 arrives
+// as sent, and a message from a sender before it (no replica field) reads
+// as replica 0.
+TEST(Telemetry, AllReduceEventCarriesItsReplica) {
+  Event ar;
+  ar.stage = 2;
+  ar.replica = 3;
+  ar.kind = EventKind::AllReduce;
+  ar.start_ns = 7000;
+  ar.end_ns = 9500;
+  ar.bytes = 25 << 20;
+  ar.first_layer = 8;
+  ar.last_layer = 11;
+  Publisher pub("run-dp", fast_heartbeat());
+  Subscriber sub(pub.endpoint());
+  ASSERT_TRUE(sub.wait_connected(3s));
+  pub.on_event(ar);
+  pub.status(RunStatus::Finished);
+  std::vector<Event> got;
+  for (bool done = false; !done;) {
+    auto m = sub.receive(3s);
+    ASSERT_TRUE(m) << "timed out";
+    if (m->topic == Topic::Events)
+      for (const auto& e : m->envelope.events().events()) got.push_back(from_pb(e));
+    done = m->topic == Topic::Status && m->envelope.status().state() == pb::FINISHED;
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].kind, EventKind::AllReduce);
+  EXPECT_EQ(got[0].replica, 3);
+  EXPECT_EQ(got[0].stage, 2);
+  EXPECT_EQ(got[0].bytes, 25 << 20);
+  EXPECT_EQ(got[0].start_ns, 7000);
+  EXPECT_EQ(got[0].end_ns, 9500);
+  EXPECT_EQ(got[0].first_layer, 8);
+  EXPECT_EQ(got[0].last_layer, 11);
+  EXPECT_EQ(sub.stats().malformed + sub.stats().unknown, 0u);
+
+  pb::Event old_sender;
+  to_pb(ar, &old_sender);
+  old_sender.clear_replica();
+  EXPECT_EQ(from_pb(old_sender).replica, 0);
+  old_sender.set_replica(1 << 20);  // beyond Event::replica's 16 bits: damage, not a replica
+  EXPECT_EQ(from_pb(old_sender).replica, 0);
+}
+
 // A subscriber joining mid-run takes a snapshot and then sees every later
 // message: snapshot events + received events == all events, no gap.
 TEST(Telemetry, LateJoinerHasNoGapAfterItsSnapshot) {
