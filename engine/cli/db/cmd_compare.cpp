@@ -22,8 +22,19 @@ struct CompareArgs {
 int run_compare(const CompareArgs& args) {
   db::RunReader ra(args.a), rb(args.b);
   auto a = run_figures(ra), b = run_figures(rb);
+  // Runs of different (stages, replicas) splits compare on samples/s over
+  // every replica, and per device of the split.
+  auto per_device = [](const nlohmann::json& f) -> nlohmann::json {
+    const int devices = f["parallel"]["stages"].get<int>() * f["parallel"]["replicas"].get<int>();
+    if (!f["samples_per_s"].is_number() || devices <= 0) return nullptr;
+    return f["samples_per_s"].get<double>() / devices;
+  };
   // (label, a, b) rows; ratios are B/A.
   std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>> rows = {
+      {"stages", a["parallel"]["stages"], b["parallel"]["stages"]},
+      {"replicas", a["parallel"]["replicas"], b["parallel"]["replicas"]},
+      {"samples/s (all replicas)", a["samples_per_s"], b["samples_per_s"]},
+      {"samples/s per device", per_device(a), per_device(b)},
       {"throughput samples/s", a["throughput_samples_per_s"], b["throughput_samples_per_s"]},
       {"iteration ms", a["iteration_time_ms"], b["iteration_time_ms"]},
       {"bubble", a["bubble_fraction"], b["bubble_fraction"]},
@@ -54,13 +65,19 @@ int run_compare(const CompareArgs& args) {
     double d = v.get<double>();
     return d == static_cast<std::int64_t>(d) && std::abs(d) < 1e15 ? std::to_string(static_cast<std::int64_t>(d)) : fixed(d, 3);
   };
-  std::cout << "A: " << a["file"].get<std::string>() << " (" << a["name"].get<std::string>() << ", "
-            << a["status"].get<std::string>() << ")\nB: " << b["file"].get<std::string>() << " ("
-            << b["name"].get<std::string>() << ", " << b["status"].get<std::string>() << ")\n\n";
+  auto head = [](const char* label, const nlohmann::json& f) {
+    const int st = f["parallel"]["stages"].get<int>(), rep = f["parallel"]["replicas"].get<int>();
+    std::cout << label << ": " << f["file"].get<std::string>() << " (" << f["name"].get<std::string>() << ", "
+              << f["status"].get<std::string>() << "): " << st << " stage" << (st == 1 ? "" : "s") << " x " << rep
+              << " replica" << (rep == 1 ? "" : "s") << "\n";
+  };
+  head("A", a);
+  head("B", b);
+  std::cout << "\n";
   std::cout << "  figure                          A               B       B/A\n";
   for (auto& [k, x, y] : rows) {
     auto r = ratio(x, y);
-    std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << pad(show(x), 16) << pad(show(y), 16)
+    std::cout << "  " << k << std::string(k.size() < 24 ? 24 - k.size() : 1, ' ') << pad(show(x), 14) << pad(show(y), 16)
               << pad(r.is_null() ? "-" : fixed(r.get<double>(), 3), 10) << "\n";
   }
   return 0;

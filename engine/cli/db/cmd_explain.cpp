@@ -14,7 +14,11 @@ std::string ms(std::int64_t ns) { return fixed(ns / 1e6, 2); }
 
 void print_human(const nlohmann::json& x) {
   std::cout << "run " << x["run_id"].get<std::string>() << " (" << x["source"].get<std::string>() << ") of job "
-            << x["name"].get<std::string>() << ": iteration " << x["iteration"] << " of " << x["iterations"] << "\n\n";
+            << x["name"].get<std::string>() << ": iteration " << x["iteration"] << " of " << x["iterations"];
+  if (x.value("replicas", 1) > 1)
+    std::cout << ", replica " << x["replica"] << "'s pipeline (" << x["replicas"] << " replicas; "
+              << x["recorded_replicas"] << " recorded)";
+  std::cout << "\n\n";
   // Columns: the causes that occur anywhere; waits on named peers summed in
   // "dependency" and listed under the table.
   std::vector<std::string> cols;
@@ -60,6 +64,14 @@ void print_human(const nlohmann::json& x) {
   std::cout << "\n  by cause:";
   for (const auto& [k, v] : cp["causes"].items()) std::cout << "  " << k << " " << pct(v["share"].get<double>());
   std::cout << "\n";
+  if (x.contains("gradient_sync") && x["gradient_sync"].is_object()) {
+    const auto& g = x["gradient_sync"];
+    std::cout << "\ngradient sync (steps waiting for the replicas' all-reduce): " << ms(g["ns"]) << " ms, "
+              << pct(g["share"].get<double>()) << " of the stages' wall time";
+    if (g["largest_stage"].get<int>() >= 0)
+      std::cout << " (most on stage " << g["largest_stage"] << ": " << ms(g["largest_stage_ns"]) << " ms)";
+    std::cout << "; " << pct(g["critical_path_share"].get<double>()) << " of the critical path\n";
+  }
   const auto& p = x["predicted_vs_measured"];
   if (!p.is_null()) {
     std::cout << "\npredicted vs measured (plan " << p["plan_version"] << "): iteration " << fixed(p["measured_iteration_ms"].get<double>(), 2)
@@ -118,6 +130,7 @@ Action define_explain(Args& args) {
   struct A {
     std::string db;
     int iteration = -1;
+    int replica = 0;
     double threshold_ms = -1;
     bool json = false, no_suggestions = false;
   };
@@ -126,6 +139,7 @@ Action define_explain(Args& args) {
   args.integer("--iteration", a->iteration, 0, 1'000'000'000, "N", "the iteration to explain (default: the last complete one)");
   args.number("--threshold-ms", a->threshold_ms, 0, 1e9, "T",
               "an action starting this much off its prediction diverges (default: 5% of the predicted iteration)");
+  args.integer("--replica", a->replica, 0, 32767, "R", "the data-parallel replica whose pipeline is explained (default 0)");
   args.flag("--no-suggestions", a->no_suggestions, "skip the simulated suggestions");
   args.json(a->json);
   return [a, &args] {
@@ -133,6 +147,7 @@ Action define_explain(Args& args) {
     if (args.given("--iteration")) opt.iteration = a->iteration;
     if (args.given("--threshold-ms")) opt.threshold_ms = a->threshold_ms;
     opt.suggestions = !a->no_suggestions;
+    opt.replica = a->replica;
     db::RunReader r(a->db);
     auto x = explain_run(r, opt);
     if (a->json)

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -44,14 +45,22 @@ std::uint64_t export_chrome(const db::RunReader& r, const OutputTarget& target) 
     w.flow(id++, e.stage, e.t_ns, e.stage, e.resolved_ns >= 0 ? e.resolved_ns : e.t_ns,
            "subnet " + std::to_string(e.waiter) + " waits for " + std::to_string(e.waited_for) + " (layer " +
                std::to_string(e.layer) + ")");
-  // The attribution needs every event at once (a second pass over the file).
-  std::vector<Event> events;
-  r.for_each_event([&](const Event& e) { events.push_back(e); });
+  // The attribution needs every event at once (a second pass over the
+  // file), one pipeline at a time: the replicas share stage numbers.
+  std::vector<std::vector<Event>> events(static_cast<std::size_t>(r.replicas()));
+  r.for_each_event([&](const Event& e) {
+    const auto k = static_cast<std::size_t>(std::max<int>(e.replica, 0));  // a live file may have grown a replica
+    if (k >= events.size()) events.resize(k + 1);
+    events[k].push_back(e);
+  });
   AttributionOptions ao;
   ao.optimizer_steps_per_iteration = optimizer_steps_per_iteration(r.job());
-  Attribution a = attribute_idle(std::move(events), ao);
-  w.declare_idle_tracks();
-  for (const auto& i : a.intervals) w.on_idle(i);
+  for (int k = 0; k < static_cast<int>(events.size()); ++k) {
+    if (events[static_cast<std::size_t>(k)].empty()) continue;
+    Attribution a = attribute_idle(std::move(events[static_cast<std::size_t>(k)]), ao);
+    w.declare_idle_tracks(k);
+    for (const auto& i : a.intervals) w.on_idle(i, k);
+  }
   w.finish();
   file.commit();
   return n;
@@ -75,10 +84,10 @@ void export_csv(const db::RunReader& r, const std::string& dir, bool overwrite) 
     file.commit();
   };
   table("events", [&](std::ostream& out) {
-    out << "stage,kind,start_ns,end_ns,microbatch,chunk,first_layer,last_layer,bytes\n";
+    out << "stage,kind,start_ns,end_ns,microbatch,chunk,first_layer,last_layer,bytes,replica\n";
     r.for_each_event([&](const Event& e) {
       out << e.stage << ',' << to_string(e.kind) << ',' << e.start_ns << ',' << e.end_ns << ',' << e.microbatch << ','
-          << e.chunk << ',' << e.first_layer << ',' << e.last_layer << ',' << e.bytes << '\n';
+          << e.chunk << ',' << e.first_layer << ',' << e.last_layer << ',' << e.bytes << ',' << e.replica << '\n';
     });
   });
   table("memory", [&](std::ostream& out) {

@@ -24,6 +24,9 @@ void print_human(const nlohmann::json& f) {
                 << j["pipeline"].value("microbatches", 0) << " microbatches";
     std::cout << "\n";
   }
+  if (f["parallel"]["replicas"].get<int>() > 1)
+    std::cout << "  parallel   " << f["parallel"]["stages"] << " stages x " << f["parallel"]["replicas"] << " replicas ("
+              << f["parallel"]["recorded_replicas"] << " recorded)\n";
   if (f.contains("planner"))
     std::cout << "  plan       " << f["planner"].get<std::string>() << " (" << f["plans"] << " version"
               << (f["plans"].get<int>() == 1 ? "" : "s") << ")\n";

@@ -11,6 +11,7 @@
 #include "core/analysis/suggestions.h"
 #include "core/plan/plan.h"
 #include "core/spec/job_spec.h"
+#include "core/spec/refusal.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -54,6 +55,39 @@ nlohmann::json path_json(const CriticalPath& cp) {
                      {"microbatch", s.microbatch}});
   j["steps"] = steps;
   return j;
+}
+
+// The optimizer steps' wait for the replicas' all-reduce, summed over the
+// stages of the iteration, against their wall time and on the critical
+// path; null for a run without replicas and without such waits.
+nlohmann::json gradient_sync_json(const Attribution& a, const CriticalPath& cp, int iteration, std::int64_t wall, int replicas) {
+  const int k = static_cast<int>(IdleCause::GradientSync);
+  std::int64_t total = 0, largest = 0;
+  int largest_stage = -1;
+  for (const auto& s : a.stage_iterations) {
+    if (s.iteration != iteration) continue;
+    total += s.cause_ns[k];
+    if (s.cause_ns[k] > largest) largest = s.cause_ns[k], largest_stage = s.stage;
+  }
+  if (total == 0 && cp.cause_ns[k] == 0 && replicas <= 1) return nullptr;
+  const double len = static_cast<double>(std::max<std::int64_t>(cp.length_ns(), 1));
+  return {{"ns", total},
+          {"share", total / static_cast<double>(std::max<std::int64_t>(wall, 1))},
+          {"largest_stage", largest_stage},
+          {"largest_stage_ns", largest},
+          {"critical_path_ns", cp.cause_ns[k]},
+          {"critical_path_share", cp.cause_ns[k] / len}};
+}
+
+// Replicas the run trained with: its last plan's parallel.data (the
+// simulator records one replica of several), else those it recorded.
+int planned_replicas(const db::RunReader& r, int recorded) {
+  auto plans = r.plans();
+  if (plans.empty()) return recorded;
+  const auto& p = plans.back().plan;
+  if (!p.contains("parallel") || !p["parallel"].is_object()) return recorded;
+  const auto& d = p["parallel"].value("data", nlohmann::json(recorded));
+  return d.is_number_integer() && d.get<std::int64_t>() >= 1 ? std::max(static_cast<int>(d.get<std::int64_t>()), recorded) : recorded;
 }
 
 // The simulator's timeline of the plan the run used, when it recorded its job, plan and profile.
@@ -146,10 +180,17 @@ nlohmann::json suggestions_json(const db::RunReader& r, double error, nlohmann::
 }  // namespace
 
 nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
+  // One pipeline: the replicas share stage numbers, and each runs alike.
+  const int replicas = r.replicas();
+  if (opt.replica < 0 || opt.replica >= replicas)
+    throw UsageError("--replica " + std::to_string(opt.replica) + ": the run recorded " + std::to_string(replicas) +
+                     " replica" + (replicas == 1 ? "" : "s") + " (0.." + std::to_string(replicas - 1) + ")");
   std::vector<Event> events;
-  events.reserve(static_cast<std::size_t>(std::max<std::int64_t>(r.event_count(), 0)));
-  r.for_each_event([&](const Event& e) { events.push_back(e); });
-  if (events.empty()) throw std::runtime_error("the run recorded no events: nothing to explain");
+  events.reserve(static_cast<std::size_t>(std::max<std::int64_t>(r.event_count(), 0) / replicas));
+  r.for_each_event([&](const Event& e) {
+    if (e.replica == opt.replica) events.push_back(e);
+  });
+  if (events.empty()) throw RefusedError(r.path() + ": the run recorded no events: nothing to explain");
 
   AttributionOptions ao;
   const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
@@ -169,6 +210,10 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   j["name"] = r.run().name;
   j["iteration"] = iteration;
   j["iterations"] = a.iterations;
+  j["replica"] = opt.replica;
+  j["recorded_replicas"] = replicas;
+  const int planned = planned_replicas(r, replicas);
+  j["replicas"] = planned;
   j["events"] = events.size();
   nlohmann::json stages = nlohmann::json::array();
   std::int64_t wall = 0, compute = 0;
@@ -188,7 +233,9 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   }
   j["stages"] = stages;
   j["totals"] = {{"wall_ns", wall}, {"compute_ns", compute}, {"causes", totals}};
-  j["critical_path"] = path_json(critical_path(events, a, iteration));
+  const CriticalPath cp = critical_path(events, a, iteration);
+  j["critical_path"] = path_json(cp);
+  j["gradient_sync"] = gradient_sync_json(a, cp, iteration, wall, planned);
   nlohmann::json notes = nlohmann::json::array();
   try {
     auto p = predicted_vs_measured(r, events, a, iteration, opt, notes);

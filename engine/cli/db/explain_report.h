@@ -12,6 +12,7 @@ struct ExplainOptions {
   std::optional<int> iteration;          // default: the last complete one
   std::optional<double> threshold_ms;    // predicted vs measured; default 5% of the predicted iteration
   bool suggestions = true;
+  int replica = 0;  // which data-parallel replica's pipeline is explained
 };
 
 // `pipewright explain`'s report on a recorded run (docs/explain.md): per

@@ -71,6 +71,30 @@ nlohmann::json run_figures(const db::RunReader& r) {
     j["iteration_time_ms"] = nullptr;
   }
 
+  // The (stages, replicas) split the run trained with, from its last plan
+  // (the simulator records one replica of several); the job's or the
+  // recorded replicas where no plan says.
+  const int recorded_replicas = r.replicas();
+  int split_stages = run.stages, split_replicas = recorded_replicas;
+  if (!plans.empty() && plans.back().plan.contains("parallel") && plans.back().plan["parallel"].is_object()) {
+    const auto& par = plans.back().plan["parallel"];
+    split_stages = par.value("stages", split_stages);
+    split_replicas = std::max(par.value("data", split_replicas), 1);
+  } else if (job.is_object() && job.contains("parallel") && job["parallel"].is_object() &&
+             job["parallel"].contains("data") && job["parallel"]["data"].is_number_integer()) {
+    split_replicas = std::max(job["parallel"]["data"].get<int>(), 1);
+  }
+  j["parallel"] = {{"stages", split_stages}, {"replicas", split_replicas}, {"recorded_replicas", recorded_replicas}};
+  // Samples per second over every replica: the global batch (split among
+  // the replicas) per mean iteration, so runs of different splits compare
+  // on the same figure whatever each producer's throughput sample counts.
+  const bool has_batch = job.is_object() && job.contains("training") && job["training"].is_object() &&
+                         job["training"].contains("batch_size") && job["training"]["batch_size"].is_number();
+  if (has_batch && j["iteration_time_ms"].is_number() && j["iteration_time_ms"].get<double>() > 0)
+    j["samples_per_s"] = job["training"]["batch_size"].get<double>() / (j["iteration_time_ms"].get<double>() / 1e3);
+  else
+    j["samples_per_s"] = j["throughput_samples_per_s"];
+
   auto stats = r.stage_stats();
   std::uint64_t events = 0;
   std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
@@ -99,14 +123,15 @@ nlohmann::json run_figures(const db::RunReader& r) {
     if (kinds[k]) by_kind[to_string(static_cast<EventKind>(k))] = kinds[k];
   j["events_by_kind"] = by_kind;
   int nstages = std::max<int>(run.stages, static_cast<int>(stats.size()));
-  // Bubble over the recorded span.
-  j["bubble_fraction"] = bubble_fraction(static_cast<double>(busy), nstages, static_cast<double>(span));
+  // Bubble over the recorded span; every recorded replica's stage s is its
+  // own device, all of them in the busy sums.
+  j["bubble_fraction"] = bubble_fraction(static_cast<double>(busy), nstages * recorded_replicas, static_cast<double>(span));
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : stats)
     st.push_back({{"stage", s.stage},
                   {"events", s.events},
                   {"busy_ns", s.busy_ns},
-                  {"busy_fraction", busy_fraction(static_cast<double>(s.busy_ns), static_cast<double>(span))},
+                  {"busy_fraction", busy_fraction(static_cast<double>(s.busy_ns), static_cast<double>(span) * recorded_replicas)},
                   {"first_start_ns", s.first_start_ns},
                   {"last_end_ns", s.last_end_ns},
                   {"bytes", s.bytes},

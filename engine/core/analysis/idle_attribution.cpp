@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kCauseNames[kIdleCauseCount] = {"fill",          "drain",     "dependency", "transfer",
                                                       "recompute",     "swap_stall", "optimizer", "host_overhead",
-                                                      "imbalance",     "migration"};
+                                                      "imbalance",     "migration",  "gradient_sync"};
 
 // What occupies a stage, by priority: nested policy work is taken out of the
 // compute around it (the engine's swaps and recomputes run inside its
@@ -119,6 +119,7 @@ class Attributor {
     nested_.assign(ev_.size(), false);
     recvs_.resize(stages_);
     swapins_.resize(stages_);
+    collectives_.resize(stages_);
     std::size_t cur_compute = SIZE_MAX;
     int cur_stage = -1;
     for (std::size_t i = 0; i < ev_.size(); ++i) {
@@ -146,6 +147,8 @@ class Attributor {
         sends_.add(key_of(e.microbatch, e.first_layer, e.stage), e.start_ns, i);
       } else if (e.kind == EventKind::Recv) {
         recvs_[e.stage].push_back(i);
+      } else if (is_collective(e.kind)) {
+        collectives_[e.stage].push_back(i);
       }
     }
     for (int s = cur_stage + 1; s <= stages_; ++s) begin_[s] = ev_.size();
@@ -269,7 +272,14 @@ class Attributor {
                     std::size_t stage_end) {
     const int s = it.stage;
     const Event* a = &ev_[next];
-    if (a->kind == EventKind::OptimizerStep) return add(it, out, IdleCause::Optimizer, g0, g1);
+    if (a->kind == EventKind::OptimizerStep) {
+      // The step waits first for the last gradient bucket to be all-reduced
+      // (if it was still going when the compute ended), then the rest is the
+      // step's own (outstanding sends, host work after the buckets).
+      const std::int64_t synced = std::clamp(last_collective_end(s, g1), g0, g1);
+      add(it, out, IdleCause::GradientSync, g0, synced);
+      return add(it, out, IdleCause::Optimizer, synced, g1);
+    }
     if (a->kind == EventKind::Recompute) {
       // The simulator recomputes right before the backward that needs it: the wait is that backward's.
       for (std::size_t j = next + 1; j < stage_end && j < next + 8; ++j)
@@ -335,6 +345,21 @@ class Attributor {
       if (r.microbatch == mb) return static_cast<long>(*it);
     }
     return -1;
+  }
+
+  // The latest end among the stage's collectives that started before t:
+  // the step waits for every bucket, and the collective stream may finish
+  // them out of start order only where several start at one instant.
+  std::int64_t last_collective_end(int s, std::int64_t t) const {
+    const auto& v = collectives_[s];
+    auto it = std::lower_bound(v.begin(), v.end(), t, [&](std::size_t i, std::int64_t u) { return ev_[i].start_ns < u; });
+    std::int64_t end = std::numeric_limits<std::int64_t>::min();
+    while (it != v.begin()) {
+      --it;
+      end = std::max(end, ev_[*it].end_ns);
+      if (it == v.begin() || ev_[*std::prev(it)].start_ns != ev_[*it].start_ns) break;
+    }
+    return end;
   }
 
   long last_swapin(int s, int mb, int chunk, std::int64_t g1) const {
@@ -438,7 +463,7 @@ class Attributor {
   int stages_ = 0, iterations_ = 0;
   std::vector<std::size_t> begin_;
   std::vector<bool> nested_;
-  std::vector<std::vector<std::size_t>> recvs_, swapins_;
+  std::vector<std::vector<std::size_t>> recvs_, swapins_, collectives_;
   RefIndex fwd_out_, bwd_in_, sends_;
   std::vector<std::vector<Window>> win_;
   std::vector<std::int64_t> last_bwd_;

@@ -21,8 +21,10 @@ enum class IdleCause : std::uint8_t {
   HostOverhead,  // the input is there, the stage is not computing: host work between actions
   Imbalance,     // at the iteration's end, waiting after all backwards for other stages' longer tails
   Migration,     // moving layers between stages
+  GradientSync,  // the optimizer step waiting, after the stage's compute, for the all-reduce of its
+                 // gradients over its data-parallel replicas (the last bucket's end)
 };
-constexpr int kIdleCauseCount = 10;
+constexpr int kIdleCauseCount = 11;
 const char* to_string(IdleCause c);
 
 struct IdleInterval {
@@ -78,7 +80,9 @@ struct Attribution {
 // matched by microbatch and layers (an activation for layers from L is the
 // forward ending at L-1, a gradient the backward starting at last+1), so
 // the schedule is not needed; the engine's receive events give the arrival
-// time, the simulator's send events the link's. Runs in O(n log n).
+// time, the simulator's send events the link's. The events are one
+// pipeline's: with data-parallel replicas, one replica's (they share stage
+// numbers). Runs in O(n log n).
 Attribution attribute_idle(std::vector<Event> events, const AttributionOptions& opt = {});
 
 }  // namespace pw

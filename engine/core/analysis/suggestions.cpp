@@ -39,6 +39,13 @@ std::string percent(double f) {
   return buf;
 }
 
+// 12.5 -> "12.5", 50 -> "50": as a user would write it in --set.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string range_text(int a, int b) { return a == b ? "layer " + std::to_string(a) : "layers " + std::to_string(a) + "-" + std::to_string(b); }
 
 }  // namespace
@@ -112,6 +119,32 @@ SuggestionReport suggest_changes(const nlohmann::json& doc, int max, double mode
   }
   if (job.pipeline.schedule == ScheduleKind::GPipe)
     cands.push_back({"1F1B instead of GPipe", "memory (fewer activations in flight)", {"pipeline.schedule=1f1b"}});
+  // With replicas, the gradients' all-reduce before each step: buckets of
+  // another size (fewer latencies, or an earlier start under the backward),
+  // half the replicas over twice the stages (each all-reduce over fewer
+  // peers, more microbatches to fill the pipeline), or the planner's split.
+  if (job.parallel.data > 1) {
+    const std::string sync = "gradient sync";
+    for (double f : {0.5, 2.0, 4.0}) {
+      const double mb = job.parallel.bucket_mb * f;
+      cands.push_back({"gradient buckets of " + number_text(mb) + " MB instead of " + number_text(job.parallel.bucket_mb),
+                       sync, {"parallel.bucket_mb=" + number_text(mb)}});
+    }
+    const int d = job.parallel.data, st = job.pipeline.stages;
+    if (d % 2 == 0 && !job.pipeline.stages_auto) {
+      Candidate c{std::to_string(d / 2) + " replicas of " + std::to_string(2 * st) + " stages instead of " +
+                      std::to_string(d) + " of " + std::to_string(st),
+                  sync + ", fill, drain",
+                  {"parallel.data=" + std::to_string(d / 2), "pipeline.stages=" + std::to_string(2 * st)}};
+      if (explicit_count) c.overrides.push_back("pipeline.microbatches=" + std::to_string(2 * job.pipeline.microbatches));
+      cands.push_back(c);
+    }
+    // "auto" chooses the microbatch count with the split: a count given in
+    // the job is refused with it.
+    if (!explicit_count)
+      cands.push_back({"stages and replicas chosen by the planner", sync + ", fill, drain",
+                       {"parallel.data=auto", "pipeline.stages=auto"}, true});
+  }
 
   for (const auto& c : cands) {
     Outcome after;
@@ -126,9 +159,16 @@ SuggestionReport suggest_changes(const nlohmann::json& doc, int max, double mode
     Suggestion s;
     s.change = c.change;
     if (c.describe_plan) {
-      std::string what = describe_plan_change(before.plan, after.plan);
-      if (what == "the same plan") continue;
-      s.change += ": " + what;
+      // Another (stages, replicas) split is the change: layers moving
+      // between pipelines of different depths would not read as one.
+      const int stages = static_cast<int>(after.plan.stages.size());
+      if (stages != static_cast<int>(before.plan.stages.size()) || after.plan.data_parallel != before.plan.data_parallel) {
+        s.change += ": " + std::to_string(after.plan.data_parallel) + " replicas of " + std::to_string(stages) + " stages";
+      } else {
+        std::string what = describe_plan_change(before.plan, after.plan);
+        if (what == "the same plan") continue;
+        s.change += ": " + what;
+      }
     }
     s.addresses = c.addresses;
     s.overrides = c.overrides;

@@ -32,7 +32,9 @@ struct SuggestionReport {
 
 // Tries more microbatches (smaller ones, same batch), every other planner
 // (moving layers between stages, other memory policies) and 1F1B instead of
-// GPipe; keeps the feasible ones that shorten the simulated iteration, at
+// GPipe, and with data-parallel replicas other gradient bucket sizes, half
+// the replicas over twice the stages and the planner's (stages, replicas)
+// split; keeps the feasible ones that shorten the simulated iteration, at
 // most `max`. `job` is the job document as recorded (after overrides).
 // `model_error` (model_error(), a fraction) is how far the simulator was
 // off on the run the job made: suggestions whose simulated gain does not

@@ -1,5 +1,6 @@
 #include "core/trace/chrome_trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -26,21 +27,39 @@ int sort_index(int stage, int lane) { return stage * 5 + (lane == 0 ? 0 : lane +
 }  // namespace
 
 ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name)
-    : out_(out), stages_(stages) {
+    : out_(out), stages_(stages), process_name_(process_name) {
   out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  declare_replica(0);
+}
+
+// One process per data-parallel replica (pid 1 + replica; replica 0 is the
+// one a run without replicas has), declared when its first event comes:
+// their stages share numbers, each process has its own stage tracks.
+int ChromeTraceWriter::declare_replica(int replica) {
+  replica = std::max(replica, 0);
+  const int pid = 1 + replica;
+  if (static_cast<int>(declared_.size()) > replica && declared_[replica]) return pid;
+  if (static_cast<int>(declared_.size()) <= replica) declared_.resize(replica + 1, false);
+  declared_[replica] = true;
   sep();
-  out_ << R"({"ph":"M","pid":1,"name":"process_name","args":{"name":)" << nlohmann::json(process_name).dump() << "}}";
+  out_ << R"({"ph":"M","pid":)" << pid << R"(,"name":"process_name","args":{"name":)"
+       << nlohmann::json(replica == 0 ? process_name_ : process_name_ + " replica " + std::to_string(replica)).dump() << "}}";
+  if (replica > 0) {
+    sep();
+    out_ << R"({"ph":"M","pid":)" << pid << R"(,"name":"process_sort_index","args":{"sort_index":)" << pid << "}}";
+  }
   const char* lanes[kEventLaneCount] = {"compute", "copy", "link", "allreduce"};
-  for (int s = 0; s < stages; ++s)
+  for (int s = 0; s < stages_; ++s)
     for (int l = 0; l < kEventLaneCount; ++l) {
-      const int tid = l == static_cast<int>(EventLane::Collective) ? 4 * stages + s : s * 3 + l;
+      const int tid = l == static_cast<int>(EventLane::Collective) ? 4 * stages_ + s : s * 3 + l;
       sep();
-      out_ << R"({"ph":"M","pid":1,"tid":)" << tid << R"(,"name":"thread_name","args":{"name":"stage )" << s
+      out_ << R"({"ph":"M","pid":)" << pid << R"(,"tid":)" << tid << R"(,"name":"thread_name","args":{"name":"stage )" << s
            << " " << lanes[l] << "\"}}";
       sep();
-      out_ << R"({"ph":"M","pid":1,"tid":)" << tid << R"(,"name":"thread_sort_index","args":{"sort_index":)"
+      out_ << R"({"ph":"M","pid":)" << pid << R"(,"tid":)" << tid << R"(,"name":"thread_sort_index","args":{"sort_index":)"
            << sort_index(s, l) << "}}";
     }
+  return pid;
 }
 
 ChromeTraceWriter::~ChromeTraceWriter() { finish(); }
@@ -51,8 +70,9 @@ void ChromeTraceWriter::sep() {
 }
 
 void ChromeTraceWriter::on_event(const Event& e) {
+  const int pid = declare_replica(e.replica);
   sep();
-  out_ << R"({"ph":"X","pid":1,"tid":)" << track(e.stage, e.kind, stages_) << R"(,"name":")" << to_string(e.kind);
+  out_ << R"({"ph":"X","pid":)" << pid << R"(,"tid":)" << track(e.stage, e.kind, stages_) << R"(,"name":")" << to_string(e.kind);
   if (e.microbatch >= 0) out_ << " " << e.microbatch;
   out_ << R"(","cat":")" << to_string(e.kind) << R"(","ts":)";
   write_us(out_, e.start_ns);
@@ -83,20 +103,22 @@ void ChromeTraceWriter::flow(int id, int from_stage, std::int64_t from_ns, int t
   out_ << "}";
 }
 
-void ChromeTraceWriter::declare_idle_tracks() {
+void ChromeTraceWriter::declare_idle_tracks(int replica) {
+  const int pid = declare_replica(replica);
   for (int s = 0; s < stages_; ++s) {
     sep();
-    out_ << R"({"ph":"M","pid":1,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_name","args":{"name":"stage )" << s
+    out_ << R"({"ph":"M","pid":)" << pid << R"(,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_name","args":{"name":"stage )" << s
          << " idle\"}}";
     sep();
-    out_ << R"({"ph":"M","pid":1,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_sort_index","args":{"sort_index":)"
+    out_ << R"({"ph":"M","pid":)" << pid << R"(,"tid":)" << 3 * stages_ + s << R"(,"name":"thread_sort_index","args":{"sort_index":)"
          << s * 5 + 1 << "}}";
   }
 }
 
-void ChromeTraceWriter::on_idle(const IdleInterval& i) {
+void ChromeTraceWriter::on_idle(const IdleInterval& i, int replica) {
+  const int pid = declare_replica(replica);
   sep();
-  out_ << R"({"ph":"X","pid":1,"tid":)" << 3 * stages_ + i.stage << R"(,"name":")" << cause_name(i)
+  out_ << R"({"ph":"X","pid":)" << pid << R"(,"tid":)" << 3 * stages_ + i.stage << R"(,"name":")" << cause_name(i)
        << R"(","cat":"idle_cause","ts":)";
   write_us(out_, i.start_ns);
   out_ << ",\"dur\":";

@@ -9,9 +9,10 @@
 namespace pw {
 
 // Streams events as a Chrome / Perfetto trace (JSON array format): one
-// process, one track (thread) per stage, plus a track per stage's copy
-// engine for swaps and one for its outgoing transfers. Nothing is
-// buffered, so it works for runs of millions of events.
+// process per data-parallel replica (one for a run without replicas), one
+// track (thread) per stage, plus a track per stage's copy engine for swaps,
+// one for its outgoing transfers and one for its gradient all-reduce.
+// Nothing is buffered, so it works for runs of millions of events.
 class ChromeTraceWriter final : public EventSink {
  public:
   ChromeTraceWriter(std::ostream& out, int stages, const std::string& process_name);
@@ -24,14 +25,18 @@ class ChromeTraceWriter final : public EventSink {
   // The idle-time attribution (core/analysis): one more track per stage,
   // "stage N idle", drawn under its compute track, one slice per interval
   // named by its cause, so trace tools can query them.
-  void declare_idle_tracks();
-  void on_idle(const IdleInterval& i);
+  // `replica`: whose pipeline the intervals were attributed on.
+  void declare_idle_tracks(int replica = 0);
+  void on_idle(const IdleInterval& i, int replica = 0);
   void finish();
 
  private:
   void sep();
+  int declare_replica(int replica);  // its pid
   std::ostream& out_;
   int stages_ = 0;
+  std::string process_name_;
+  std::vector<bool> declared_;  // by replica: its process and tracks written
   bool first_ = true;
   bool finished_ = false;
 };
