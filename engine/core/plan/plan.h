@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -120,6 +121,12 @@ struct Plan {
   // Replicas of (virtual) stage s: replicas[s] where given, else data_parallel.
   int replicas_of(int s) const {
     return s >= 0 && s < static_cast<int>(replicas.size()) ? replicas[s] : data_parallel;
+  }
+  // Workers of (virtual) stage s within one replica of the pipeline: its
+  // replicas over data_parallel (1 without per-stage replicas). They take
+  // its microbatches round-robin (docs/simulator.md models them).
+  int stage_share(int s) const {
+    return replicas.empty() ? 1 : std::max(1, replicas_of(s) / std::max(1, data_parallel));
   }
   // Stage holding `layer`, or -1.
   int stage_of(int layer) const;

@@ -142,9 +142,8 @@ class Simulation {
       // take its microbatches round-robin, which in steady state computes
       // 1 / share of each microbatch's time; its gradients are all-reduced
       // over all its replicas, share x parallel.data.
-      const int group =
-          in_.plan->replicas.empty() ? std::max(1, in_.sync.replicas) : std::max(1, in_.plan->replicas_of(j));
-      const double share = std::max(1, group / std::max(1, in_.sync.replicas));
+      const int share = in_.plan->stage_share(j);
+      const int group = share * std::max(1, in_.sync.replicas);
       GradientSync stage_sync = in_.sync;
       stage_sync.replicas = group;
       sync_on_ = sync_on_ || stage_sync.enabled();

@@ -82,7 +82,8 @@ struct Collect : EventSink {
 };
 
 // What the profile says device d computes per iteration (forward and full
-// backward of each microbatch through each of its virtual stages) and
+// backward of each microbatch through each of its virtual stages, a share
+// of it where the stage has workers of its own: Plan::stage_share) and
 // holds whatever runs (weights, their gradients, the optimizer's state).
 struct DeviceBound {
   double compute_ms = 0;
@@ -94,10 +95,11 @@ std::vector<DeviceBound> device_bounds(const PreparedJob& p) {
   std::vector<DeviceBound> out(s.devices());
   for (int d = 0; d < s.devices(); ++d)
     for (int c = 0; c < s.chunks(); ++c) {
-      const StageRange& r = p.plan.stages[s.virtual_stage(d, c)];
+      const int v = s.virtual_stage(d, c);
+      const StageRange& r = p.plan.stages[v];
       for (int l = r.first_layer; l <= r.last_layer; ++l) {
         const LayerProfile& L = p.profile.layers[l];
-        out[d].compute_ms += s.microbatches() * (L.fwd_ms + L.bwd_ms);
+        out[d].compute_ms += s.microbatches() * (L.fwd_ms + L.bwd_ms) / p.plan.stage_share(v);
         out[d].optimizer_ms += L.optimizer_ms;
         out[d].static_bytes += 2 * L.param_bytes + L.optimizer_bytes;
       }
@@ -149,7 +151,7 @@ RC_GTEST_PROP(SimProperties, AnyValidJobKeepsTheInvariants, ()) {
     for (int v = 0; v < static_cast<int>(p.plan.stages.size()); ++v)
       for (int l = p.plan.stages[v].first_layer; l <= p.plan.stages[v].last_layer; ++l) {
         const LayerProfile& L = p.profile.layers[l];
-        path += L.fwd_ms + L.bwd_ms - (split && v > 0 ? weight_grad_ms(L) : 0);
+        path += (L.fwd_ms + L.bwd_ms - (split && v > 0 ? weight_grad_ms(L) : 0)) / p.plan.stage_share(v);
       }
     RC_ASSERT(r.iteration_time_ms + eps >= path);
   }
