@@ -35,7 +35,10 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
             << (job.pipeline.schedule_auto ? " (auto)" : "") << ", "
             << job.pipeline.microbatches << " microbatches of " << job.training.microbatch_size << "; found in "
             << fixed(plan.planning_time_ms, 2) << " ms\n\n";
-  std::cout << "  stage  layers      n   recompute            swap                 time/mb ms   peak memory / budget\n";
+  // PipeDream's per-stage replication: each stage's workers (x the replicas of the pipeline).
+  const bool per_stage = !plan.replicas.empty();
+  std::cout << "  stage  layers      n   recompute            swap                 time/mb ms   peak memory / budget"
+            << (per_stage ? "   replicas" : "") << "\n";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& r = plan.stages[s];
     std::vector<int> rec, swp;
@@ -54,7 +57,8 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
     std::cout << pad(std::to_string(s), 7) << "  " << layers << std::string(layers.size() < 10 ? 10 - layers.size() : 1, ' ')
               << pad(std::to_string(r.size()), 3) << "   " << cell(rec, 21) << cell(swp, 21) << pad(fixed(pr.time_ms, 2), 10)
               << pad(gib(pr.peak_memory_bytes), 14) << " / " << gib(pr.memory_budget_bytes) << " (" << pct(used) << ")"
-              << (pr.peak_memory_bytes > pr.memory_budget_bytes ? "  OOM" : "") << "\n";
+              << (pr.peak_memory_bytes > pr.memory_budget_bytes ? "  OOM" : "")
+              << (per_stage ? "   " + std::to_string(plan.replicas_of(static_cast<int>(s))) : "") << "\n";
   }
   std::cout << "\n  iteration " << fixed(plan.iteration_time_ms, 2) << " ms, " << fixed(plan.throughput_samples_per_s, 1)
             << " samples/s"
