@@ -3,27 +3,54 @@
 #include "runtime/coordinator/coordinator_impl.h"
 
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
+#include "core/io/checkpoint_index.h"
+#include "core/spec/bounded_json.h"
 #include "core/spec/spec_error.h"
-#include "core/io/checked_write.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/protocol.h"
 
 namespace pw::rt::coordinator_impl {
+namespace {
 
-// Where a resumed run starts: the newest checkpoint every stage completed,
-// with the partition it was saved under (a live migration may have
-// changed it from the job's plan).
+// What every complete checkpoint holds: a state file per stage process and
+// stage 0's plan.json (the partition the files follow).
+std::vector<std::string> checkpoint_files(int stages) {
+  std::vector<std::string> files{"plan.json"};
+  for (int r = 0; r < stages; ++r) files.push_back("stage" + std::to_string(r) + ".pt");
+  return files;
+}
+
+}  // namespace
+
+// The checkpoint a resume continues, checked whole before anything of the
+// run is touched or started: the index's position and directory, every
+// file's size and digest (core/io/checkpoint_index.h), and a position this
+// job still has iterations after.
+void Coordinator::check_resume_point() {
+  resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job.pipeline.stages));
+  const std::int64_t at = resume_point_->position, total = opt_.job.training.iterations;
+  if (at >= total)
+    throw SpecError("training.iterations", std::to_string(total) + " iterations, the checkpoint " + resume_point_->dir +
+                                               " is at iteration " + std::to_string(at) +
+                                               ": nothing left to train (raise training.iterations)");
+}
+
+// Where a resumed run starts: the checked checkpoint, with the partition it
+// was saved under (a live migration may have changed it from the job's plan).
 nlohmann::json Coordinator::read_resume_point(PreparedJob& prepared) {
-  namespace fs = std::filesystem;
-  std::ifstream in(opt_.resume_dir + "/checkpoint/meta.json");
-  if (!in) throw std::runtime_error(opt_.resume_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
-  auto meta = nlohmann::json::parse(in);
-  std::string dir = opt_.resume_dir + "/" + meta.value("dir", std::string("checkpoint"));
-  if (!opt_.plan && fs::exists(dir + "/plan.json")) {
-    Plan saved = plan_from_json(nlohmann::json::parse(std::ifstream(dir + "/plan.json")));
+  const std::string& dir = resume_point_->dir;
+  const std::string plan_file = dir + "/plan.json";
+  if (!opt_.plan) {
+    Plan saved;
+    try {
+      saved = plan_from_json(parse_bounded_json(read_bounded_file(plan_file, 64u << 20, "checkpoint plan")));
+    } catch (const SpecError& e) {
+      throw CheckpointRefused(plan_file + ": " + e.path() + ": " + e.reason());
+    } catch (const std::exception&) {
+      throw CheckpointRefused(plan_file + ": not a plan this engine wrote");
+    }
     validate_plan(saved, prepared.profile.size());
     if (static_cast<int>(saved.stages.size()) != prepared.schedule->virtual_stages())
       throw SpecError("pipeline.schedule", "the checkpoint's partition has " + std::to_string(saved.stages.size()) +
@@ -32,25 +59,24 @@ nlohmann::json Coordinator::read_resume_point(PreparedJob& prepared) {
                                                "; a resume cannot change the layout of the stages");
     prepared.plan = saved;
   }
-  return {{"iteration", meta.at("iteration")}, {"dir", dir}};
+  return {{"iteration", resume_point_->position}, {"dir", dir}};
 }
 
 // A checkpoint is complete when every stage has saved it; meta.json then
-// points at it (written atomically) and older ones are removed.
+// points at it with each file's size and digest (written atomically) and
+// older ones are removed.
 void Coordinator::note_checkpoints() {
   std::int64_t complete = std::numeric_limits<std::int64_t>::max();
   for (int r = 0; r < world_; ++r) complete = std::min(complete, read_counter(*store_, keys::checkpoint_saved(r)));
   if (complete <= last_checkpoint_) return;
   namespace fs = std::filesystem;
   fs::path root = fs::path(opt_.run_dir) / "checkpoint";
-  write_file_atomically((root / "meta.json").string(),
-                        nlohmann::json{{"iteration", complete}, {"dir", "checkpoint/" + std::to_string(complete)}}.dump() + "\n",
-                        "checkpoint index");
+  write_checkpoint_index(opt_.run_dir, "iteration", complete, checkpoint_files(opt_.job.pipeline.stages));
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(root, ec)) {
     const std::string name = d.path().filename().string();
-    if (d.is_directory() && !name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
-        std::stoll(name) < complete)
+    if (d.is_directory() && !name.empty() && name.size() <= 18 &&
+        name.find_first_not_of("0123456789") == std::string::npos && std::stoll(name) < complete)
       fs::remove_all(d.path(), ec);
   }
   last_checkpoint_ = complete;

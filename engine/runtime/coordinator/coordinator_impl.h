@@ -8,11 +8,14 @@
 #include <csignal>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/events/clock.h"
+#include "core/io/checkpoint_index.h"
+#include "core/io/run_dir_lock.h"
 #include "runtime/coordinator.h"
 #include "runtime/coordinator/event_tail.h"
 #include "runtime/failure_kind.h"
@@ -72,7 +75,10 @@ class Coordinator {
   void after_workers();
   // workers.cpp
   void shutdown();
+  // run.cpp
+  void lock_directories();
   // checkpoints.cpp
+  void check_resume_point();
   nlohmann::json read_resume_point(PreparedJob& prepared);
   void note_checkpoints();
   // event_tail.cpp
@@ -84,6 +90,9 @@ class Coordinator {
 
   RunOptions opt_;
   RunObserver* obs_;
+  // The run directory and the one resumed from: this run's alone while it lasts.
+  std::vector<std::shared_ptr<RunDirLock>> locks_;
+  std::optional<CheckpointIndex> resume_point_;  // a resume's checked checkpoint
   RunResult result_;
   std::unique_ptr<LocalStoreDir> local_store_;  // before store_: the file outlives the store
   c10::intrusive_ptr<c10d::Store> store_;

@@ -27,9 +27,14 @@ RunResult Coordinator::run() {
   // Our own workers share this host: a backend it cannot run (nccl without
   // CUDA) is a job error (SpecError, exit 2) before anything is written or started.
   if (!opt_.attach) local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages);
+  lock_directories();
   // Before anything is written: a resume that cannot proceed leaves its
-  // directory as it was (SpecError, exit 2, naming the field).
-  if (!opt_.resume_dir.empty()) check_resume_compatible(opt_.resume_dir, opt_.job);
+  // directory as it was (SpecError or CheckpointRefused, exit 2, naming the
+  // field or the file).
+  if (!opt_.resume_dir.empty()) {
+    check_resume_compatible(opt_.resume_dir, opt_.job);
+    check_resume_point();
+  }
   for (auto& e : extensions_) e->before_planning(opt_.job, opt_.run_dir);
   PreparedJob prepared = prepare_job(opt_.job, opt_.planner);
   if (opt_.plan) {
@@ -80,6 +85,7 @@ RunResult Coordinator::run() {
   last_checkpoint_ = start_it_;
   if (!opt_.run_dir.empty()) {
     std::filesystem::create_directories(opt_.run_dir);
+    locks_.push_back(RunDirLock::acquire(opt_.run_dir));  // the one locked at the start, if it existed
     write_file_atomically(opt_.run_dir + "/job.json", job.raw.dump(2) + "\n", "job");
     write_file_atomically(opt_.run_dir + "/plan.json", to_json(prepared.plan).dump(2) + "\n", "plan");
   }
@@ -129,6 +135,15 @@ RunResult Coordinator::run() {
   if (result_.exit_code == 0) collect(job);
   if (obs_) obs_->on_finish(result_);
   return result_;
+}
+
+// A second run, resume or export into a directory this run writes (or
+// resumes from) is refused naming this one (core/io/run_dir_lock.h). A run
+// directory that does not exist yet is locked as it is made.
+void Coordinator::lock_directories() {
+  namespace fs = std::filesystem;
+  for (const std::string* dir : {&opt_.resume_dir, &opt_.run_dir})
+    if (!dir->empty() && fs::is_directory(*dir)) locks_.push_back(RunDirLock::acquire(*dir));
 }
 
 void Coordinator::fail(int code, const std::string& why) {

@@ -28,7 +28,14 @@ void StageExecutor::save(const std::string& file) const {
 void StageExecutor::load(const std::string& file) {
   torch::serialize::InputArchive a;
   // Tensors saved on another device (a GPU run resumed on the CPU) land on this stage's.
-  a.load_from(file, impl_->placement.device);
+  // The coordinator checked the file's size and digest; a file that still
+  // does not load was not written by a stage of this engine: said so, with
+  // its name, rather than libtorch's archive text.
+  try {
+    a.load_from(file, impl_->placement.device);
+  } catch (const c10::Error&) {
+    throw std::runtime_error(file + ": not a stage checkpoint this engine can load");
+  }
   torch::NoGradGuard ng;
   for (size_t i = 0; i < impl_->params.size(); ++i) {
     at::Tensor t;
