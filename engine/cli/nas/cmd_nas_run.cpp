@@ -21,6 +21,7 @@
 #include "cli/run_outputs.h"
 #include "core/events/run_records.h"
 #include "core/io/checked_write.h"
+#include "core/io/run_dir_lock.h"
 #include "core/nas/cache_prediction.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/subnet_records.h"
@@ -93,6 +94,12 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   // A resume that cannot proceed changes nothing (the pipeline run's rule):
   // every check before the first write, naming the field or option.
   std::optional<rt::nas::CspResumePoint> resume;
+  // The directories this run writes and resumes from are its alone while it
+  // lasts (core/io/run_dir_lock.h): taken before they are read, held to the
+  // end (launch_csp_run shares the same locks).
+  std::vector<std::shared_ptr<RunDirLock>> locks;
+  for (const std::string& dir : {args.resume, args.run_dir})
+    if (!dir.empty() && std::filesystem::is_directory(dir)) locks.push_back(RunDirLock::acquire(dir));
   if (!args.resume.empty()) {
     check_resume_compatible(args.resume, job);  // SpecError naming the field, exit 2
     resume = rt::nas::read_csp_resume_point(args.resume, job.pipeline.stages);
@@ -126,6 +133,7 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   l.checkpoint_every = args.checkpoint_every;
   l.resume_dir = args.resume;
   std::filesystem::create_directories(l.out_dir);
+  locks.push_back(RunDirLock::acquire(l.out_dir));  // the same lock where it existed
   write_file_atomically(l.out_dir + "/job.json", job.raw.dump(2) + "\n", "job");  // `pipewright search RUN_DIR` reads it
   const std::string& db_path = args.outputs.db_path;
   std::atomic<bool> stop{false};  // a control client's stop; outlives the outputs' control server

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "cli/nas/nas_run.h"
+#include "core/io/run_dir_lock.h"
 #include "core/nas/nas_job.h"
 #include "core/nas/pareto.h"
 #include "core/io/checked_write.h"
@@ -65,6 +66,7 @@ int search_run_dir(const std::string& dir, const NasSearchArgs& args) {
   std::string job_file = dir + "/job.json";
   if (!fs::exists(job_file))
     throw UsageError("\"" + dir + "\" has no job.json: not the run directory of a supernet run");
+  auto lock = RunDirLock::acquire(dir);  // not while a run writes its weights (core/io/run_dir_lock.h)
   std::vector<std::string> cmd = {worker_of(args), "search", job_file, "--out", dir};
   for (const auto& o : args.overrides) cmd.insert(cmd.end(), {"--set", o});
   return run_worker(cmd);
@@ -153,6 +155,7 @@ void print_front(const db::SearchRecord& s, std::int64_t first_id) {
 
 int search_database(const std::string& db, const NasSearchArgs& args) {
   SupernetRun run = open_supernet_run(db, args, "search");
+  auto lock = RunDirLock::acquire(run.run_dir);  // not while a run writes its weights
   TempFile results("search");
   std::vector<std::string> cmd = {worker_of(args), "search", run.job_file, "--out", run.run_dir, "--results", results.path};
   for (const auto& o : args.overrides) cmd.insert(cmd.end(), {"--set", o});
@@ -262,6 +265,7 @@ int export_subnet(const NasSearchArgs& args) {
   if (out == db) throw UsageError("--out names the run database itself");
   check_output({out, "--out", args.overwrite});  // before the run is opened and the worker started
   SupernetRun run = open_supernet_run(db, args, "export-subnet");
+  auto lock = RunDirLock::acquire(run.run_dir);  // not while a run writes its weights
   Chosen c = choose_subnet(db, args.subnet, args.search.empty() ? std::nullopt : std::optional<std::string>(args.search));
   nas::NasJob nj = nas::prepare_nas_job(load_job(run.job_file));
   std::string list;

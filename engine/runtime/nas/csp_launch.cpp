@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -15,6 +16,10 @@
 
 #include "core/events/clock.h"
 #include "core/io/checked_write.h"
+#include "core/io/checkpoint_index.h"
+#include "core/io/run_dir_lock.h"
+#include "core/spec/bounded_json.h"
+#include "core/spec/spec_error.h"
 #include "core/nas/subnet_log.h"
 #include "runtime/nas/csp_trainer.h"
 #include "runtime/child_process.h"
@@ -82,6 +87,15 @@ std::vector<int> complete_checkpoints(const std::filesystem::path& root, int wor
   return out;
 }
 
+// The files of a complete checkpoint, as its index lists them: each
+// stage's state and its part (the part written last).
+std::vector<std::string> checkpoint_files(int workers) {
+  std::vector<std::string> files;
+  for (int r = 0; r < workers; ++r)
+    for (const std::string& f : {checkpoint_state_file("", r), checkpoint_meta_file("", r)}) files.push_back(f.substr(1));
+  return files;
+}
+
 // As the pipeline coordinator's note_checkpoints: the newest checkpoint
 // every stage completed becomes meta.json's (atomic rename), and older
 // ones go. A stage never writes into a checkpoint the others have not
@@ -94,9 +108,7 @@ std::string note_checkpoints(const std::string& out_dir, int workers, int* last)
   auto done = complete_checkpoints(root, workers);
   if (done.empty() || done.front() <= *last) return {};
   const int k = done.front();
-  write_file_atomically((root / "meta.json").string(),
-                        nlohmann::json{{"subnet", k}, {"dir", "checkpoint/" + std::to_string(k)}}.dump() + "\n",
-                        "checkpoint index");
+  write_checkpoint_index(out_dir, "subnet", k, checkpoint_files(workers));
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(root, ec)) {
     const std::string name = d.path().filename().string();
@@ -111,33 +123,37 @@ std::string note_checkpoints(const std::string& out_dir, int workers, int* last)
 }  // namespace
 
 CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers) {
-  const std::string index = run_dir + "/checkpoint/meta.json";
-  std::ifstream in(index);
-  if (!in) throw std::runtime_error(run_dir + ": no checkpoint (checkpoint/meta.json) to resume from");
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(index + ": not a checkpoint index: " + e.what());
-  }
+  // The index and every file it lists checked first (sizes and digests,
+  // the directory inside run_dir: core/io/checkpoint_index.h); then each
+  // stage's part, field by field, so a message names its file.
+  const CheckpointIndex index = read_checkpoint_index(run_dir, "subnet", checkpoint_files(workers));
   CspResumePoint p;
-  p.subnet = meta.at("subnet").get<int>();
-  p.dir = run_dir + "/" + meta.at("dir").get<std::string>();
+  if (index.position > INT_MAX) throw CheckpointRefused(index.index_file + ": \"subnet\" is beyond any run");
+  p.subnet = static_cast<int>(index.position);
+  p.dir = index.dir;
   for (int r = 0; r < workers; ++r) {
-    std::ifstream part(checkpoint_meta_file(p.dir, r));
-    if (!part)
-      throw std::runtime_error(index + " names " + p.dir + ", which has no stage " + std::to_string(r) +
-                               " part (" + checkpoint_meta_file(p.dir, r) + "); pipeline.stages " +
-                               std::to_string(workers) + " must be the checkpoint's");
-    p.stages.push_back(nlohmann::json::parse(part));
-    if (p.stages.back().at("subnet").get<int>() != p.subnet)
-      throw std::runtime_error(checkpoint_meta_file(p.dir, r) + ": subnet " +
-                               std::to_string(p.stages.back().at("subnet").get<int>()) + ", " + index + " says " +
-                               std::to_string(p.subnet));
+    const std::string part = checkpoint_meta_file(p.dir, r);
+    nlohmann::json j;
+    try {
+      j = parse_bounded_json(read_bounded_file(part, 64u << 20, "checkpoint part"));
+    } catch (const SpecError& e) {
+      throw CheckpointRefused(part + ": " + e.path() + ": " + e.reason());
+    }
+    auto integer = [&](const char* key) {
+      if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer() ||
+          (j[key].is_number_unsigned() ? j[key].get<std::uint64_t>() > INT64_MAX : j[key].get<std::int64_t>() < 0))
+        throw CheckpointRefused(part + ": \"" + key + "\" is missing or not a non-negative integer");
+      return j[key].get<std::int64_t>();
+    };
+    for (const char* key : {"first_layer", "last_layer"})
+      if (integer(key) > INT_MAX) throw CheckpointRefused(part + ": \"" + key + "\" is beyond any search space");
+    integer("records_bytes");
+    integer("record_ns");
+    if (integer("subnet") != p.subnet)
+      throw CheckpointRefused(part + ": subnet " + std::to_string(integer("subnet")) + ", " + index.index_file +
+                              " says " + std::to_string(p.subnet));
+    p.stages.push_back(std::move(j));
   }
-  if (std::filesystem::exists(checkpoint_meta_file(p.dir, workers)))
-    throw std::runtime_error(p.dir + " was saved by more than " + std::to_string(workers) +
-                             " stages; pipeline.stages must be the checkpoint's");
   return p;
 }
 
@@ -146,6 +162,10 @@ CspInterrupted::CspInterrupted(int sig)
 
 CspRunResult launch_csp_run(const CspLaunch& l) {
   std::filesystem::create_directories(l.out_dir);
+  // One run per directory (core/io/run_dir_lock.h); a caller that locked
+  // them already gets its own locks back.
+  std::vector<std::shared_ptr<RunDirLock>> locks{RunDirLock::acquire(l.out_dir)};
+  if (!l.resume_dir.empty()) locks.push_back(RunDirLock::acquire(l.resume_dir));
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
   std::vector<pid_t> pids;
   std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline

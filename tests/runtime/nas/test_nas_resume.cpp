@@ -259,8 +259,9 @@ TEST(NasResume, NoCheckpointIsNamed) {
   fs::create_directories(tmp.dir / "plain");
   fs::copy_file(kJob, tmp.dir / "plain" / "job.json");
   std::string err;
+  // A refusal (issue 41): nothing was started or written.
   EXPECT_EQ(run_cli({PW_CLI_BIN, "run", "--resume", (tmp.dir / "plain").string(), "--quiet"}, tmp.dir, "resume", nullptr,
-                    &err), 1);
+                    &err), 2);
   EXPECT_NE(err.find((tmp.dir / "plain").string() + ": no checkpoint (checkpoint/meta.json) to resume from"),
             std::string::npos) << err;
 }
