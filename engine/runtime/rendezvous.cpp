@@ -62,18 +62,4 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const WorkerEnv& env) {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-LocalStoreDir::LocalStoreDir() {
-  std::string base = std::filesystem::temp_directory_path().string() + "/pipewright-run-XXXXXX";
-  std::vector<char> buf(base.begin(), base.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) throw std::runtime_error("cannot create a private directory under " + base);
-  dir_ = buf.data();  // mkdtemp makes it 0700: the store is this user's alone
-  file_ = dir_ + "/store";
-}
-
-LocalStoreDir::~LocalStoreDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
-
 }  // namespace pw::rt
