@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/events/event_kinds.h"
+#include "core/spec/bounded_json.h"
+#include "core/spec/spec_error.h"
 #include "db/schema.h"
 #include "db/sqlite_util.h"
 
@@ -52,13 +54,19 @@ MemorySample memory_row(const Statement& s) {
   return m;
 }
 
-nlohmann::json parse_or_null(const std::string& text, const std::string& path, const char* what) {
+// A JSON column as the writer wrote it: a document within the depth bound
+// every input has (core/spec/bounded_json.h), of the kind the writer
+// stores (`object`: a JSON object, else any value); NULL or '' is null.
+nlohmann::json parse_column(const std::string& text, const std::string& path, const std::string& column, bool object) {
   if (text.empty()) return nullptr;
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw DbError(path + ": " + what + " is not valid JSON: " + e.what());
+    j = parse_bounded_json(text, column);
+  } catch (const SpecError& e) {
+    throw DamagedRecording(path, e.what());
   }
+  if (object && !j.is_object()) throw DamagedRecording(path, column + " is " + j.type_name() + ", not a JSON object");
+  return j;
 }
 
 }  // namespace
@@ -67,6 +75,7 @@ RunReader::RunReader(const std::string& path) : path_(path) {
   try {
     check_file(path);
     c_ = std::make_unique<Connection>(path, Connection::Mode::ReadWrite);
+    c_->holds_recording();
     // No function of the file's schema runs with this process's rights.
     c_->exec("PRAGMA trusted_schema=OFF;");
     schema_ = check_schema(*c_);
@@ -85,18 +94,19 @@ RunReader::~RunReader() = default;
 
 void RunReader::refresh() {
   Statement s(*c_, "SELECT run_id, name, source, status, reason, stages, started_unix_ns, ended_unix_ns FROM run WHERE id = 1");
-  if (!s.step()) throw DbError(path_ + ": the run table is empty (the file was never initialised)");
+  if (!s.step()) throw DamagedRecording(path_, "the run table is empty (the file was never initialised)");
   RunRecord r;
   r.run_id = s.text(0);
   r.name = s.text(1);
   r.source = s.text(2);
   auto st = s.text(3);
   auto parsed = run_status_from_string(st);
-  if (!parsed) throw DbError(path_ + ": run.status is \"" + st + "\", not running|finished|failed|stopped|interrupted");
+  if (!parsed)
+    throw DamagedRecording(path_, "run.status is \"" + clip_for_message(st, 40) + "\", not running|finished|failed|stopped|interrupted");
   r.status = *parsed;
   r.reason = s.text(4);
   if (s.int64(5) < 0 || s.int64(5) > kMaxStages)
-    throw DbRefused(path_ + ": run.stages is " + std::to_string(s.int64(5)) + ", not in 0.." + std::to_string(kMaxStages));
+    throw DamagedRecording(path_, "run.stages is " + std::to_string(s.int64(5)) + ", not in 0.." + std::to_string(kMaxStages));
   r.stages = static_cast<int>(s.int64(5));
   r.started_unix_ns = s.int64(6);
   r.ended_unix_ns = opt(s, 7);
@@ -110,7 +120,7 @@ nlohmann::json RunReader::run_json(const char* column) const {
   std::string text;
   if (s.step() && !s.is_null(0)) text = s.text(0);
   s.reset();
-  return parse_or_null(text, path_, column);
+  return parse_column(text, path_, std::string("run.") + column, /*object=*/true);
 }
 nlohmann::json RunReader::job() const { return run_json("job_json"); }
 nlohmann::json RunReader::profile() const { return run_json("profile_json"); }
@@ -126,8 +136,12 @@ std::map<std::string, std::string> RunReader::endpoints() const {
 std::vector<PlanRecord> RunReader::plans() const {
   std::vector<PlanRecord> v;
   Statement s(*c_, "SELECT version, t_ns, reason, plan_json FROM plans ORDER BY version");
-  while (s.step())
-    v.push_back({static_cast<int>(s.int64(0)), s.int64(1), s.text(2), parse_or_null(s.text(3), path_, "plans.plan_json")});
+  while (s.step()) {
+    PlanRecord p{static_cast<int>(s.int64(0)), s.int64(1), s.text(2), parse_column(s.text(3), path_, "plans.plan_json", /*object=*/true)};
+    // The writer stores every plan it is given: an empty one is damage.
+    if (p.plan.is_null()) throw DamagedRecording(path_, "plans.plan_json of plan " + std::to_string(p.version) + " is empty");
+    v.push_back(std::move(p));
+  }
   return v;
 }
 
@@ -227,7 +241,7 @@ std::vector<Migration> RunReader::migrations() const {
 std::map<int, nlohmann::json> RunReader::subnets() const {
   std::map<int, nlohmann::json> m;
   Statement s(*c_, "SELECT id, choices_json FROM subnets ORDER BY id");
-  while (s.step()) m[static_cast<int>(s.int64(0))] = parse_or_null(s.text(1), path_, "subnets.choices_json");
+  while (s.step()) m[static_cast<int>(s.int64(0))] = parse_column(s.text(1), path_, "subnets.choices_json", /*object=*/false);
   return m;
 }
 

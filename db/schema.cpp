@@ -2,8 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "core/io/checked_write.h"
 #include "db/search_tables.h"
@@ -146,8 +149,28 @@ constexpr const char* kReadTables[] = {"meta",   "run",         "endpoints",    
                                        "memory", "throughput",  "migrations",    "subnets",      "subnet_states",
                                        "subnet_edges", "logs"};
 
-[[noreturn]] void refuse(const Connection& c, const std::string& why) {
-  throw DbRefused(c.path() + ": refusing this run database: " + why);
+[[noreturn]] void refuse(const Connection& c, const std::string& why) { throw DamagedRecording(c.path(), why); }
+
+std::vector<std::string> table_columns(Connection& c, const std::string& table) {
+  std::vector<std::string> v;
+  Statement s(c, "SELECT name FROM pragma_table_info(?)");
+  s.bind(1, std::string_view(table));
+  while (s.step()) v.push_back(s.text(0));
+  return v;
+}
+
+// The columns of each table this version reads, taken from kSchemaSql
+// itself (built once in memory), so the list cannot drift from the schema.
+// Every 1.x file has at least these: a minor version only adds.
+const std::map<std::string, std::vector<std::string>>& written_columns() {
+  static const auto columns = [] {
+    Connection mem(":memory:", Connection::Mode::Create);
+    mem.exec(kSchemaSql);
+    std::map<std::string, std::vector<std::string>> m;
+    for (const char* t : kReadTables) m[t] = table_columns(mem, t);
+    return m;
+  }();
+  return columns;
 }
 
 // Stages in [0, kMaxStages), times in +-kMaxAbsTimeNs, end >= start: one
@@ -194,6 +217,11 @@ void check_contents(Connection& c) {
     bool is_table = s.step() && s.text(0) == "table";
     s.reset();
     if (!is_table) refuse(c, std::string("table \"") + t + "\" is missing");
+    // A column gone or renamed would fail the first query that names it.
+    auto have = table_columns(c, t);
+    for (const auto& col : written_columns().at(t))
+      if (std::find(have.begin(), have.end(), col) == have.end())
+        refuse(c, std::string(t) + "." + col + " is missing (the table was changed after it was recorded)");
   }
   {
     Statement s(c, "SELECT stages, typeof(stages) FROM run WHERE id = 1");
@@ -222,6 +250,14 @@ void check_contents(Connection& c) {
     }
   }
   check_rows(c, "memory", "t_ns", nullptr);
+}
+
+void check_integrity(Connection& c) {
+  Statement s(c, "PRAGMA integrity_check(1)");
+  std::string verdict = s.step() ? s.text(0) : "no answer";
+  s.reset();
+  // Its one line names pages and cells in SQLite's words: the verdict is ours.
+  if (verdict != "ok") refuse(c, "SQLite's integrity check fails (pages or indexes are corrupt); refusing to write into it");
 }
 
 std::string check_schema(Connection& c) {

@@ -50,6 +50,13 @@ void check_contents(Connection& c);
 // The first part of that, which check_schema runs before it reads meta.
 void check_schema_objects(Connection& c);
 
+// A recording a command is about to add to, checked by SQLite's own
+// integrity_check (every page, every index against its table; it stops at
+// the first fault): damage is refused (DamagedRecording) before anything is
+// written into the file, not buried under new rows. It reads the whole
+// file once: 0.45 s for a 39 MB recording on the 2-core test machine.
+void check_integrity(Connection& c);
+
 // Cheap checks before SQLite sees the file, for clearer messages: missing,
 // empty, not SQLite, shorter than its header says.
 void check_file(const std::string& path);

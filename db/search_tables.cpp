@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "db/run_reader.h"
@@ -21,12 +22,24 @@ CREATE INDEX IF NOT EXISTS search_subnets_by_search ON search_subnets(search, or
 )SQL");
 }
 
-std::int64_t store_search(const std::string& path, const SearchRecord& s) {
+namespace {
+std::unique_ptr<Connection> open_to_add(const std::string& path) {
   check_file(path);
-  Connection c(path, Connection::Mode::ReadWrite);
-  c.exec("PRAGMA trusted_schema=OFF;");
-  check_schema(c);
-  check_contents(c);
+  auto c = std::make_unique<Connection>(path, Connection::Mode::ReadWrite);
+  c->holds_recording();
+  c->exec("PRAGMA trusted_schema=OFF;");
+  check_schema(*c);
+  check_contents(*c);
+  check_integrity(*c);
+  return c;
+}
+}  // namespace
+
+void check_before_adding(const std::string& path) { open_to_add(path); }
+
+std::int64_t store_search(const std::string& path, const SearchRecord& s) {
+  auto conn = open_to_add(path);
+  Connection& c = *conn;
   Transaction t(c);
   create_search_tables(c);
   // Adding tables is what a minor version means: older readers ignore them.

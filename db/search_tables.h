@@ -33,10 +33,18 @@ struct SearchRecord {
 // them in new files; store_search adds them to a 1.0 file.
 void create_search_tables(Connection& c);
 
+// Checks that `path` is a recording store_search may add to: a run this
+// build reads, whole by SQLite's integrity check (schema.h). Throws
+// DamagedRecording or DbRefused naming the file. store_search runs it
+// itself; a command runs it first too, to refuse before it spends minutes
+// on the search.
+void check_before_adding(const std::string& path);
+
 // Appends a search (and its subnets) to the recorded run database `path`,
 // in one transaction; adds the tables to an older 1.x file and raises its
 // meta.schema_minor. Returns the search id. Throws DbRefused for a file
-// that is not a run this build reads, DbError for a failed write.
+// that is not a run this build reads or is damaged (check_before_adding),
+// DbError for a failed write.
 std::int64_t store_search(const std::string& path, const SearchRecord& search);
 
 }  // namespace pw::db

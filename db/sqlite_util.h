@@ -1,26 +1,14 @@
 #pragma once
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
-#include "core/spec/refusal.h"
+#include "db/errors.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace pw::db {
-
-// Every failure of pw_db: the message names the file and the reason.
-struct DbError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// A file refused before anything is read from or written to it (a foreign
-// or existing file for the writer, another writer's lock, a damaged or
-// hostile run for the reader): the command exits 2 (pw::Refusal).
-struct DbRefused : DbError, Refusal {
-  using DbError::DbError;
-};
 
 // An open SQLite connection (RAII). Not thread-safe: one owner thread.
 class Connection {
@@ -35,12 +23,20 @@ class Connection {
   void set_busy_timeout(int ms);
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
-  // Throws DbError "<path>: <what>: <sqlite message>" when rc is an error.
+  // Throws DbError "<path>: <what>: <sqlite message>" when rc is an error
+  // (DamagedRecording when it means damage and the file is a recording).
   void check(int rc, const char* what) const;
+  // From now on the file is a recording this connection reads or adds to:
+  // an error that says its contents are not what the writer made (corrupt
+  // pages, a table or column gone, a value of another type) is
+  // DamagedRecording, in our words, wherever the query that met it is.
+  void holds_recording() { recording_ = true; }
 
  private:
+  [[noreturn]] void fail(int rc, const std::string& what, std::string sqlite_message) const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool recording_ = false;
 };
 
 // A prepared statement, reset after each step cycle. Bind indices start at 1.

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/db/run_figures.h"
 #include "cli/format.h"
+#include "cli/db/recording.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -21,7 +22,10 @@ struct CompareArgs {
 
 int run_compare(const CompareArgs& args) {
   db::RunReader ra(args.a), rb(args.b);
-  auto a = run_figures(ra), b = run_figures(rb);
+  // Each file's figures are read by itself, so damage names its own file;
+  // the rows below hold only figures computed here.
+  auto a = interpret_recording(args.a, [&] { return run_figures(ra); });
+  auto b = interpret_recording(args.b, [&] { return run_figures(rb); });
   // Runs of different (stages, replicas) splits compare on samples/s over
   // every replica, and per device of the split.
   auto per_device = [](const nlohmann::json& f) -> nlohmann::json {

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/db/explain_report.h"
 #include "cli/format.h"
+#include "cli/db/recording.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -149,12 +150,14 @@ Action define_explain(Args& args) {
     opt.suggestions = !a->no_suggestions;
     opt.replica = a->replica;
     db::RunReader r(a->db);
-    auto x = explain_run(r, opt);
-    if (a->json)
-      std::cout << x.dump(2) << "\n";
-    else
-      print_human(x);
-    return 0;
+    return interpret_recording(a->db, [&] {
+      auto x = explain_run(r, opt);
+      if (a->json)
+        std::cout << x.dump(2) << "\n";
+      else
+        print_human(x);
+      return 0;
+    });
   };
 }
 

@@ -10,6 +10,7 @@
 #include "core/analysis/steps_per_iteration.h"
 #include "core/io/checked_write.h"
 #include "core/trace/chrome_trace.h"
+#include "cli/db/recording.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -146,15 +147,17 @@ Action define_export(Args& args) {
     const OutputTarget trace{a->trace, "--chrome-trace", a->overwrite};
     if (!a->trace.empty()) check_output(trace);  // before the database is read
     db::RunReader r(a->db);
-    if (!a->trace.empty()) {
-      auto n = export_chrome(r, trace);
-      std::cout << "Chrome trace: " << a->trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
-    }
-    if (!a->csv.empty()) {
-      export_csv(r, a->csv, a->overwrite);
-      std::cout << "CSV tables: " << a->csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
-    }
-    return 0;
+    return interpret_recording(a->db, [&] {
+      if (!a->trace.empty()) {
+        auto n = export_chrome(r, trace);
+        std::cout << "Chrome trace: " << a->trace << " (" << n << " events; open in ui.perfetto.dev or chrome://tracing)\n";
+      }
+      if (!a->csv.empty()) {
+        export_csv(r, a->csv, a->overwrite);
+        std::cout << "CSV tables: " << a->csv << "/{events,memory,throughput,migrations,subnet_states,subnet_edges,logs,plans}.csv\n";
+      }
+      return 0;
+    });
   };
 }
 

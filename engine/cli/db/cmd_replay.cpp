@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/db/run_figures.h"
 #include "cli/format.h"
+#include "cli/db/recording.h"
 #include "db/run_reader.h"
 
 namespace pw::cli {
@@ -56,12 +57,14 @@ Action define_replay(Args& args) {
   args.json(a->json);
   return [a] {
     db::RunReader r(a->db);
-    auto f = run_figures(r);
-    if (a->json)
-      std::cout << f.dump(2) << "\n";
-    else
-      print_human(f);
-    return 0;
+    return interpret_recording(a->db, [&] {
+      auto f = run_figures(r);
+      if (a->json)
+        std::cout << f.dump(2) << "\n";
+      else
+        print_human(f);
+      return 0;
+    });
   };
 }
 

@@ -157,6 +157,8 @@ nlohmann::json suggestions_json(const db::RunReader& r, double error, nlohmann::
   SuggestionReport rep;
   try {
     rep = suggest_changes(job, 5, error);
+  } catch (const nlohmann::json::exception&) {
+    throw;  // damage of the recorded job, not a note (cli/db/recording.h)
   } catch (const std::exception& e) {
     notes.push_back(std::string("suggestions: the recorded job cannot be simulated: ") + e.what());
     return out;
@@ -196,7 +198,7 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
   ao.optimizer_steps_per_iteration = steps_per_iteration;
   Attribution a = attribute_idle(events, ao);  // every iteration: the critical path may reach into the one before
-  if (a.iterations == 0) throw std::runtime_error("the run has no complete iteration");
+  if (a.iterations == 0) throw RefusedError(r.path() + ": the run has no complete iteration: nothing to explain");
   const int iteration = opt.iteration.value_or(a.iterations - 1);
   if (iteration < 0 || iteration >= a.iterations)
     throw UsageError("--iteration " + std::to_string(iteration) + ": the run has " + std::to_string(a.iterations) +
@@ -240,6 +242,8 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   try {
     auto p = predicted_vs_measured(r, events, a, iteration, opt, notes);
     j["predicted_vs_measured"] = p ? *p : nlohmann::json(nullptr);
+  } catch (const nlohmann::json::exception&) {
+    throw;  // damage of the recording's documents, not a note (cli/db/recording.h)
   } catch (const std::exception& e) {
     notes.push_back(std::string("predicted vs measured: ") + e.what());
     j["predicted_vs_measured"] = nullptr;
