@@ -106,6 +106,44 @@ int lock_for_writing(const std::string& path, bool overwrite) {
   return fd;
 }
 
+// The file, its schema and its run row, committed in rollback-journal mode
+// so that they land in the file itself, and only then WAL mode for the
+// run's batches: a file that exists after this is a whole recording that a
+// reader opens and --overwrite replaces, whatever happens to the WAL later
+// (SQLite discards a WAL beside a database file of no pages).
+void create_recording(const std::string& path, const RunInfo& info, std::unique_ptr<Connection>& conn) {
+  conn = std::make_unique<Connection>(path, Connection::Mode::Create);
+  auto& c = *conn;
+  // Larger pages and rarer checkpoints: fewer writes per event. A crash
+  // still loses only the uncommitted batch (committed frames are in the WAL).
+  c.exec("PRAGMA page_size=16384; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;");
+  create_schema(c);
+  Statement(c, "INSERT INTO run(id, run_id, name, source, status, stages, started_unix_ns) VALUES (1,?,?,?,?,?,?)")
+      .bind(1, std::string_view(info.run_id))
+      .bind(2, std::string_view(info.name))
+      .bind(3, std::string_view(info.source))
+      .bind(4, std::string_view(to_string(RunStatus::Running)))
+      .bind(5, std::int64_t(info.stages))
+      .bind(6, info.started_unix_ns)
+      .run();
+  c.exec("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=4096;");
+}
+
+// Removes the file the writer created (or emptied, for --overwrite) and
+// could not make a recording of, with SQLite's files beside it; then drops
+// the lock. Only while the path still names the locked file: never one
+// another process has put there since.
+void remove_created_file(const std::string& path, int& lock_fd) {
+  struct stat ours {}, now {};
+  if (lock_fd >= 0 && ::fstat(lock_fd, &ours) == 0 && ::stat(path.c_str(), &now) == 0 && ours.st_dev == now.st_dev &&
+      ours.st_ino == now.st_ino) {
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+    std::remove(path.c_str());
+  }
+  if (lock_fd >= 0) ::close(lock_fd);
+  lock_fd = -1;
+}
+
 }  // namespace
 
 struct RunWriter::Impl {
@@ -291,21 +329,15 @@ RunWriter::RunWriter(const std::string& path, RunInfo info, RunWriterOptions opt
   if (info.started_unix_ns == 0) info.started_unix_ns = unix_ns();
   I.info = info;
   I.lock_fd = lock_for_writing(path, options.overwrite);
-  I.conn = std::make_unique<Connection>(path, Connection::Mode::Create);
-  auto& c = *I.conn;
-  // Larger pages and rarer checkpoints: fewer writes per event. A crash
-  // still loses only the uncommitted batch (committed frames are in the WAL).
-  c.exec("PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
-         "PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=4096;");
-  create_schema(c);
-  Statement r(c, "INSERT INTO run(id, run_id, name, source, status, stages, started_unix_ns) VALUES (1,?,?,?,?,?,?)");
-  r.bind(1, std::string_view(info.run_id))
-      .bind(2, std::string_view(info.name))
-      .bind(3, std::string_view(info.source))
-      .bind(4, std::string_view(to_string(RunStatus::Running)))
-      .bind(5, std::int64_t(info.stages))
-      .bind(6, info.started_unix_ns)
-      .run();
+  try {
+    create_recording(I.path, I.info, I.conn);
+  } catch (...) {
+    // Nothing was recorded yet: a file left here would be a dead end (not
+    // a run a reader opens, and one --overwrite refuses to replace).
+    I.conn.reset();
+    remove_created_file(path, I.lock_fd);
+    throw;
+  }
   I.thread = std::thread([this] { impl_->run_thread(); });
 }
 
