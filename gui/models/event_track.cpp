@@ -11,6 +11,7 @@ TrackRow row_of(EventKind k) {
   switch (lane_of(k)) {
     case EventLane::Copy: return TrackRow::Copy;
     case EventLane::Link: return TrackRow::Network;
+    case EventLane::Collective: return TrackRow::Collective;
     default: return TrackRow::Compute;
   }
 }

@@ -7,11 +7,13 @@
 
 namespace pw::gui {
 
-// Which row of a stage's lane an event kind is drawn in. Compute runs on
-// one stream and never overlaps itself; swaps (copy engine) and transfers
-// (network) overlap compute, so each gets its own row.
-enum class TrackRow : std::uint8_t { Compute = 0, Copy = 1, Network = 2 };
-constexpr int kTrackRowCount = 3;
+// Which row of a stage's lane an event kind is drawn in (its EventLane,
+// core/events/event_kinds.h). Compute runs on one stream and never overlaps
+// itself; swaps (copy engine), transfers (network) and the replicas'
+// gradient all-reduce (collective stream) overlap compute, so each gets its
+// own row.
+enum class TrackRow : std::uint8_t { Compute = 0, Copy = 1, Network = 2, Collective = 3 };
+constexpr int kTrackRowCount = 4;
 TrackRow row_of(EventKind k);
 
 // One row of one stage: events sorted by start, stored column-wise so the

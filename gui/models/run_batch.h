@@ -18,6 +18,12 @@ struct RunInfo {
   int microbatch_size = 1;
   int microbatches = 1;
   std::vector<std::int64_t> memory_budget;  // per stage
+  // Data parallelism: replicas of the pipeline the run trained with (its
+  // plan's), those whose events the source holds (a simulation records
+  // one), and the one whose pipeline the model holds.
+  int replicas = 1;
+  int recorded_replicas = 1;
+  int replica = 0;
 };
 
 // What a RunSource publishes at once; every part may be empty. The

@@ -77,9 +77,22 @@ bool RunModel::appendOne(const RunBatch& b) {
     info_ = *b.info;
     ensureStages(info_.stages);
   }
-  if (!b.events.empty()) {
+  // One pipeline: a source that publishes several replicas' events (a live
+  // run's telemetry) has all but the shown one's dropped here; a recorded
+  // run's source filters them on its worker already.
+  const std::vector<Event>* events = &b.events;
+  std::vector<Event> own;
+  if (std::any_of(b.events.begin(), b.events.end(), [&](const Event& e) { return e.replica != info_.replica; })) {
+    for (const auto& e : b.events) {
+      info_.recorded_replicas = std::max(info_.recorded_replicas, e.replica + 1);
+      if (e.replica == info_.replica) own.push_back(e);
+    }
+    info_.replicas = std::max(info_.replicas, info_.recorded_replicas);
+    events = &own;
+  }
+  if (!events->empty()) {
     int max_stage = 0;
-    for (const auto& e : b.events) max_stage = std::max(max_stage, e.stage);
+    for (const auto& e : *events) max_stage = std::max(max_stage, e.stage);
     ensureStages(max_stage + 1);
     // Split by (stage, row) once, then append each part: keeps the tracks'
     // re-sorting local to this batch.
@@ -88,7 +101,7 @@ bool RunModel::appendOne(const RunBatch& b) {
     const std::size_t old_completions = completions_.size();
     for (auto& st : parts)
       for (auto& v : st) v.clear();
-    for (const auto& e : b.events) {
+    for (const auto& e : *events) {
       if (e.stage < 0) continue;
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
@@ -98,7 +111,7 @@ bool RunModel::appendOne(const RunBatch& b) {
     }
     for (int s = 0; s < stageCount(); ++s)
       for (int r = 0; r < kTrackRowCount; ++r) tracks_[s][r].append(parts[s][r]);
-    lod_.add(b.events);
+    lod_.add(*events);
     // Only this batch's completions can be out of order (O(batch), not O(run)).
     const auto fresh = completions_.begin() + static_cast<std::ptrdiff_t>(old_completions ? old_completions - 1 : 0);
     if (!std::is_sorted(fresh, completions_.end())) {
@@ -106,7 +119,7 @@ bool RunModel::appendOne(const RunBatch& b) {
       std::inplace_merge(completions_.begin(), completions_.begin() + static_cast<std::ptrdiff_t>(old_completions),
                          completions_.end());
     }
-    event_count_ += b.events.size();
+    event_count_ += events->size();
   }
   for (const auto& m : b.memory) {
     if (m.stage < 0) continue;

@@ -36,6 +36,7 @@ SimulatedIteration simulate_iteration(const PreparedJob& p) {
   it.info.microbatch_size = job.training.microbatch_size;
   it.info.microbatches = job.pipeline.microbatches;
   it.info.memory_budget.assign(devices, static_cast<std::int64_t>(job.cluster.device.memory_bytes));
+  it.info.replicas = std::max(1, p.plan.data_parallel);  // the simulator runs replica 0; the others alike
   it.plan.version = 1;
   it.plan.plan = p.plan;
 

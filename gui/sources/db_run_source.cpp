@@ -1,5 +1,6 @@
 #include "gui/sources/db_run_source.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -22,8 +23,8 @@ PredictionSource recorded_prediction(const std::string& path) {
   return {std::make_shared<const PredictionInputs>(std::move(*in)), {}};
 }
 
-DbRunSource::DbRunSource(std::string path, int wait_ms, QObject* parent)
-    : RunSource(parent), path_(std::move(path)), wait_ms_(wait_ms) {}
+DbRunSource::DbRunSource(std::string path, int wait_ms, QObject* parent, int replica)
+    : RunSource(parent), path_(std::move(path)), wait_ms_(wait_ms), replica_(replica) {}
 
 DbRunSource::~DbRunSource() { stop(); }
 
@@ -42,6 +43,12 @@ void DbRunSource::run() {
   info.name = reader.run().name;
   info.source = "recorded: " + path_;
   info.stages = reader.run().stages;
+  info.recorded_replicas = reader.replicas();
+  if (replica_ < 0 || replica_ >= info.recorded_replicas)
+    throw std::runtime_error("replica " + std::to_string(replica_) + ": " + path_ + " recorded " +
+                             std::to_string(info.recorded_replicas) + " replica(s)");
+  info.replica = replica_;
+  info.replicas = info.recorded_replicas;
   auto job = reader.job();
   if (!job.is_null()) {
     try {
@@ -60,6 +67,9 @@ void DbRunSource::run() {
     } catch (const std::exception&) {
     }
   }
+  // The plan in force last says how many replicas trained (a simulation
+  // records one of them).
+  if (!head.plans.empty()) head.info->replicas = std::max(head.info->recorded_replicas, head.plans.back().plan.data_parallel);
   publish(std::move(head));
 
   constexpr std::size_t kBatch = 1 << 16;
@@ -72,7 +82,11 @@ void DbRunSource::run() {
       RunBatch b;
       b.events = reader.events_after(after, kBatch);
       if (b.events.empty()) break;
-      publish(std::move(b));
+      // One pipeline: the replicas share stage numbers (a file still being
+      // written may show more replicas than it had when it was opened).
+      b.events.erase(std::remove_if(b.events.begin(), b.events.end(), [&](const Event& e) { return e.replica != replica_; }),
+                       b.events.end());
+      if (!b.events.empty()) publish(std::move(b));
     }
     if (first_pass) {
       RunBatch rest;

@@ -18,11 +18,14 @@ class DbRunSource final : public RunSource {
   Q_OBJECT
  public:
   // wait_ms > 0: the file may not exist yet (an engine just launched);
-  // wait that long for it before giving up.
-  explicit DbRunSource(std::string path, int wait_ms = 0, QObject* parent = nullptr);
+  // wait that long for it before giving up. `replica`: the data-parallel
+  // replica whose pipeline is read (the others' events are skipped here,
+  // on the worker).
+  explicit DbRunSource(std::string path, int wait_ms = 0, QObject* parent = nullptr, int replica = 0);
   ~DbRunSource() override;
   QString description() const override;
   const std::string& path() const { return path_; }
+  int replica() const { return replica_; }
 
  protected:
   void run() override;
@@ -30,6 +33,7 @@ class DbRunSource final : public RunSource {
  private:
   std::string path_;
   int wait_ms_ = 0;
+  int replica_ = 0;
 };
 
 }  // namespace pw::gui

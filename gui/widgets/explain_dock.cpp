@@ -29,6 +29,7 @@ QColor idle_cause_color(IdleCause c) {
     case IdleCause::HostOverhead: return QColor(150, 150, 150);
     case IdleCause::Imbalance: return QColor(210, 70, 70);
     case IdleCause::Migration: return QColor(60, 170, 170);
+    case IdleCause::GradientSync: return QColor(170, 92, 52);  // the all-reduce bars' colour (theme.cpp)
   }
   return Qt::gray;
 }
@@ -74,7 +75,7 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
   plot_->legend->setSelectableParts(QCPLegend::spItems);
-  // The legend gets its own column right of the bars: eleven entries over
+  // The legend gets its own column right of the bars: twelve entries over
   // the plot would hide the bars (and take their clicks).
   plot_->axisRect()->insetLayout()->take(plot_->legend);
   plot_->plotLayout()->addElement(0, 1, plot_->legend);

@@ -29,6 +29,7 @@ class MigrationsModel;
 class PlanView;
 class RangeStatsWidget;
 class ReplayBar;
+class ReplicaSelector;
 class RunFeeder;
 class RunModel;
 class RunSource;
@@ -54,6 +55,9 @@ class MainWindow : public QMainWindow {
   // Opens a run database (.db/.sqlite/.pwrun) or a job file (.json, into
   // the designer). Returns false and shows why on failure.
   bool openFile(const QString& file);
+  // Monitors the recorded run in `file`, data-parallel replica `replica`'s
+  // pipeline (what the replica selector switches between).
+  bool openRecording(const QString& file, int replica = 0);
   // Replaces the monitored run by `source` (owned from now on) and starts it.
   void setSource(RunSource* source);
   // Simulates the designer's job as a run; speed 0 = all at once.
@@ -88,6 +92,9 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline() const { return timeline_; }
   ReplayBar* replayBar() const { return replay_; }
   RangeStatsWidget* rangeStats() const { return stats_; }
+  ReplicaSelector* replicaSelector() const { return replica_; }
+  // Whether the toolbar shows the replica selector (a run with replicas).
+  bool replicaSelectorShown() const;
   MemoryView* memoryView() const { return memory_; }
   ThroughputView* throughputView() const { return throughput_; }
   PlanView* planView() const { return plan_; }
@@ -162,6 +169,8 @@ class MainWindow : public QMainWindow {
   QAction *open_, *open_job_, *save_job_, *save_job_as_, *export_plot_, *export_trace_, *export_csv_, *quit_;
   QAction *simulate_, *launch_, *attach_, *pause_, *resume_, *stop_, *rebalance_, *freeze_, *compare_act_;
   QAction *fit_, *play_, *dark_, *light_, *about_;
+  ReplicaSelector* replica_ = nullptr;
+  QAction* replica_action_ = nullptr;  // the selector's place in the toolbar
 };
 
 }  // namespace pw::gui

@@ -11,7 +11,12 @@
 #include <QToolBar>
 #include <qcustomplot.h>
 
+#include "gui/models/run_model.h"
 #include "gui/models/run_source.h"
+#ifdef PW_STUDIO_HAVE_DB
+#include "gui/sources/db_run_source.h"
+#endif
+#include "gui/widgets/replica_selector.h"
 #include "gui/widgets/replay_bar.h"
 #include "gui/widgets/subnet_graph_view.h"
 #include "gui/widgets/theme.h"
@@ -98,7 +103,24 @@ void MainWindow::buildActions() {
   tb->addActions({pause_, resume_, stop_, rebalance_});
   tb->addSeparator();
   tb->addActions({freeze_, fit_, compare_act_, export_plot_});
+  // A run with data-parallel replicas: which replica's pipeline is shown.
+  replica_ = new ReplicaSelector(this);
+  replica_action_ = tb->addWidget(replica_);
+  replica_action_->setVisible(false);
+  connect(run_, &RunModel::changed, this, [this] {
+    replica_->showRun(run_->info());
+    replica_action_->setVisible(replica_->relevant());
+  });
+  connect(replica_, &ReplicaSelector::replicaChosen, this, [this](int r) {
+#ifdef PW_STUDIO_HAVE_DB
+    if (auto* db = dynamic_cast<DbRunSource*>(source_.get())) openRecording(QString::fromStdString(db->path()), r);
+#else
+    (void)r;
+#endif
+  });
 }
+
+bool MainWindow::replicaSelectorShown() const { return replica_action_ && replica_action_->isVisible(); }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));

@@ -55,15 +55,26 @@ bool MainWindow::openFile(const QString& file) {
     return true;
   }
 #ifdef PW_STUDIO_HAVE_DB
-  setSource(new DbRunSource(file.toStdString()));
-  explain_model_->setJobLoader([path = file.toStdString()] { return db::RunReader(path).job(); },
-                               tr("the run recorded no job"));
-  explain_model_->setPredictionLoader([path = file.toStdString()] { return recorded_prediction(path); });
+  openRecording(file);
   search_->openDatabase(file);  // a searched supernet run: its Search tab is ready too
   addRecent(file);
   return true;
 #else
   QMessageBox::warning(this, tr("Open Run"), tr("This studio was built without the run database (pw_db)."));
+  return false;
+#endif
+}
+
+bool MainWindow::openRecording(const QString& file, int replica) {
+#ifdef PW_STUDIO_HAVE_DB
+  setSource(new DbRunSource(file.toStdString(), 0, nullptr, replica));
+  explain_model_->setJobLoader([path = file.toStdString()] { return db::RunReader(path).job(); },
+                               tr("the run recorded no job"));
+  explain_model_->setPredictionLoader([path = file.toStdString()] { return recorded_prediction(path); });
+  return true;
+#else
+  (void)file;
+  (void)replica;
   return false;
 #endif
 }

@@ -16,7 +16,8 @@ namespace {
 // Columns after stage and busy: the kinds worth a column of their own.
 const EventKind kKindColumns[] = {EventKind::Forward,       EventKind::Backward,      EventKind::BackwardInput,
                                   EventKind::BackwardWeight, EventKind::Recompute,     EventKind::SwapOut,
-                                  EventKind::SwapIn,         EventKind::Send,          EventKind::OptimizerStep};
+                                  EventKind::SwapIn,         EventKind::Send,          EventKind::OptimizerStep,
+                                  EventKind::AllReduce};
 // Past this the dock would crowd the timeline out: the table scrolls instead
 // (every kind at once: recompute, swaps, sends and the optimizer).
 constexpr int kMaxFitWidth = 560;

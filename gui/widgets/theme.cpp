@@ -87,6 +87,8 @@ QColor kind_color(EventKind k) {
     // B and W apart from each other and from the full backward's orange.
     case EventKind::BackwardInput: return {232, 110, 60};
     case EventKind::BackwardWeight: return {196, 196, 72};
+    // The replicas' all-reduce: a colour of its own, away from the links' greys.
+    case EventKind::AllReduce: return {170, 92, 52};
   }
   return Qt::gray;
 }

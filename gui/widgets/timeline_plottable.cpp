@@ -21,22 +21,26 @@ void TimelinePlottable::rowExtent(int stage, TrackRow row, double& top, double& 
     case TrackRow::Compute:
       // With the prediction shown, the compute row gives up its lower part to it.
       top = stage - 0.42;
-      bottom = stage + (predicted_ ? -0.06 : 0.12);
+      bottom = stage + (predicted_ ? -0.10 : 0.06);
       return;
     case TrackRow::Copy:
-      top = stage + 0.15;
-      bottom = stage + 0.27;
+      top = stage + 0.09;
+      bottom = stage + 0.19;
       return;
     case TrackRow::Network:
-      top = stage + 0.30;
-      bottom = stage + 0.42;
+      top = stage + 0.21;
+      bottom = stage + 0.31;
+      return;
+    case TrackRow::Collective:
+      top = stage + 0.33;
+      bottom = stage + 0.43;
       return;
   }
 }
 
 void TimelinePlottable::predictedRowExtent(int stage, double& top, double& bottom) const {
-  top = stage - 0.03;
-  bottom = stage + 0.12;
+  top = stage - 0.07;
+  bottom = stage + 0.06;
 }
 
 void TimelinePlottable::setPredicted(std::shared_ptr<const PredictedTimeline> predicted) {
