@@ -67,6 +67,20 @@ expect_text "explain names the replica" 0 "replica 0's pipeline (4 replicas; 1 r
 expect_text "explain --replica beyond the recording" 2 "--replica 1: the run recorded 1 replica (0..0)" \
   "$PW" explain "$tmp/a.sqlite" --replica 1 --no-suggestions
 
+# A suggestion against the gradient sync, simulated as `simulate --set` would: the same iteration time.
+"$PW" explain "$tmp/a.sqlite" --json > "$tmp/explain_s.json"
+py_check "a gradient-sync suggestion reproduces with simulate --set" "
+import json, subprocess
+x = json.load(open('$tmp/explain_s.json'))
+sync = [s for s in x['suggestions'] if 'gradient sync' in s['addresses']]
+assert sync, [s['change'] for s in x['suggestions']]
+s = sync[0]
+args = ['$PW', 'simulate', '$J'] + '${A[*]}'.split() + sum([['--set', o] for o in s['set']], []) + ['--json']
+sim = json.loads(subprocess.check_output(args))
+assert abs(sim['iteration_time_ms'] - s['iteration_ms_after']) <= 1e-9 * s['iteration_ms_after'], (s, sim['iteration_time_ms'])
+assert s['iteration_ms_after'] < s['iteration_ms_before']
+"
+
 # replay and export: the all-reduce events, on a collective track of their own.
 check "replay" 0 "$PW" replay "$tmp/a.sqlite"
 expect_text "replay names the split" 0 "8 stages x 4 replicas (1 recorded)" "$PW" replay "$tmp/a.sqlite"
