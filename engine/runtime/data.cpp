@@ -146,7 +146,8 @@ const at::Tensor& TrainData::permutation(int64_t epoch) {
 
 Batch TrainData::microbatch(int64_t iteration, int index) {
   int64_t b = job_.training.microbatch_size, n = train_.size();
-  int64_t first = iteration * job_.training.batch_size + index * b;
+  int64_t first = iteration * job_.training.batch_size +
+                  (static_cast<int64_t>(replica_) * job_.pipeline.microbatches + index) * b;
   std::vector<int64_t> idx(b);
   for (int64_t j = 0; j < b; ++j) {
     int64_t p = first + j;

@@ -39,9 +39,15 @@ Dataset read_text_windows(const std::string& dir, int seq_len, bool masked, bool
 class TrainData {
  public:
   explicit TrainData(const JobSpec& job);
-  // On the device set_device chose (the CPU by default).
+  // On the device set_device chose (the CPU by default). `index` counts
+  // this replica's microbatches (pipeline.microbatches of them).
   Batch microbatch(int64_t iteration, int index);
   void set_device(c10::Device d) { device_ = d; }
+  // Replica `replica` of the pipeline (parallel.data) trains on the
+  // replica-th contiguous share of each global batch: its microbatch k is
+  // the global batch's microbatch replica x pipeline.microbatches + k, so
+  // the replicas together see what one process sees (docs/engine.md).
+  void set_replica(int replica) { replica_ = replica; }
   const Dataset& train() const { return train_; }
   // The held-out set (fashion-mnist test split; synthetic: a fresh draw).
   Dataset test() const;
@@ -53,6 +59,7 @@ class TrainData {
   Dataset train_;
   std::map<int64_t, at::Tensor> perms_;
   c10::Device device_{c10::kCPU};
+  int replica_ = 0;
 };
 
 }  // namespace pw::rt

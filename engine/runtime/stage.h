@@ -26,6 +26,16 @@ namespace pw::rt {
 
 class TrainData;
 struct Dataset;
+
+// The other replicas of this stage (parallel.data) and this one's place
+// among them: their c10d group (rank = replica) averages the stage's
+// gradients before every optimizer step (stage/gradient_sync.h). A count of
+// 1 (the default) is one pipeline, no group.
+struct ReplicaSet {
+  c10::intrusive_ptr<compat::CommGroup> group;
+  int index = 0;
+  int count = 1;
+};
 class EventClock;  // event_clock.h
 
 // One pipeline stage's share of a job: its layers (every virtual stage the
@@ -42,7 +52,7 @@ class StageExecutor {
   // `placement`: where this stage computes and how its tensors reach the
   // transport (device_placement.h); the default is a CPU stage.
   StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                TrainData& data, EventSink* sink = nullptr, StageDevice placement = {});
+                TrainData& data, EventSink* sink = nullptr, StageDevice placement = {}, ReplicaSet replicas = {});
   ~StageExecutor();
 
   // Runs this device's actions for one iteration (all microbatches and the

@@ -33,6 +33,8 @@
 #include "runtime/host_allocator.h"
 #include "runtime/protocol.h"
 #include "runtime/process_group.h"
+#include "runtime/replica_agreement.h"
+#include "runtime/replica_layout.h"
 #include "runtime/rendezvous.h"
 #include "runtime/run_extensions.h"
 #include "runtime/stage.h"
@@ -80,15 +82,19 @@ class Heartbeat {
 // to telemetry and the database while the run goes on.
 class EventLog final : public EventSink {
  public:
-  explicit EventLog(const std::string& file) : file_(file) {
+  // `replica`: stamped on every event (Event::replica), the stage's own
+  // included, so recordings tell the pipeline's replicas apart.
+  EventLog(const std::string& file, int replica) : file_(file), replica_(static_cast<std::int16_t>(replica)) {
     if (file.empty()) return;
     std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     out_.open(file, std::ios::trunc);
     if (!out_) throw WriteError("events file", file, errno);
   }
-  void on_event(const Event& e) override {
+  void on_event(const Event& event) override {
     ++count_;
     if (!out_.is_open()) return;
+    Event e = event;
+    e.replica = replica_;
     out_ << event_to_json(e).dump() << "\n";
     if (!out_ && err_ == 0) err_ = errno ? errno : EIO;  // the write that failed set it
   }
@@ -104,6 +110,7 @@ class EventLog final : public EventSink {
 
  private:
   std::string file_;
+  std::int16_t replica_ = 0;
   std::ofstream out_;
   int err_ = 0;
   size_t count_ = 0;
@@ -111,14 +118,16 @@ class EventLog final : public EventSink {
 
 // Saves this stage's state for iteration `iteration` (after it) into its
 // own directory, so a stage that is an iteration ahead never overwrites a
-// checkpoint another stage has not completed yet.
-void save_checkpoint(StageExecutor& stage, const Plan& plan, const std::string& run_dir, int rank,
+// checkpoint another stage has not completed yet. Replicas hold one model
+// (checked, replica_agreement.h): replica 0 of each stage writes it.
+void save_checkpoint(StageExecutor& stage, const Plan& plan, const std::string& run_dir, const WorkerRole& role,
                      std::int64_t iteration) {
+  if (role.replica != 0) return;
   namespace fs = std::filesystem;
   fs::path dir = fs::path(run_dir) / "checkpoint" / std::to_string(iteration);
   fs::create_directories(dir);
-  stage.save((dir / ("stage" + std::to_string(rank) + ".pt")).string());  // atomic, checked
-  if (rank == 0)  // the partition this checkpoint's stage files follow (live migration changes it)
+  stage.save((dir / ("stage" + std::to_string(role.stage) + ".pt")).string());  // atomic, checked
+  if (role.stage == 0)  // the partition this checkpoint's stage files follow (live migration changes it)
     write_file_atomically((dir / "plan.json").string(), to_json(plan).dump(2) + "\n", "checkpoint plan");
 }
 
@@ -167,6 +176,7 @@ int run_worker(const WorkerEnv& env) {
   tune_host_allocator();
   auto store = connect_store(env, std::chrono::seconds(120));
   Heartbeat heartbeat(env);
+  WorkerRole role = role_of_rank(env.rank, 1);  // until the job says how many replicas
   try {
     auto cfg = nlohmann::json::parse(from_bytes(store->get(keys::kConfig)));
     int threads = cfg.value("threads", 1);
@@ -178,9 +188,16 @@ int run_worker(const WorkerEnv& env) {
     // the simulator ran too (core/plan/plan_order.h).
     auto schedule = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
                                        job.pipeline.chunks, plan);
-    if (schedule->devices() != env.world_size)
+    // WORLD rank = stage x parallel.data + replica (replica_layout.h).
+    const int replicas = job.parallel.data;
+    role = role_of_rank(env.rank, replicas);
+    if (static_cast<long long>(schedule->devices()) * replicas != env.world_size)
       throw std::runtime_error("WORLD_SIZE " + std::to_string(env.world_size) + " but the job has " +
-                               std::to_string(schedule->devices()) + " stages");
+                               std::to_string(schedule->devices()) + " stages x " + std::to_string(replicas) +
+                               " replicas (parallel.data)");
+    if (!plan.replicas.empty())
+      throw std::runtime_error("the plan's per-stage \"replicas\" cannot run (stages replicated unequally); "
+                               "use parallel.data");
     std::string run_dir = cfg.value("run_dir", "");
     std::int64_t first_it = cfg.value("start_iteration", 0);
     std::int64_t iterations = cfg.value("iterations", job.training.iterations);
@@ -191,15 +208,28 @@ int run_worker(const WorkerEnv& env) {
     StageDevice placement = StageDevice::from(
         agree_transport(*store, env.rank, env.world_size, env.local_rank, job.cluster.backend), env.rank);
     make_current(placement);
-    std::cerr << "pipewright-worker " << env.rank << ": " << placement.describe() << "\n";
+    std::cerr << "pipewright-worker " << role.name() << ": " << placement.describe() << "\n";
     TrainData data(job);
     data.set_device(placement.device);
+    data.set_replica(role.replica);
     TensorBytes::install();
-    auto pg = make_process_group(placement.backend, store, env.rank, env.world_size,
-                                 {.prefix = "pg", .timeout = std::chrono::seconds(300), .threads = 2,
-                                  .device = placement.backend == "gloo" ? gloo_device(env) : nullptr});
-    EventLog log(run_dir.empty() ? "" : run_dir + "/events/stage" + std::to_string(env.rank) + ".jsonl");
-    auto extensions = stage_extensions({job, plan, *schedule, env.rank, store, pg, data}, &log);
+    // Each replica's pipeline is a group of its stages (rank = stage), and
+    // each stage's replicas a group of their own (rank = replica), apart in
+    // the store by their prefixes.
+    const GlooGroupOptions group_options{.prefix = replicas > 1 ? "pg.r" + std::to_string(role.replica) : "pg",
+                                         .timeout = std::chrono::seconds(300), .threads = 2,
+                                         .device = placement.backend == "gloo" ? gloo_device(env) : nullptr};
+    auto pg = make_process_group(placement.backend, store, role.stage, schedule->devices(), group_options);
+    ReplicaSet replica_set;
+    replica_set.index = role.replica;
+    replica_set.count = replicas;
+    if (replicas > 1) {
+      GlooGroupOptions o = group_options;
+      o.prefix = "dp.s" + std::to_string(role.stage);
+      replica_set.group = make_process_group(placement.backend, store, role.replica, replicas, o);
+    }
+    EventLog log(run_dir.empty() ? "" : run_dir + "/events/" + role.events_file(), role.replica);
+    auto extensions = stage_extensions({job, plan, *schedule, role.stage, store, pg, data}, &log);
     EventSink* sink = &log;
     for (auto& e : extensions)
       if (EventSink* s = e->sink()) sink = s;
@@ -210,32 +240,45 @@ int run_worker(const WorkerEnv& env) {
         if (const Plan* q = e->plan()) p = q;
       return *p;
     };
-    StageExecutor stage(job, plan, *schedule, env.rank, pg, data, sink, placement);
-    if (cfg.contains("resume_file")) {
-      std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(env.rank) + ".pt";
+    StageExecutor stage(job, plan, *schedule, role.stage, pg, data, sink, placement, replica_set);
+    if (cfg.contains("resume_file")) {  // every replica loads its stage's one file
+      std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(role.stage) + ".pt";
       stage.load(f);
     }
     store->set(keys::ready(env.rank), to_bytes("1"));
 
     auto report = [&](std::int64_t it, double loss) {
+      if (role.replica != 0) return;  // the replicas' mean, reported once
       store->set(keys::loss(it), to_bytes(nlohmann::json{{"loss", loss}, {"t_ns", steady_now_ns()}}.dump()));
     };
     if (!stage.flushes()) {
       if (ckpt_every > 0) throw std::runtime_error("checkpoints need a schedule with a flush (gpipe, 1f1b)");
       stage.run_async(first_it, iterations, report);
     }
+    // Replicas are one model: their weights' hashes compared, the check
+    // logged by replica 0 (a mismatch fails the run naming stage and replicas).
+    std::string weights_hash;
+    auto check_replicas = [&](std::int64_t it) {
+      auto hashes = check_replicas_agree(replica_set, placement, role, stage.parameters(), it + 1);
+      weights_hash = hex64(hashes[0]);
+      if (role.replica == 0)
+        std::cerr << "pipewright-worker " << role.name() << ": weights of its " << replicas
+                  << " replicas agree after iteration " << it + 1 << " (FNV-1a " << weights_hash << ")\n";
+    };
     IterationAgreement pause(store, keys::kPauseRequests), stop(store, keys::kStopRequests),
         checkpoint(store, keys::kCheckpointRequests);
     std::int64_t pauses = 0;
     for (std::int64_t it = first_it; stage.flushes() && it < iterations; ++it) {
       for (auto& e : extensions) e->before_iteration(it, stage);
       double loss = stage.run_iteration(it);
+      if (stage.computes_loss()) loss = mean_over_replicas(replica_set, placement, loss);
       for (auto& e : extensions) e->after_iteration(it, stage);
+      if (replicas > 1 && (it + 1) % kReplicaCheckEvery == 0) check_replicas(it);
       log.flush();
       if (stage.computes_loss()) report(it, loss);
       bool asked = checkpoint.due_after(it);
       if (!run_dir.empty() && (asked || (ckpt_every > 0 && (it + 1) % ckpt_every == 0))) {
-        save_checkpoint(stage, plan_now(), run_dir, env.rank, it + 1);
+        save_checkpoint(stage, plan_now(), run_dir, role, it + 1);
         store->set(keys::checkpoint_saved(env.rank), to_bytes(std::to_string(it + 1)));
       }
       if (pause.due_after(it)) {
@@ -247,11 +290,15 @@ int run_worker(const WorkerEnv& env) {
       }
       if (stop.due_after(it)) iterations = it + 1;
     }
+    // The last iteration's weights, checked whatever the interval left.
+    if (replicas > 1 && iterations > first_it && iterations % kReplicaCheckEvery != 0) check_replicas(iterations - 1);
     double accuracy = NAN;
     if (cfg.value("eval", false)) accuracy = stage.evaluate(data.test());
 
     MemoryBreakdown mem = stage.memory().now();
     nlohmann::json result{{"rank", env.rank},
+                          {"stage", role.stage},
+                          {"replica", role.replica},
                           {"peak_bytes", stage.memory().peak_bytes()},
                           {"budget_bytes", stage.memory().budget()},
                           {"params_bytes", mem.params},
@@ -261,11 +308,12 @@ int run_worker(const WorkerEnv& env) {
                                          {"device", placement.device.str()},
                                          {"host_staged", placement.host_staged}}}};
     if (!std::isnan(accuracy)) result["accuracy"] = accuracy;
+    if (!weights_hash.empty()) result["weights_fnv1a"] = weights_hash;  // with replicas: the last check's
     result["iterations"] = iterations;  // fewer than the job's when the run was stopped
-    if (!run_dir.empty()) {
+    if (!run_dir.empty() && role.replica == 0) {  // the replicas' one model (their hashes agree)
       namespace fs = std::filesystem;
       fs::create_directories(fs::path(run_dir) / "weights");
-      stage.save((fs::path(run_dir) / "weights" / ("stage" + std::to_string(env.rank) + ".pt")).string());
+      stage.save((fs::path(run_dir) / "weights" / ("stage" + std::to_string(role.stage) + ".pt")).string());
     }
     log.flush();
     store->set(keys::result(env.rank), to_bytes(result.dump()));
@@ -275,14 +323,14 @@ int run_worker(const WorkerEnv& env) {
     // c10 errors carry a backtrace after the first line; the user needs the reason.
     if (auto nl = msg.find("\nException raised from"); nl != std::string::npos) msg.resize(nl);
     // The coordinator names the stage; drop our own prefix (memory errors carry it).
-    if (std::string own = "stage " + std::to_string(env.rank) + ": "; msg.rfind(own, 0) == 0) msg.erase(0, own.size());
+    if (std::string own = "stage " + std::to_string(role.stage) + ": "; msg.rfind(own, 0) == 0) msg.erase(0, own.size());
     try {
       // The type is known only here: the coordinator blames by it (failure_kind.h).
       store->set(keys::error_kind(env.rank), to_bytes(to_string(failure_kind(e))));
       store->set(keys::error(env.rank), to_bytes(msg));
     } catch (...) {
     }
-    std::cerr << "pipewright-worker " << env.rank << ": " << msg << "\n";
+    std::cerr << "pipewright-worker " << role.name() << ": " << msg << "\n";
     return 2;
   }
 }

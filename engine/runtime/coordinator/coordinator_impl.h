@@ -21,6 +21,7 @@
 #include "runtime/failure_kind.h"
 #include "runtime/coordinator_extension.h"
 #include "runtime/rendezvous.h"
+#include "runtime/replica_layout.h"
 
 namespace pw::rt::coordinator_impl {
 
@@ -75,6 +76,10 @@ class Coordinator {
   void after_workers();
   // workers.cpp
   void shutdown();
+  // data_parallel.cpp: what a run with replicas cannot do, refused naming
+  // the field; how a worker process is named in messages.
+  void check_replicas_supported(const PreparedJob& prepared) const;
+  std::string worker_name(int rank) const;
   // run.cpp
   void lock_directories();
   // checkpoints.cpp
@@ -98,7 +103,8 @@ class Coordinator {
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<pid_t> pids_;
   std::vector<std::unique_ptr<CoordinatorExtension>> extensions_;
-  int world_ = 1;
+  int world_ = 1;     // worker processes: stages x replicas
+  int replicas_ = 1;  // parallel.data
   std::int64_t start_it_ = 0;
   std::int64_t last_checkpoint_ = 0;
   int pause_state_ = 0;  // 0 running, 1 pause requested, 2 every stage paused

@@ -20,8 +20,8 @@ bool Coordinator::a_worker_exited() {
         const std::string& err = failure.message;
         const std::string how = x->how();
         auto [cause, cause_err] = root_cause(r, failure);
-        if (cause != r) fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
-        else fail(1, "stage " + std::to_string(r) + " worker " + how + (err.empty() ? "" : ": " + err));
+        if (cause != r) fail(1, worker_name(cause) + ": " + cause_err);
+        else fail(1, worker_name(r) + " worker " + how + (err.empty() ? "" : ": " + err));
         return true;
       }
     }
@@ -38,18 +38,18 @@ bool Coordinator::a_stage_failed(HeartbeatWatch& hb) {
       hb.beat_at[r] = t;
     } else if (b > 0 && t - hb.beat_at[r] > opt_.heartbeat_timeout_s) {
       if (!store_->check({keys::result(r)})) {
-        fail(1, "stage " + std::to_string(r) + " worker stopped responding (no heartbeat for " +
+        fail(1, worker_name(r) + " worker stopped responding (no heartbeat for " +
                     std::to_string(opt_.heartbeat_timeout_s) + " s)");
         return true;
       }
     } else if (b <= 0 && t - hb.started > 120) {
-      fail(1, "stage " + std::to_string(r) + " worker never connected");
+      fail(1, worker_name(r) + " worker never connected");
       return true;
     }
     StageFailure failure = worker_failure(r);
     if (!failure.message.empty()) {
       auto [cause, cause_err] = root_cause(r, failure);
-      fail(1, "stage " + std::to_string(cause) + ": " + cause_err);
+      fail(1, worker_name(cause) + ": " + cause_err);
       return true;
     }
   }

@@ -14,7 +14,7 @@ void Coordinator::collect(const JobSpec& job) {
   }
   if (opt_.run_dir.empty()) return;
   for (auto& e : extensions_) try {
-      e->on_results(job, result_, world_, opt_.run_dir);
+      e->on_results(job, result_, job.pipeline.stages, opt_.run_dir);  // weights/stage<s>.pt: one per stage
     } catch (const std::exception& x) {
       fail(1, x.what());
     }

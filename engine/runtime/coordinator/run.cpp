@@ -26,7 +26,8 @@ void on_signal(int) { g_interrupted = 1; }
 RunResult Coordinator::run() {
   // Our own workers share this host: a backend it cannot run (nccl without
   // CUDA) is a job error (SpecError, exit 2) before anything is written or started.
-  if (!opt_.attach) local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages);
+  if (!opt_.attach)
+    local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages * std::max(1, opt_.job.parallel.data));
   lock_directories();
   // Before anything is written: a resume that cannot proceed leaves its
   // directory as it was (SpecError or CheckpointRefused, exit 2, naming the
@@ -48,7 +49,9 @@ RunResult Coordinator::run() {
   if (!opt_.resume_dir.empty()) resume = read_resume_point(prepared);
   result_.plan = prepared.plan;
   const JobSpec& job = prepared.job;
-  world_ = job.pipeline.stages;
+  check_replicas_supported(prepared);
+  replicas_ = job.parallel.data;
+  world_ = job.pipeline.stages * replicas_;  // WORLD rank = stage x replicas + replica
   int threads = opt_.threads_per_worker;
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_);
 
@@ -101,7 +104,7 @@ RunResult Coordinator::run() {
       // A reused run directory (--overwrite, a resume) still holds the last
       // run's event logs: followed before this run's workers truncate them,
       // they would be recorded as this run's events.
-      std::string log = opt_.run_dir + "/events/stage" + std::to_string(r) + ".jsonl";
+      std::string log = opt_.run_dir + "/events/" + role_of_rank(r, replicas_).events_file();
       std::filesystem::remove(log);
       tails_.emplace_back(log);
     }

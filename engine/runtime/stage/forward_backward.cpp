@@ -121,6 +121,9 @@ void StageExecutor::Impl::backward(const ActiveSchedule& run, int mb, int chunk)
   const auto& r = plan.stages[v];
   MicrobatchState& st = state_of(mb, chunk, "backward");
   at::Tensor g = v == vstages - 1 ? st.out_grad : messaging.take_recv(run, kGradient, mb, chunk);
+  // The iteration's last backward of the chunk completes its gradients layer
+  // by layer: each replica bucket is all-reduced as soon as it is whole.
+  const bool syncs = replica_sync && replica_sync->begins_last_backward(chunk);
   EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
@@ -131,6 +134,7 @@ void StageExecutor::Impl::backward(const ActiveSchedule& run, int mb, int chunk)
                                                               /*create_graph=*/false, /*accumulate_grad=*/true);
     if (grad_in) g = ls.in.grad();
     release(ls);
+    if (syncs) replica_sync->layer_done(run, chunk, l);
   }
   WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});
@@ -176,11 +180,14 @@ void StageExecutor::Impl::backward_weight(const ActiveSchedule& run, int mb, int
   MicrobatchState& st = state_of(mb, chunk, "weight gradient");
   if (!st.input_gradient_done)
     throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
+  // As in the fused backward: the last W of the chunk completes its gradients.
+  const bool syncs = replica_sync && replica_sync->begins_last_backward(chunk);
   EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];
     ls.split.weight_gradient();
     release(ls);
+    if (syncs) replica_sync->layer_done(run, chunk, l);
   }
   WeightStash::fold_gradients(st, r, layers);
   state.erase({mb, chunk});

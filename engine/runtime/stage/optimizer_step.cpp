@@ -64,6 +64,9 @@ void StageExecutor::Impl::step(const ActiveSchedule& run, double progress) {
   EventClock::Mark t0 = telemetry.mark();
   const double lr = learning_rate_at(job.training, progress);
   for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+  // Clipping and the non-finite check act on the replicas' mean gradient,
+  // which every replica then holds alike.
+  if (replica_sync) replica_sync->finish(run);
   if (whole_pipeline_gradient_ok()) optimizer->step();
   optimizer->zero_grad();
   stepped = true;

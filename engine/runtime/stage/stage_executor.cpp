@@ -17,7 +17,7 @@
 namespace pw::rt {
 
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
-                          EventSink* es, StageDevice pl)
+                          EventSink* es, StageDevice pl, ReplicaSet replicas)
     : job(j), plan(p), schedule(s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
       microbatches(s.microbatches()), data(dt), placement(std::move(pl)),
       telemetry(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), placement, es),
@@ -48,6 +48,15 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
   else
     optimizer = std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(t.lr).momentum(t.optimizer == "momentum" ? 0.9 : 0.0));
+  if (replicas.count > 1) {
+    // PipeDream's async 1F1B steps after every backward, each replica on its
+    // own microbatches: its weights would not stay one model.
+    if (!schedule.flushes())
+      throw std::invalid_argument("parallel.data: replicas need a schedule with a flush (gpipe, 1f1b, interleaved, "
+                                  "the zero-bubble ones), not \"" + to_string(schedule.kind()) + "\"");
+    replica_sync = std::make_unique<stage_impl::ReplicaGradientSync>(job, plan, schedule, device, layers,
+                                                                      std::move(replicas), placement, telemetry);
+  }
   update_static();
   memory.meter().reset_peak();
   memory.check("model construction");
@@ -61,8 +70,9 @@ void StageExecutor::Impl::update_static() {
 }
 
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                             TrainData& data, EventSink* sink, StageDevice placement)
-    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink, std::move(placement))) {
+                             TrainData& data, EventSink* sink, StageDevice placement, ReplicaSet replicas)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink, std::move(placement),
+                                   std::move(replicas))) {
   if (schedule.kind() == ScheduleKind::PipeDream && schedule.chunks() != 1)
     throw std::invalid_argument("async 1F1B runs with one chunk per device");
 }

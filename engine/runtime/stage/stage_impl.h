@@ -19,6 +19,7 @@
 #include "runtime/data.h"
 #include "runtime/stage.h"
 #include "runtime/stage/active_schedule.h"
+#include "runtime/stage/gradient_sync.h"
 #include "runtime/stage/microbatch_state.h"
 #include "runtime/stage/stage_messaging.h"
 #include "runtime/stage/stage_telemetry.h"
@@ -49,6 +50,8 @@ struct StageExecutor::Impl {
   std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
   bool stepped = false;             // the optimizer holds state (the memory account counts it)
   stage_impl::WeightStash stash;
+  // With replicas (parallel.data > 1): the gradients' all-reduce among them; null otherwise.
+  std::unique_ptr<stage_impl::ReplicaGradientSync> replica_sync;
   stage_impl::MicrobatchStates state;
   // The last virtual stage's loss tensors, in forward order, with their
   // microbatch: read once per iteration (take_losses), not per microbatch,
@@ -56,7 +59,8 @@ struct StageExecutor::Impl {
   std::vector<std::pair<std::int64_t, at::Tensor>> losses;
 
   // stage_executor.cpp: construction, the static memory account.
-  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl);
+  Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl,
+       ReplicaSet replicas);
   void update_static();
   bool computes_loss() const { return schedule.device_of_virtual_stage(vstages - 1) == device; }
 

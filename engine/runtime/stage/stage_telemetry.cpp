@@ -12,7 +12,11 @@ StageTelemetry::StageTelemetry(int stage, std::int64_t budget_bytes, const Stage
 
 void StageTelemetry::emit(Event e, EventClock::Mark t0) {
   if (!sink_) return;
-  EventClock::Mark t1 = clock_->mark();
+  emit_span(e, t0, clock_->mark());
+}
+
+void StageTelemetry::emit_span(Event e, EventClock::Mark t0, EventClock::Mark t1) {
+  if (!sink_) return;
   if (!clock_->immediate()) {
     pending_.push_back({e, t0, t1});
     return;

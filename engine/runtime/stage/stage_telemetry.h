@@ -25,6 +25,11 @@ class StageTelemetry {
   EventClock::Mark mark() { return clock_->mark(); }
   // `e` ran from mark `t0` to now.
   void emit(Event e, EventClock::Mark t0);
+  // `e` ran from mark `t0` to mark `t1` (work that ended off the stage's
+  // thread: a replica all-reduce, stage/gradient_sync.h).
+  void emit_span(Event e, EventClock::Mark t0, EventClock::Mark t1);
+  // Marks are host times (steady_now_ns) on this stage's clock.
+  bool immediate() const { return clock_->immediate(); }
   // Stamps and delivers the events the clock could not stamp yet: once per
   // iteration, so a GPU is not waited on in the middle of one.
   void flush_events();
