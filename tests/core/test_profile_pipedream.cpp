@@ -301,3 +301,15 @@ TEST(PipeDreamGraph, JsonProfilesRejectInconsistentGraphs) {
   j["cut_bytes"].erase(0);
   EXPECT_NE(error_of(j.dump()).find("cut_bytes has 2 entries, expected 3"), std::string::npos);
 }
+
+// A layer name that is not UTF-8 went into the plan and the recording, whose
+// JSON writer then threw nlohmann's type_error.316: `simulate --db` exited 1
+// with the library's text and left a recording behind (issue 41, item 2's
+// failure through a profile). Refused at its line, the bytes not echoed.
+TEST(PipeDreamGraph, TextThatIsNotUtf8IsRefusedAtItsLine) {
+  std::string bad = kGood;
+  bad.insert(bad.find(" -- ", bad.find("node2")) , "\xff\xfe");
+  const std::string why = error_of(bad);
+  EXPECT_NE(why.find("g.txt:2: not valid UTF-8 (byte 5 is 0xff of the line)"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\xff'), std::string::npos);
+}

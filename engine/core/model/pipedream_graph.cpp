@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/spec/utf8.h"
+
 namespace pw {
 namespace {
 
@@ -181,6 +183,10 @@ PipeDreamGraph parse_pipedream_graph(const std::string& text, const std::string&
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Layer names go into plans, traces and recordings, all JSON: the text is
+    // UTF-8 or refused here, not by a JSON writer after a recording began.
+    if (std::size_t bad = 0; !is_valid_utf8(line, &bad))
+      fail(name, lineno, "not valid UTF-8 (" + utf8_error_at(line, bad) + " of the line)");
     if (trim(line).empty()) continue;
     if (line[0] == '\t' || line[0] == ' ') {
       auto ends = split(trim(line), kSep);

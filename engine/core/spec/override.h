@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/spec/utf8.h"  // is_valid_utf8
+
 namespace pw {
 
 // Applies "a.b.c=value" to a document. The value is parsed as JSON when it
@@ -24,11 +26,6 @@ namespace pw {
 // Throws SpecError: at path "--set" for a malformed key (no '=', an empty
 // part, too many parts, not UTF-8), at the key's path for its value.
 void apply_override(nlohmann::json& doc, const std::string& assignment);
-
-// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF). When it is not, `bad_at` (if given)
-// is the offset of the first byte that is not part of a valid sequence.
-bool is_valid_utf8(std::string_view s, std::size_t* bad_at = nullptr);
 
 // How deeply `j` nests: 0 for a scalar, 1 for [] or {} of scalars, ...
 // Computed with an explicit stack: safe on a document of any depth.
