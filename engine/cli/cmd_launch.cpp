@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/job_inputs.h"
 #include "core/io/checked_write.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
@@ -116,7 +117,7 @@ int run_launch(const LaunchArgs& a) {
   std::string text = !a.sbatch.empty() ? sbatch_script(L) : shell_script(L);
   const std::string& out_path = !a.sbatch.empty() ? a.sbatch : a.output;
   if (!out_path.empty()) {
-    write_output({out_path, !a.sbatch.empty() ? "--sbatch" : "--output", a.overwrite}, text);
+    write_output({out_path, !a.sbatch.empty() ? "--sbatch" : "--output", a.overwrite, job_inputs(a.job_file, job)}, text);
     std::cout << "wrote " << out_path << "\n";
   } else {
     std::cout << text;

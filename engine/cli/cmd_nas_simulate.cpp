@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli/format.h"
+#include "cli/job_inputs.h"
 #include "cli/nas_simulate.h"
 #include "core/events/run_records.h"
 #include "core/nas/cache_prediction.h"
@@ -54,7 +55,7 @@ int simulate_supernet_command(const JobSpec& job, const SimulateArgs& args) {
   std::unique_ptr<OutputStream> trace_file;
   std::unique_ptr<ChromeTraceWriter> writer;
   if (!trace.empty()) {
-    trace_file = std::make_unique<OutputStream>(trace_target(args));
+    trace_file = std::make_unique<OutputStream>(trace_target(args, job_inputs(args.job_file, job)));
     writer = std::make_unique<ChromeTraceWriter>(trace_file->stream(), job.pipeline.stages, "pipewright simulate " + job.name);
   }
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "simulate", job.pipeline.stages});

@@ -20,10 +20,11 @@ struct SimulateArgs {
 };
 
 // --trace through the output rule; --overwrite covers it as it covers --db.
-inline OutputTarget trace_target(const SimulateArgs& a) {
+// `inputs`: what the command reads (cli/job_inputs.h), never replaced.
+inline OutputTarget trace_target(const SimulateArgs& a, std::vector<InputFile> inputs) {
   if (!a.outputs.db_path.empty() && a.outputs.db_path == a.trace)
     throw UsageError("--trace and --db name the same file " + a.trace);
-  return {a.trace, "--trace", a.outputs.overwrite};
+  return {a.trace, "--trace", a.outputs.overwrite, std::move(inputs)};
 }
 
 }  // namespace pw::cli

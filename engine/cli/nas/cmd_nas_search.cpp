@@ -281,7 +281,11 @@ int export_subnet(const NasSearchArgs& args) {
   TempFile answer("export");
   // The worker writes beside the target; the file is moved into place under
   // the output rule only once the worker succeeded.
-  OutputByOther model({out, "--out", args.overwrite});
+  // Nor is a file the worker reads: the run's job and trained weights.
+  std::vector<InputFile> inputs{{run.job_file, "the supernet run's job file"}};
+  for (int r = 0; r < static_cast<int>(nj.stages.size()); ++r)
+    inputs.push_back({run.run_dir + "/stage" + std::to_string(r) + ".bin", "a stage's trained weights"});
+  OutputByOther model({out, "--out", args.overwrite, inputs});
   int rc = run_worker({worker_of(args), "export", run.job_file, "--out", run.run_dir, "--subnet", list, "--model",
                        model.temp_path(), "--results", answer.path});
   if (rc != 0) return rc;

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/job_inputs.h"
 #include "core/calibrate/send_cost.h"
 #include "core/calibrate/microbatch_calibration.h"
 #include "core/calibrate/host_costs.h"
@@ -229,12 +230,13 @@ int profile(const ProfileArgs& args) {
   if (args.in_situ_runs > 1 && in_situ == 0) throw UsageError("--in-situ-runs: runs of what? give --in-situ ITERATIONS too");
   // Checked before measuring (a refused file is not found out minutes later),
   // written beside the target, moved into place under the output rule.
+  const std::vector<InputFile> inputs = job_inputs(args.job_file, job);  // never replaced by -o
   auto save = [&](const ModelProfile& p, bool overwrite) {
-    OutputByOther file({out, "-o", overwrite});
+    OutputByOther file({out, "-o", overwrite, inputs});
     save_profile_file(p, file.temp_path());
     file.place();
   };
-  check_output({out, "-o", args.overwrite});
+  check_output({out, "-o", args.overwrite, inputs});
   std::vector<int> sizes;
   if (!args.sizes.empty()) {
     sizes = parse_sizes(args.sizes);

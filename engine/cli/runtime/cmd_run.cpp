@@ -10,6 +10,8 @@
 #include "cli/runtime/run_args.h"
 #include "cli/runtime/run_recording.h"
 #include "cli/format.h"
+#include "cli/job_inputs.h"
+#include "core/io/checked_write.h"
 #include "core/spec/spec_error.h"
 #include "runtime/coordinator.h"
 #ifdef PW_HAVE_NAS_RUNTIME
@@ -61,6 +63,28 @@ std::string default_run_dir(const std::string& name) {
   return "runs/" + name + "-" + buf;
 }
 
+// The run directory keeps its own copy of the job (job.json, the overrides
+// applied) beside its plan and results: none of those files may be one the
+// command reads. `run job.json --run-dir .` once rewrote the user's job.json.
+// A resumed run's own job.json is the run's, rewritten as it continues.
+void refuse_inputs_in_run_dir(const RunArgs& args, const std::string& job_file, const JobSpec& job) {
+  const std::string dir = !args.run_dir.empty() ? args.run_dir : args.resume;
+  if (dir.empty()) return;  // a new runs/NAME-TIME
+  std::vector<InputFile> inputs = job_inputs(job_file, job);
+  if (!args.profile.empty()) inputs.push_back({args.profile, "the profile"});
+  std::error_code ec;
+  const bool resuming_it = !args.resume.empty() && std::filesystem::equivalent(args.resume, dir, ec);
+  for (const char* name : {"job.json", "plan.json", "result.json", "migration.json"}) {
+    if (resuming_it && std::string(name) == "job.json") continue;
+    try {
+      refuse_input((std::filesystem::path(dir) / name).string(), "--run-dir", inputs);
+    } catch (const OutputRefused& e) {
+      throw OutputRefused(std::string(e.what()) + ": the run directory keeps its own " + name +
+                          "; give the run a directory of its own (--run-dir DIR)");
+    }
+  }
+}
+
 int run(const RunArgs& args, const Args& given) {
   rt::RunOptions o;
   std::string job_file = args.job_file;
@@ -73,6 +97,7 @@ int run(const RunArgs& args, const Args& given) {
   if (o.job.model.precision != "fp32")
     throw SpecError("model.precision", "`run` trains in fp32; \"" + o.job.model.precision +
                                            "\" (mixed precision) is for plan and simulate of GPU jobs: set \"fp32\"");
+  refuse_inputs_in_run_dir(args, job_file, o.job);  // before anything is written, pipeline or supernet
 #ifdef PW_HAVE_NAS_RUNTIME
   if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args, given);  // engine/cli/nas/
 #endif
