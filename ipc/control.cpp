@@ -1,6 +1,7 @@
 #include "ipc/control.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -189,7 +190,42 @@ std::size_t ControlServer::remembered_clients() const {
 
 struct ControlClient::Impl {
   zmq::socket_t sock{context(), zmq::socket_type::dealer};
+  // The DEALER's handshake events (zmq_socket_monitor), on an inproc PAIR.
+  zmq::socket_t events{context(), zmq::socket_type::pair};
+  Peer peer = Peer::Unknown;
+
+  Impl() {
+    static std::atomic<std::uint64_t> next{0};
+    const std::string address = "inproc://pw-control-client-" + std::to_string(next++);
+    constexpr int kWatched = ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(sock.handle(), address.c_str(), kWatched) != 0) throw zmq::error_t();
+    events.set(zmq::sockopt::linger, 0);
+    events.connect(address);  // before the DEALER connects: no event is missed
+  }
+  ~Impl() { zmq_socket_monitor(sock.handle(), nullptr, 0); }
+
+  // Reads the events that arrived. A DEALER's peer of another kind (PUB,
+  // ROUTER's other peers) fails the handshake's socket-type check and the
+  // connection drops before HANDSHAKE_SUCCEEDED: that is a refusal.
+  void read_events() {
+    for (;;) {
+      zmq::message_t head, address;
+      if (!events.recv(head, zmq::recv_flags::dontwait)) return;
+      if (head.more()) (void)events.recv(address, zmq::recv_flags::dontwait);
+      if (head.size() < 2) continue;
+      std::uint16_t event = 0;
+      std::memcpy(&event, head.data(), sizeof event);
+      if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) peer = Peer::Control;
+      else if (peer != Peer::Control) peer = Peer::Refused;
+    }
+  }
 };
+
+ControlClient::Peer ControlClient::peer() const {
+  impl_->read_events();
+  return impl_->peer;
+}
 
 ControlClient::ControlClient(const std::string& endpoint, std::string name, const CurveClient* curve)
     : impl_(std::make_unique<Impl>()), name_(std::move(name)) {
@@ -222,7 +258,17 @@ std::optional<pb::ControlReply> ControlClient::request(pb::ControlRequest req, s
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    if (!wait_readable(s, left)) break;
+    // The reply, or the handshake's refusal: an endpoint that is no control
+    // server is known in a millisecond, not after `timeout`.
+    const Readable ready = wait_readable(s, impl_->events, left);
+    if (ready.second) {
+      impl_->read_events();
+      if (impl_->peer == Peer::Refused) {
+        ++stats_.refused;
+        return std::nullopt;
+      }
+    }
+    if (!ready.first) continue;
     zmq::message_t f;
     if (!s.recv(f, zmq::recv_flags::dontwait)) continue;
     bool extra = f.more();

@@ -104,8 +104,18 @@ class ControlClient {
   // Sends raw bytes as a request frame (tests: malformed input).
   void send_raw(const std::string& bytes);
 
+  // What the endpoint turned out to be, from ZeroMQ's handshake: Unknown
+  // until one completed or failed; Control once it completed; Refused when
+  // the peer ended it first (a socket of another kind: a run's telemetry
+  // publisher, which `pipewright control` also accepts; or a server that
+  // refused our CURVE keys). A request to a refusing peer returns nullopt
+  // as soon as the refusal is seen, not when its timeout runs out.
+  enum class Peer { Unknown, Control, Refused };
+  Peer peer() const;
+
   struct Stats {
     std::uint64_t sent = 0, replies = 0, timeouts = 0, stale = 0, malformed = 0;
+    std::uint64_t refused = 0;  // requests ended by the peer's refusal (Peer::Refused)
   };
   const Stats& stats() const { return stats_; }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <utility>
 
 #include <zmq.hpp>
 
@@ -12,5 +13,10 @@ namespace pw::ipc {
 // std::terminate and in a client is a request lost. An interrupted poll is
 // resumed with what is left of the timeout instead.
 bool wait_readable(zmq::socket_t& sock, std::chrono::milliseconds timeout);
+
+// The same for two sockets: which of them has a message to read when the
+// first does or `timeout` runs out ({false, false}).
+using Readable = std::pair<bool, bool>;
+Readable wait_readable(zmq::socket_t& a, zmq::socket_t& b, std::chrono::milliseconds timeout);
 
 }  // namespace pw::ipc

@@ -110,5 +110,25 @@ TEST(Control, MalformedRequestsAreCountedAndDropped) {
   EXPECT_EQ(s.requests, 1u);
 }
 
+// `pipewright control ENDPOINT` talks to the endpoint it is given (issue 41,
+// item 10: it first waited up to 1.5 s for telemetry on it). A control
+// server completes the DEALER's handshake; a telemetry publisher refuses it
+// (a PUB is no peer of a DEALER), which the client reports at once, not when
+// its timeout runs out: only then does the CLI subscribe for the heartbeat.
+TEST(Control, AClientTellsAControlServerFromAPublisherByTheHandshake) {
+  Publisher pub("run-k");
+  ControlServer server(handler, &pub);
+  ControlClient direct(server.endpoint(), "direct");
+  auto r = direct.query_status(5s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(direct.peer(), ControlClient::Peer::Control);
+  EXPECT_EQ(direct.stats().refused, 0u);
+  ControlClient wrong(pub.endpoint(), "wrong");
+  EXPECT_FALSE(wrong.query_status(20s));  // returns at the refusal, not after 20 s
+  EXPECT_EQ(wrong.peer(), ControlClient::Peer::Refused);
+  EXPECT_EQ(wrong.stats().refused, 1u);
+  EXPECT_EQ(wrong.stats().timeouts, 0u);
+}
+
 }  // namespace
 }  // namespace pw::ipc

@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -200,30 +202,46 @@ int control(const ControlArgs& args) {
   std::string endpoint = args.endpoint;
   const std::string& what = args.what;
   auto timeout = milliseconds(static_cast<long>(args.timeout * 1000));
-  // A telemetry endpoint leads to the control endpoint through its heartbeat.
-  {
+  if (what == "set" && args.setting.find('=') == std::string::npos) throw UsageError("set wants KEY=VALUE");
+  static const std::vector<std::string> kCommands = {"pause", "resume", "stop", "checkpoint", "rebalance", "status", "set"};
+  if (std::find(kCommands.begin(), kCommands.end(), what) == kCommands.end())
+    throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, rebalance, status, set)");
+  auto curve = curve_client(args.keys);
+  auto send = [&](const std::string& to) {
+    ipc::ControlClient c(to, "pipewright-control", curve ? &*curve : nullptr);
+    std::optional<pb::ControlReply> r;
+    if (what == "pause") r = c.pause(timeout);
+    else if (what == "resume") r = c.resume(timeout);
+    else if (what == "stop") r = c.stop(timeout);
+    else if (what == "checkpoint") r = c.checkpoint(timeout);
+    else if (what == "status") r = c.query_status(timeout);
+    else if (what == "rebalance") r = c.rebalance(timeout);
+    else r = c.set(args.setting.substr(0, args.setting.find('=')), args.setting.substr(args.setting.find('=') + 1), timeout);
+    return std::make_pair(r, c.peer() == ipc::ControlClient::Peer::Refused);
+  };
+  // The endpoint as given, directly: a control endpoint answers in
+  // milliseconds. A telemetry endpoint refuses the control client's
+  // handshake (a publisher is no control server), which is known as fast;
+  // only then is it subscribed to, for the heartbeat naming the control
+  // endpoint. (Subscribing first cost every request up to 1.5 s.)
+  auto [r, refused] = send(endpoint);
+  if (!r && refused) {
     ipc::SubscriberOptions so;
     so.topics = {ipc::Topic::Heartbeat};
-    so.curve = curve_client(args.keys);
-    ipc::Subscriber probe(endpoint, so);
-    if (probe.wait_connected(std::min(timeout, milliseconds(1500))) && !probe.control_endpoint().empty())
-      endpoint = reachable(probe.control_endpoint(), endpoint);
-  }
-  auto curve = curve_client(args.keys);
-  ipc::ControlClient c(endpoint, "pipewright-control", curve ? &*curve : nullptr);
-  std::optional<pb::ControlReply> r;
-  if (what == "pause") r = c.pause(timeout);
-  else if (what == "resume") r = c.resume(timeout);
-  else if (what == "stop") r = c.stop(timeout);
-  else if (what == "checkpoint") r = c.checkpoint(timeout);
-  else if (what == "status") r = c.query_status(timeout);
-  else if (what == "rebalance") r = c.rebalance(timeout);
-  else if (what == "set") {
-    if (args.setting.find('=') == std::string::npos) throw UsageError("set wants KEY=VALUE");
-    const auto& kv = args.setting;
-    r = c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), timeout);
-  } else {
-    throw UsageError("unknown control command \"" + what + "\" (pause, resume, stop, checkpoint, rebalance, status, set)");
+    so.curve = curve;
+    std::string control_endpoint;
+    {
+      ipc::Subscriber probe(endpoint, so);
+      if (probe.wait_connected(timeout)) control_endpoint = probe.control_endpoint();
+    }
+    if (control_endpoint.empty()) {
+      std::cerr << "error: " << endpoint << " is not a control endpoint (it refused the handshake) and sent no "
+                << "telemetry naming one within " << timeout.count() << " ms"
+                << (curve ? " (or its keys do not accept ours)" : "") << "\n";
+      return 1;
+    }
+    endpoint = reachable(control_endpoint, endpoint);
+    r = send(endpoint).first;
   }
   if (!r) {
     std::cerr << "error: no reply from " << endpoint << " within " << timeout.count() << " ms\n";
