@@ -5,6 +5,8 @@
 #include <zmq.hpp>
 
 #include "core/events/event_kinds.h"
+#include "core/spec/bounded_json.h"
+#include "core/spec/spec_error.h"
 
 namespace pw::ipc {
 namespace {
@@ -225,8 +227,14 @@ void decode(const pb::Envelope& env, RunTelemetry& into) {
       break;
     case pb::Envelope::kPlan: {
       const auto& p = env.plan();
-      auto j = nlohmann::json::parse(p.plan_json(), nullptr, false);
-      if (j.is_discarded()) break;
+      // Depth-bounded: a peer's plan nested 100,000 deep is dropped, never
+      // copied or compared (each recursive in nlohmann::json).
+      nlohmann::json j;
+      try {
+        j = parse_bounded_json(p.plan_json());
+      } catch (const SpecError&) {
+        break;
+      }
       try {
         into.plans.push_back({p.version(), p.t_ns(), p.reason(), plan_from_json(j)});
       } catch (const std::exception&) {

@@ -6,6 +6,7 @@
 
 #include "gui/models/nas_core.h"
 #include "gui/models/saved_file.h"
+#include "core/spec/bounded_json.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::gui {
@@ -210,9 +211,21 @@ bool JobModel::load(const QString& file, QString* error) {
     if (error) *error = QStringLiteral("cannot open \"%1\": %2").arg(file, f.errorString());
     return false;
   }
-  QByteArray bytes = f.readAll();
-  auto doc = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  // Bounded as every reader of a job is (core/spec/bounded_json.h): a
+  // 100,000-deep document would overflow the stack when the model copies it.
+  QByteArray bytes = f.read(static_cast<qint64>(kMaxJobFileBytes) + 1);
+  if (static_cast<std::size_t>(bytes.size()) > kMaxJobFileBytes) {
+    if (error) *error = QStringLiteral("\"%1\" is over the bound of a job file (16 MiB)").arg(file);
+    return false;
+  }
+  nlohmann::json doc;
+  try {
+    doc = parse_bounded_json(bytes.toStdString());
+  } catch (const SpecError& e) {
+    if (error) *error = QStringLiteral("\"%1\": %2").arg(file, QString::fromStdString(e.what()));
+    return false;
+  }
+  if (!doc.is_object()) {
     if (error) *error = QStringLiteral("\"%1\" is not a JSON object").arg(file);
     return false;
   }

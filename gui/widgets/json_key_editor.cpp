@@ -4,6 +4,8 @@
 #include <QScopedValueRollback>
 #include <QSignalBlocker>
 
+#include "core/spec/bounded_json.h"
+#include "core/spec/spec_error.h"
 #include "gui/models/job_model.h"
 
 namespace pw::gui {
@@ -34,13 +36,17 @@ void JsonKeyEditor::write() {
   if (text.isEmpty()) {
     doc.erase(key_);
   } else {
-    auto j = nlohmann::json::parse(text.toStdString(), nullptr, false);
-    if (j.is_discarded()) {
-      syntax_error_->setText(tr("not valid JSON yet"));
+    // Bounded as a `--set` value is: the key takes a level of the document.
+    nlohmann::json j;
+    try {
+      j = parse_bounded_json(text.toStdString(), key_, kMaxJsonDepth - 1);
+    } catch (const SpecError& e) {
+      syntax_error_->setText(e.reason().rfind("not valid JSON", 0) == 0 ? tr("not valid JSON yet")
+                                                                         : QString::fromStdString(e.what()));
       syntax_error_->setVisible(true);
       return;
     }
-    doc[key_] = j;
+    doc[key_] = std::move(j);
   }
   syntax_error_->setVisible(false);
   if (doc == job_->document()) return;

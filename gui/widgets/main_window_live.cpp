@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/spec/bounded_json.h"
 #include "gui/models/engine_process.h"
 #include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
@@ -49,8 +50,7 @@ bool MainWindow::launch(const LaunchRequest& req) {
       if (!launched_job_file_.isEmpty())
         explain_model_->setJobLoader(
             [file = launched_job_file_.toStdString()] {
-              std::ifstream in(file);
-              return nlohmann::json::parse(in);
+              return parse_bounded_json(read_bounded_file(file, kMaxJobFileBytes, "job file"));
             },
             tr("the launched job's file is empty"));
     });
