@@ -170,3 +170,17 @@ TEST(RunDirLock, OneProcessAtATimeNamingTheHolder) {
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "released, the directory takes another process";
 }
+
+TEST(CheckpointIndex, AFileOnAnotherHostIsTakenOnlyByAnAttachedResume) {
+  TmpDir t;
+  put(t.dir / "checkpoint/2/stage0.pt", "here");
+  write_checkpoint_index(t.dir.string(), "iteration", 2, {"stage0.pt", "stage1.pt"}, /*elsewhere_if_missing=*/true);
+  EXPECT_NE(refusal([&] { read_checkpoint_index(t.dir.string(), "iteration", {"stage0.pt", "stage1.pt"}); })
+                .find("\"files\".stage1.pt was saved on another host"),
+            std::string::npos);
+  EXPECT_EQ(read_checkpoint_index(t.dir.string(), "iteration", {"stage0.pt", "stage1.pt"}, true).position, 2);
+  put(t.dir / "checkpoint/2/stage0.pt", "HERE");  // the local one is still checked
+  EXPECT_NE(refusal([&] { read_checkpoint_index(t.dir.string(), "iteration", {"stage0.pt", "stage1.pt"}, true); })
+                .find("stage0.pt: its content differs"),
+            std::string::npos);
+}

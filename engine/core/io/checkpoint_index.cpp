@@ -55,12 +55,17 @@ FileDigest digest_file(const std::string& path) {
 }
 
 void write_checkpoint_index(const std::string& run_dir, const std::string& key, std::int64_t position,
-                            const std::vector<std::string>& files) {
+                            const std::vector<std::string>& files, bool elsewhere_if_missing) {
   namespace fs = std::filesystem;
   const std::string rel = "checkpoint/" + std::to_string(position);
   nlohmann::json listed = nlohmann::json::object();
   for (const auto& f : files) {
-    FileDigest d = digest_file((fs::path(run_dir) / rel / f).string());
+    const std::string path = (fs::path(run_dir) / rel / f).string();
+    if (std::error_code ec; elsewhere_if_missing && !fs::exists(path, ec)) {
+      listed[f] = {{"elsewhere", true}};
+      continue;
+    }
+    FileDigest d = digest_file(path);
     listed[f] = {{"bytes", d.bytes}, {"fnv1a64", d.fnv1a64}};
   }
   nlohmann::json meta{{key, position}, {"dir", rel}, {"files", listed}};
@@ -69,7 +74,7 @@ void write_checkpoint_index(const std::string& run_dir, const std::string& key, 
 }
 
 CheckpointIndex read_checkpoint_index(const std::string& run_dir, const std::string& key,
-                                      const std::vector<std::string>& files) {
+                                      const std::vector<std::string>& files, bool accept_elsewhere) {
   namespace fs = std::filesystem;
   CheckpointIndex out;
   out.index_file = (fs::path(run_dir) / "checkpoint" / "meta.json").string();
@@ -128,6 +133,11 @@ CheckpointIndex read_checkpoint_index(const std::string& run_dir, const std::str
   for (const auto& f : files) {
     const nlohmann::json& rec = (*listed)[f];
     const std::string path = (fs::path(out.dir) / f).string();
+    if (rec.is_object() && rec.contains("elsewhere") && rec["elsewhere"] == true) {
+      if (accept_elsewhere) continue;
+      refuse("\"files\"." + f + " was saved on another host (an --attach run): resume it with --attach, "
+             "or copy the files here and checkpoint again");
+    }
     if (!rec.is_object() || !rec.contains("bytes") || !rec["bytes"].is_number_unsigned() ||
         !rec.contains("fnv1a64") || !rec["fnv1a64"].is_string())
       refuse("\"files\"." + f + ": needs \"bytes\" (an unsigned integer) and \"fnv1a64\" (a string)");

@@ -40,16 +40,20 @@ struct CheckpointIndex {
 
 // Writes RUN_DIR/checkpoint/meta.json (atomically) for the complete
 // checkpoint RUN_DIR/checkpoint/<position>, digesting `files` (names
-// within it). Throws WriteError on a failed write.
+// within it). With `elsewhere_if_missing` (an --attach run, whose workers
+// on other hosts save there) a file this host lacks is recorded as
+// {"elsewhere": true} instead of failing. Throws WriteError on a failed write.
 void write_checkpoint_index(const std::string& run_dir, const std::string& key, std::int64_t position,
-                            const std::vector<std::string>& files);
+                            const std::vector<std::string>& files, bool elsewhere_if_missing = false);
 
 // Reads and checks RUN_DIR/checkpoint/meta.json: a bounded JSON object;
 // `key` an integer >= 1; "dir" exactly checkpoint/<position> (a checkpoint
 // lives in its run directory), a real directory there, not a link; its
 // file list exactly `files`, each a regular file of the recorded size and
-// digest. Throws CheckpointRefused naming the file and what is wrong.
+// digest. A file recorded as elsewhere is accepted unchecked only with
+// `accept_elsewhere` (an --attach resume: the worker on that host loads it);
+// otherwise refused. Throws CheckpointRefused naming the file and what is wrong.
 CheckpointIndex read_checkpoint_index(const std::string& run_dir, const std::string& key,
-                                      const std::vector<std::string>& files);
+                                      const std::vector<std::string>& files, bool accept_elsewhere = false);
 
 }  // namespace pw

@@ -29,7 +29,9 @@ std::vector<std::string> checkpoint_files(int stages) {
 // file's size and digest (core/io/checkpoint_index.h), and a position this
 // job still has iterations after.
 void Coordinator::check_resume_point() {
-  resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job.pipeline.stages));
+  // Attached workers on other hosts save, and load, their files there.
+  resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job.pipeline.stages),
+                                        opt_.attach);
   const std::int64_t at = resume_point_->position, total = opt_.job.training.iterations;
   if (at >= total)
     throw SpecError("training.iterations", std::to_string(total) + " iterations, the checkpoint " + resume_point_->dir +
@@ -71,7 +73,8 @@ void Coordinator::note_checkpoints() {
   if (complete <= last_checkpoint_) return;
   namespace fs = std::filesystem;
   fs::path root = fs::path(opt_.run_dir) / "checkpoint";
-  write_checkpoint_index(opt_.run_dir, "iteration", complete, checkpoint_files(opt_.job.pipeline.stages));
+  write_checkpoint_index(opt_.run_dir, "iteration", complete, checkpoint_files(opt_.job.pipeline.stages),
+                         opt_.attach);
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(root, ec)) {
     const std::string name = d.path().filename().string();
