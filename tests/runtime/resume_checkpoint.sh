@@ -86,7 +86,15 @@ if [ -n "$NASW" ] && [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ub
   rm -rf "$T/orig" "$T/run"
   check "supernet run with checkpoints" 0 "$PW" run "$NAS" --run-dir "$T/orig" --set training.iterations=20 \
     "${NAS_SETS[@]}" --checkpoint-every 8 --quiet
-  damage_cases subnet stage0.bin --set training.iterations=24 "${NAS_SETS[@]}"
+  # The kinds of damage the pipeline cases above take through the same reader, one of each here.
+  k=16
+  refused "subnet: dir outside the run" "checkpoint/meta.json: \"dir\" is \"../../../../etc\", not \"checkpoint/$k\"" \
+    "set_field dir '\"../../../../etc\"'" "${NAS_SETS[@]}"
+  refused "subnet: not an integer" "checkpoint/meta.json: \"subnet\" is \"abc\", not an integer" \
+    "set_field subnet '\"abc\"'" "${NAS_SETS[@]}"
+  refused "subnet: 100k-deep index" "checkpoint/meta.json: not a checkpoint index: " deep "${NAS_SETS[@]}"
+  refused "subnet: truncated stage0.bin" "checkpoint/$k/stage0.bin: " "truncate -s 100 checkpoint/$k/stage0.bin" \
+    "${NAS_SETS[@]}"
   refused "subnet: a stage part altered" "checkpoint/16/stage1.json: " \
     "$PY -c \"f='checkpoint/16/stage1.json'; open(f,'a').write(' ')\"" "${NAS_SETS[@]}"
   rm -rf "$T/run"; cp -a "$T/orig" "$T/run"
