@@ -1,6 +1,7 @@
 #include "db/run_reader.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/events/event_kinds.h"
 #include "core/spec/bounded_json.h"
@@ -173,11 +174,17 @@ std::vector<Event> RunReader::events(int stage, std::int64_t t0, std::int64_t t1
     if (m.step()) longest = m.int64(0);
     m.reset();
   }
+  // Events lie within +-kMaxAbsTimeNs (checked at open): a longer bound is damage.
+  if (longest < 0 || longest > 2 * kMaxAbsTimeNs)
+    throw DamagedRecording(path_, "stage_stats.max_duration_ns of stage " + std::to_string(stage) + " is " +
+                                      std::to_string(longest) + ", outside 0..2^61 ns");
   // An event overlapping [t0, t1) starts no earlier than t0 - longest:
   // the index range stays bounded.
+  const std::int64_t from = t0 < std::numeric_limits<std::int64_t>::min() + longest ? std::numeric_limits<std::int64_t>::min()
+                                                                                      : t0 - longest;
   Statement s(*c_, "SELECT " + event_columns_ +
                        " FROM events WHERE stage = ? AND start_ns >= ? AND start_ns < ? AND end_ns > ? ORDER BY start_ns");
-  s.bind(1, std::int64_t(stage)).bind(2, t0 - longest).bind(3, t1).bind(4, t0);
+  s.bind(1, std::int64_t(stage)).bind(2, from).bind(3, t1).bind(4, t0);
   std::vector<Event> v;
   while (s.step()) {
     Event e = event_row(s);

@@ -124,6 +124,19 @@ TEST(RunDbDamage, TablesChangedMidQueryAreDamagedRecording) {
   expect_clean(damage_of([&] { r.searches(); }), path);
 }
 
+// The range query's bound comes from stage_stats, which the open does not
+// scan: INT64_MIN there overflowed `t0 - longest` (UBSan, fuzz_recording).
+TEST(RunDbDamage, RangeQueryBoundOutOfRangeIsDamage) {
+  test::TempDir d;
+  auto path = record(d);
+  sql(path, "UPDATE stage_stats SET max_duration_ns = -9223372036854775808 WHERE stage = 0");
+  db::RunReader r(path);
+  auto msg = damage_of([&] { r.events(0, 0, 1000000); });
+  expect_clean(msg, path);
+  EXPECT_NE(msg.find("stage_stats.max_duration_ns of stage 0"), std::string::npos) << msg;
+  EXPECT_FALSE(r.events(1, 0, 1000000).empty()) << "the other stages still read";
+}
+
 TEST(RunDbDamage, JsonColumnsThatAreNotTheWritersDocuments) {
   struct Column {
     const char* update;  // SQL with ?1 for the text
