@@ -149,6 +149,14 @@ CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers) {
       if (integer(key) > INT_MAX) throw CheckpointRefused(part + ": \"" + key + "\" is beyond any search space");
     integer("records_bytes");
     integer("record_ns");
+    // What the stage's trainer reads besides (CspStageTrainer::restore).
+    auto all_of = [&](const char* key, auto is) {
+      const bool ok = j.contains(key) && j[key].is_array() && std::all_of(j[key].begin(), j[key].end(), is);
+      if (!ok) throw CheckpointRefused(part + ": \"" + key + "\" is missing or not an array of numbers");
+    };
+    all_of("steps", [](const nlohmann::json& v) { return v.is_number_integer(); });
+    // A diverged subnet's loss is NaN, which JSON writes as null.
+    if (j.contains("losses")) all_of("losses", [](const nlohmann::json& v) { return v.is_number() || v.is_null(); });
     if (integer("subnet") != p.subnet)
       throw CheckpointRefused(part + ": subnet " + std::to_string(integer("subnet")) + ", " + index.index_file +
                               " says " + std::to_string(p.subnet));
