@@ -155,10 +155,10 @@ void print_front(const db::SearchRecord& s, std::int64_t first_id) {
 
 int search_database(const std::string& db, const NasSearchArgs& args) {
   SupernetRun run = open_supernet_run(db, args, "search");
+  auto lock = RunDirLock::acquire(run.run_dir);  // not while a run writes its weights
   // The search is stored into this file: a damaged one is refused now,
   // before the search runs, not after (store_search checks it again).
   db::check_before_adding(db);
-  auto lock = RunDirLock::acquire(run.run_dir);  // not while a run writes its weights
   TempFile results("search");
   std::vector<std::string> cmd = {worker_of(args), "search", run.job_file, "--out", run.run_dir, "--results", results.path};
   for (const auto& o : args.overrides) cmd.insert(cmd.end(), {"--set", o});
