@@ -14,6 +14,7 @@
 #include "core/io/checked_write.h"
 #include "core/spec/spec_error.h"
 #include "runtime/coordinator.h"
+#include "runtime/replica_layout.h"
 #ifdef PW_HAVE_NAS_RUNTIME
 #include "cli/nas/nas_run.h"
 #include "core/nas/search_space.h"
@@ -138,9 +139,11 @@ int run(const RunArgs& args, const Args& given) {
               << fixed(r.samples_per_s, 1) << " samples/s (" << fixed(r.iteration_ms, 2) << " ms/iteration)";
     if (r.accuracy >= 0) std::cout << ", test accuracy " << fixed(100 * r.accuracy, 2) << "%";
     std::cout << "\n  run directory: " << o.run_dir << "\n";
-    for (const auto& s : r.stages)
-      std::cout << "  stage " << s.value("rank", 0) << ": peak memory " << gib(s.value("peak_bytes", 0ULL))
-                << " of " << gib(s.value("budget_bytes", 0ULL)) << "\n";
+    for (const auto& s : r.stages) {  // one line per worker: "stage 1", or "stage 1 replica 0" with replicas
+      const rt::WorkerRole w{s.value("stage", s.value("rank", 0)), s.value("replica", 0), r.plan.data_parallel};
+      std::cout << "  " << w.name() << ": peak memory " << gib(s.value("peak_bytes", 0ULL)) << " of "
+                << gib(s.value("budget_bytes", 0ULL)) << "\n";
+    }
   }
   if (r.exit_code != 0) std::cerr << "error: " << r.error << "\n";
   return r.exit_code;
