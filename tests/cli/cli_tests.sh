@@ -106,9 +106,122 @@ for rank, row in enumerate(rows):
     assert fwd == list(range(len(fwd))) and len(fwd) > 0, fwd
     assert sorted(int(c.group(3)) for c in cells if c.group(2) == 'W') == fwd
 "
-refused "export keeps a file" "s.csv exists (give --overwrite to replace it)" "$PW" plan "$U" --export-schedule "$tmp/s.csv"
+expect_text "export keeps a file" 2 "s.csv: file exists (give --overwrite to replace it)" "$PW" plan "$U" --export-schedule "$tmp/s.csv"
 check "export --overwrite" 0 "$PW" plan "$U" --export-schedule "$tmp/s.csv" --overwrite
-refused "export pipedream" "pipedream has no flush" "$PW" plan "$U" --set 'pipeline.schedule="pipedream"' --export-schedule "$tmp/p.csv"
-refused "--overwrite needs --export-schedule" "--overwrite requires --export-schedule" "$PW" plan "$U" --overwrite
+expect_text "export pipedream" 2 "pipedream has no flush" "$PW" plan "$U" --set 'pipeline.schedule="pipedream"' --export-schedule "$tmp/p.csv"
+expect_text "--overwrite needs --export-schedule" 2 "--overwrite requires --export-schedule" "$PW" plan "$U" --overwrite
+
+# Issue 41, items 1, 2, 6, 10 and 11 (docs/cli.md, "Hardening"): each check
+# failed on main at 97bdf04.
+# 1. A 60,000-part --set key crashed (SIGSEGV: a recursive copy of a
+#    60,000-deep document); a key is bounded in parts like a file in depth.
+deep_key=$("$PY" -c "print('.'.join(['a'] * 60000))")
+for cmd in plan simulate; do
+  expect_text "$cmd: a 60000-part --set key" 2 "--set: the key has 60000 parts; at most 64" "$PW" $cmd "$U" --set "$deep_key=1"
+done
+expect_text "a 65-part --set key" 2 "--set: the key has 65 parts; at most 64" "$PW" plan "$U" --set "$("$PY" -c "print('.'.join(['a'] * 65))")=1"
+# 2. A --set value that is not UTF-8: refused naming the field, no raw bytes
+#    echoed, and with --db no recording left behind.
+not_utf8() {  # name, command...: exit 2, the field named, the output ASCII
+  local name="$1"; shift
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" = 2 ] && grep -qF "name: the value given by --set is not valid UTF-8 (byte 0 is 0xff" <<<"$out" &&
+     ! LC_ALL=C grep -q $'[\x80-\xff]' <<<"$out"; then passed=$((passed+1))
+  else echo "FAIL $name: exit $rc (want 2, the field named, no raw bytes)"; echo "$out" | head -5; fail=$((fail+1)); fi
+}
+not_utf8 "plan --set name=<not UTF-8>" "$PW" plan "$U" --set name=$'\xff\xfe'
+not_utf8 "simulate --set name=<not UTF-8>" "$PW" simulate "$U" --set name=$'\xff\xfe'
+not_utf8 "simulate --json --set name=<not UTF-8>" "$PW" simulate "$U" --json --set name=$'\xff\xfe'
+not_utf8 "simulate --db --set name=<not UTF-8>" "$PW" simulate "$U" --db "$tmp/utf8.sqlite" --set name=$'\xff\xfe'
+# The same through a profile: a layer name that is not UTF-8 is refused at its line.
+sed 's/^node2 -- /node2\xff -- /' "$SRC/resources/profiles/tiny-resnet.graph.txt" > "$tmp/not-utf8.graph.txt"
+expect_text "a profile that is not UTF-8" 2 "not-utf8.graph.txt:2: not valid UTF-8 (byte 5 is 0xff of the line)" \
+  "$PW" simulate "$J/tiny-resnet-profile.json" --profile "$tmp/not-utf8.graph.txt" --db "$tmp/utf8-profile.sqlite"
+if [ -z "$(find "$tmp" -maxdepth 1 -name 'utf8*')" ]; then passed=$((passed+1)); else echo "FAIL simulate --db left a recording: $(ls "$tmp" | grep utf8)"; fail=$((fail+1)); fi
+expect_text "a --set key that is not UTF-8" 2 "--set: the key is not valid UTF-8" "$PW" plan "$U" --set $'na\xffme=x'
+sed 's/"name": "[^"]*"/"name": "u\xff"/' "$U" > "$tmp/not-utf8.json"
+expect_text "a job file that is not UTF-8" 2 "name: not valid UTF-8 at byte" "$PW" plan "$tmp/not-utf8.json"
+# 6. A command never replaces a file it reads, with or without --overwrite:
+#    compared by device and inode (./NAME, a symbolic link are the same file).
+cp "$U" "$tmp/job.json"; ln -sf job.json "$tmp/job-link.json"
+refused_output "simulate --trace onto its job" "is the job file this command reads" "$tmp/job.json" \
+  "$PW" simulate "$tmp/job.json" --trace "$tmp/job.json" --overwrite
+refused_output "simulate --trace onto its job, another name" "is the job file this command reads" "$tmp/job.json" \
+  "$PW" simulate "$tmp/job.json" --trace "$tmp/./job-link.json" --overwrite
+cp "$J/fmnist-supernet.json" "$tmp/supernet.json"
+refused_output "simulate --trace onto a supernet job" "is the job file this command reads" "$tmp/supernet.json" \
+  "$PW" simulate "$tmp/supernet.json" --trace "$tmp/supernet.json" --overwrite
+refused_output "plan --export-schedule onto its job" "is the job file this command reads" "$tmp/job.json" \
+  "$PW" plan "$tmp/job.json" --export-schedule "$tmp/job.json" --overwrite
+refused_output "launch --output onto its job" "is the job file this command reads" "$tmp/job.json" \
+  "$PW" launch "$tmp/job.json" --hosts h1,h2 --output "$tmp/job.json" --overwrite
+cp "$SRC/resources/profiles/tiny-resnet.graph.txt" "$tmp/graph.txt"
+refused_output "simulate --trace onto its --profile" "is the profile this command reads" "$tmp/graph.txt" \
+  "$PW" simulate "$J/tiny-resnet-profile.json" --profile "$tmp/graph.txt" --trace "$tmp/graph.txt" --overwrite
+# `run job.json --run-dir .` rewrote the user's job.json (pipeline and supernet, with --set too).
+if "$PW" run --help > /dev/null 2>&1; then
+  mkdir -p "$tmp/rd"; cp "$SRC/tests/runtime/tiny-mlp.json" "$tmp/rd/job.json"; cp "$J/fmnist-supernet.json" "$tmp/rd/nas.json"
+  refused_output "run job.json --run-dir ." "the run directory keeps its own job.json" "$tmp/rd/job.json" \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/rd" "$PW" run job.json --run-dir . --set training.iterations=1
+  cp "$tmp/rd/nas.json" "$tmp/rd/job.json"
+  refused_output "run job.json --run-dir . (supernet)" "the run directory keeps its own job.json" "$tmp/rd/job.json" \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$tmp/rd" "$PW" run job.json --run-dir . --set training.iterations=1
+  [ ! -e "$tmp/rd/plan.json" ] && [ ! -d "$tmp/rd/events" ] && passed=$((passed+1)) || { echo "FAIL a refused run wrote into its directory: $(ls "$tmp/rd")"; fail=$((fail+1)); }
+fi
+# 10. control ENDPOINT talks to the endpoint directly: given a control
+#     endpoint it never subscribes to it as telemetry first (which cost up to
+#     1.5 s per request). A fake ZMTP 3.0 peer that speaks as a ROUTER
+#     records the socket type of everything that connects: one DEALER.
+cat > "$tmp/zmtp_peer.py" <<'EOF'
+import socket, struct, sys, threading, time
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+seen = []
+def recvn(c, n):
+    b = b""
+    while len(b) < n:
+        chunk = c.recv(n - len(b))
+        if not chunk: raise EOFError
+        b += chunk
+    return b
+def serve(c):
+    try:
+        c.sendall(b"\xff" + b"\0" * 8 + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + b"\0" + b"\0" * 31)
+        recvn(c, 64)
+        props = bytes([11]) + b"Socket-Type" + struct.pack(">I", 6) + b"ROUTER"
+        body = b"\x05READY" + props
+        c.sendall(b"\x04" + bytes([len(body)]) + body)
+        flags = recvn(c, 1)[0]
+        size = struct.unpack(">Q", recvn(c, 8))[0] if flags & 2 else recvn(c, 1)[0]
+        cmd = recvn(c, size)
+        i = 1 + cmd[0]
+        while i < len(cmd):
+            n = cmd[i]; name = cmd[i + 1:i + 1 + n]; i += 1 + n
+            v = struct.unpack(">I", cmd[i:i + 4])[0]; value = cmd[i + 4:i + 4 + v]; i += 4 + v
+            if name.lower() == b"socket-type": seen.append(value.decode())
+        time.sleep(30)
+    except Exception:
+        pass
+srv.settimeout(float(sys.argv[2]))
+try:
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+except socket.timeout:
+    pass
+open(sys.argv[1], "w").write(" ".join(seen))
+EOF
+coproc ZP { "$PY" "$tmp/zmtp_peer.py" "$tmp/peers.txt" 2.5; }
+read -r zport <&"${ZP[0]}"
+"$PW" control "tcp://127.0.0.1:$zport" status --timeout 0.5 > /dev/null 2>&1  # no reply: exit 1
+wait "$ZP_PID" 2>/dev/null
+[ "$(cat "$tmp/peers.txt" 2>/dev/null)" = "DEALER" ] && passed=$((passed+1)) ||
+  { echo "FAIL control subscribed to a control endpoint first: peers '$(cat "$tmp/peers.txt" 2>/dev/null)', want 'DEALER'"; fail=$((fail+1)); }
+# 11. plan on a supernet job: a usage error naming the fields and the commands that plan one.
+for want in "search_space" 'pipeline.schedule "csp"' "pipewright simulate JOB.json" "pipewright run JOB.json"; do
+  expect_text "plan on a supernet job names $want" 2 "$want" "$PW" plan "$J/fmnist-supernet.json"
+done
+expect_text "plan --json on a supernet job" 2 "has no static plan" "$PW" plan "$J/et-supernet-4gpu.json" --json
+expect_text "plan: csp without a search space" 2 "pipeline.schedule \"csp\" schedules the subnets of a supernet job" "$PW" plan "$U" --set pipeline.schedule=csp
 
 checks_done
