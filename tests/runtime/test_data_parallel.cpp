@@ -4,9 +4,11 @@
 // replicas must hold bitwise the same weights (issue 39, "Equality").
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <future>
 #include <map>
@@ -17,6 +19,9 @@
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/layers.h"
+#include "runtime/process_group.h"
+#include "runtime/rendezvous.h"
+#include "runtime/replica_agreement.h"
 
 namespace pw::rt {
 namespace {
@@ -200,6 +205,38 @@ TEST(DataParallel, ResumeFromACheckpointGivesBitwiseTheSameWeights) {
   for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(at::equal(wa[i], wc[i])) << "parameter " << i;
   std::filesystem::remove_all(a);
   std::filesystem::remove_all(c);
+}
+
+// The weight check itself: two replicas (threads over one in-process store)
+// agree when their parameters are bitwise equal, and a single differing bit
+// fails naming the stage, both replicas and the iteration.
+TEST(DataParallel, ReplicasWhoseWeightsDifferFailNamingStageAndReplicas) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto check = [&](const std::string& prefix, bool flip_one_bit) {
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> replicas;
+    for (int r = 0; r < 2; ++r)
+      replicas.emplace_back([&, r] {
+        ReplicaSet set;
+        set.group = make_gloo_group(store, r, 2, {.prefix = prefix, .timeout = std::chrono::seconds(60), .threads = 1,
+                                                  .device = nullptr});
+        set.index = r;
+        set.count = 2;
+        std::vector<at::Tensor> params{at::arange(12, at::kFloat).reshape({3, 4}), at::ones({5})};
+        if (flip_one_bit && r == 1) params[1][2].fill_(std::nextafter(1.0f, 2.0f));  // one ulp
+        try {
+          check_replicas_agree(set, StageDevice{}, WorkerRole{3, r, 2}, params, 40);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    for (auto& t : replicas) t.join();
+    return errors;
+  };
+  for (const auto& e : check("equal", false)) EXPECT_EQ(e, "");
+  for (const auto& e : check("differ", true)) {
+    EXPECT_NE(e.find("stage 3: replicas 0 and 1 hold different weights after iteration 40"), std::string::npos) << e;
+  }
 }
 
 // Live migration moves one pipeline's layers: with replicas it is refused.

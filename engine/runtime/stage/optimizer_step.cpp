@@ -61,12 +61,14 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
 // per microbatch), which sets the scheduled learning rate.
 void StageExecutor::Impl::step(const ActiveSchedule& run, double progress) {
   messaging.wait_sends();  // communication, not the step's compute
+  // The replicas' all-reduce too: the step starts once the last bucket is
+  // in, as the simulator has it, so its wait is the stage's idle time
+  // (explain's gradient_sync), not the step's. Clipping and the non-finite
+  // check then act on the replicas' mean gradient, which every replica holds alike.
+  if (replica_sync) replica_sync->finish(run);
   EventClock::Mark t0 = telemetry.mark();
   const double lr = learning_rate_at(job.training, progress);
   for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-  // Clipping and the non-finite check act on the replicas' mean gradient,
-  // which every replica then holds alike.
-  if (replica_sync) replica_sync->finish(run);
   if (whole_pipeline_gradient_ok()) optimizer->step();
   optimizer->zero_grad();
   stepped = true;
