@@ -6,9 +6,12 @@
 # coordinator attached in the first. Activations and gradients cross the
 # namespaces over Gloo. The trained weights must equal a single-host run's.
 # Without namespaces it runs the same attach path over loopback.
-# usage: multihost.sh PIPEWRIGHT WORKER JOB.json   (exit 77: skipped)
+# With "replicas": two stages x two replicas (parallel.data), one replica per
+# host (RANK = stage x 2 + replica: ranks 0 and 2 on the first, 1 and 3 on
+# the second), so the gradients' all-reduce crosses the hosts.
+# usage: multihost.sh PIPEWRIGHT WORKER JOB.json [replicas]   (exit 77: skipped)
 set -u
-PW=$1; WORKER=$2; JOB=$3
+PW=$1; WORKER=$2; JOB=$3; MODE=${4:-stages}
 T=$(mktemp -d)
 NA=pwtest-a-$$; NB=pwtest-b-$$
 NETNS=0
@@ -23,6 +26,12 @@ PY=/usr/bin/python3
 $PY -c "import torch" 2>/dev/null || { echo "SKIP: /usr/bin/python3 has no torch (python3-torch) to compare weights"; exit 77; }
 
 SETS=(--set "model.widths=[32,32,32]" --set pipeline.stages=4 --set cluster.devices=4 --set training.iterations=8)
+STAGES=4; RANKS_A="0 1"; RANKS_B="2 3"
+if [ "$MODE" = replicas ]; then
+  SETS=(--set "model.widths=[32,32,32]" --set pipeline.stages=2 --set parallel.data=2 --set cluster.devices=4
+        --set training.batch_size=32 --set training.iterations=8)
+  STAGES=2; RANKS_A="0 2"; RANKS_B="1 3"
+fi
 
 if [ "$(id -u)" = 0 ] && command -v ip > /dev/null && ip netns add $NA 2>/dev/null; then
   NETNS=1
@@ -50,12 +59,12 @@ start() {  # namespace-command..., rank, local rank, interface
     "$@" "$WORKER" > "$T/worker$rank.log" 2>&1 &
   PIDS="$PIDS $!"
 }
-start $IF_A 0 0 "${A[@]}"; start $IF_A 1 1 "${A[@]}"
-start $IF_B 2 0 "${B[@]}"; start $IF_B 3 1 "${B[@]}"
+l=0; for r in $RANKS_A; do start $IF_A $r $l "${A[@]}"; l=$((l + 1)); done
+l=0; for r in $RANKS_B; do start $IF_B $r $l "${B[@]}"; l=$((l + 1)); done
 wait $COORD || fail "the attached multi-host run failed"
 PIDS=""
 
 "$PW" run "$JOB" "${SETS[@]}" --run-dir "$T/single" --quiet > "$T/single.log" 2>&1 || fail "single-host run failed"
 
-$PY "$(dirname "$0")/compare_weights.py" "$T/multi" "$T/single" 4 || fail "the multi-host run's weights differ from the single-host run's"
+$PY "$(dirname "$0")/compare_weights.py" "$T/multi" "$T/single" $STAGES || fail "the multi-host run's weights differ from the single-host run's"
 echo "PASS"
