@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -110,6 +111,26 @@ TEST(JobModel, SaveAndLoadRoundTrip) {
   EXPECT_FALSE(b.isModified());
   EXPECT_FALSE(b.load(dir.filePath("missing.json"), &err));
   EXPECT_TRUE(err.contains("missing.json"));
+}
+
+// A job file nested 100,000 deep overflowed the stack when the model copied
+// the document (issue 41, item 1's pattern in the studio): refused as the
+// CLI refuses it, the model left as it was.
+TEST(JobModel, ADeepJobFileIsRefusedNotCopied) {
+  QTemporaryDir dir;
+  QFile f(dir.filePath("deep.json"));
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write("{\"name\": ");
+  f.write(QByteArray(100000, '['));
+  f.write(QByteArray(100000, ']'));
+  f.write("}");
+  f.close();
+  JobModel m;
+  const auto before = m.document();
+  QString err;
+  EXPECT_FALSE(m.load(dir.filePath("deep.json"), &err));
+  EXPECT_TRUE(err.contains("nested deeper than 64 levels")) << err.toStdString();
+  EXPECT_EQ(m.document(), before);
 }
 
 TEST(Prediction, ChosenPlannerFirstAndEveryPlannerPresent) {
