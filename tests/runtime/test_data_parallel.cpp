@@ -79,11 +79,9 @@ struct Case {
   const char* schedule;
 };
 
-class DataParallel : public ::testing::TestWithParam<Case> {};
-
-TEST_P(DataParallel, ReplicasTrainWhatOneProcessTrainsOnTheGlobalBatch) {
-  const Case c = GetParam();
-  auto doc = dp_job(c.model, c.stages, c.replicas, c.schedule);
+// Trains `doc` (stages x replicas workers) and compares it with the single
+// process loop over the global batch; the replicas' hashes and event files too.
+void expect_single_process_result(const nlohmann::json& doc, Case c) {
   std::string dir = temp_dir("dp");
   RunResult run = run_job(options(doc, dir));
   ASSERT_EQ(run.exit_code, 0) << run.error;
@@ -152,6 +150,23 @@ TEST_P(DataParallel, ReplicasTrainWhatOneProcessTrainsOnTheGlobalBatch) {
       EXPECT_GE(allreduces, kIterations) << file;  // at least one bucket per iteration
     }
   std::filesystem::remove_all(dir);
+}
+
+class DataParallel : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DataParallel, ReplicasTrainWhatOneProcessTrainsOnTheGlobalBatch) {
+  const Case c = GetParam();
+  expect_single_process_result(dp_job(c.model, c.stages, c.replicas, c.schedule), c);
+}
+
+// Clipping looks at the replicas' mean gradient (the global batch's), as the
+// single process clips its own; a clip this tight changes every step.
+TEST(DataParallel, ClippingActsOnTheMeanGradient) {
+  auto doc = dp_job("cnn", 2, 2, "1f1b");
+  doc["training"]["clip_grad_norm"] = 0.05;
+  expect_single_process_result(doc, Case{"cnn", 2, 2, "1f1b"});
+  auto unclipped = single_process(dp_job("cnn", 2, 2, "1f1b"));
+  EXPECT_NE(reference_loop(single_process(doc)).losses.back(), reference_loop(unclipped).losses.back());
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, DataParallel,
