@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/events/event_json.h"
+#include "core/plan/plan_order.h"
 #include "core/spec/spec_error.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
@@ -51,7 +52,8 @@ nlohmann::json dp_job(const std::string& model, int stages, int replicas, const 
           {"data", data},
           {"training", training},
           {"cluster", {{"devices", stages * replicas}, {"device", "custom"}, {"memory_gb", 1}, {"tflops", 0.05}}},
-          {"pipeline", {{"stages", stages}, {"schedule", schedule}, {"planner", "uniform"}}},
+          {"pipeline", {{"stages", stages}, {"schedule", schedule}, {"planner", "uniform"},
+                        {"chunks", schedule == "interleaved" || schedule == "zb-v" ? 2 : 1}}},
           {"parallel", {{"data", replicas}}}};
 }
 
@@ -79,6 +81,25 @@ struct Case {
   const char* schedule;
 };
 
+// The run's final weights in model order: a device's file holds its layers'
+// parameters in layer order, and with chunks (interleaved, V) a device holds
+// layers apart, so each layer is taken from the device the schedule put it on.
+std::vector<at::Tensor> weights_in_model_order(const std::string& dir, const JobSpec& job, const Plan& plan) {
+  auto schedule = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
+                                     job.pipeline.chunks, plan);
+  std::vector<std::vector<at::Tensor>> files;
+  for (int d = 0; d < job.pipeline.stages; ++d)
+    files.push_back(load_stage_parameters(dir + "/weights/stage" + std::to_string(d) + ".pt"));
+  std::vector<size_t> next(files.size(), 0);
+  std::vector<at::Tensor> out;
+  auto layers = build_layers(job);
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    const int d = schedule->device_of_virtual_stage(plan.stage_of(l));
+    for (size_t k = 0; k < layers[l]->parameters().size(); ++k) out.push_back(files.at(d).at(next[d]++));
+  }
+  return out;
+}
+
 // Trains `doc` (stages x replicas workers) and compares it with the single
 // process loop over the global batch; the replicas' hashes and event files too.
 void expect_single_process_result(const nlohmann::json& doc, Case c) {
@@ -87,7 +108,7 @@ void expect_single_process_result(const nlohmann::json& doc, Case c) {
   ASSERT_EQ(run.exit_code, 0) << run.error;
   const JobSpec ref_job = single_process(doc);
   ASSERT_EQ(ref_job.pipeline.microbatches, parse_job(doc).pipeline.microbatches * c.replicas);
-  auto w = run_weights(dir, c.stages);
+  auto w = weights_in_model_order(dir, parse_job(doc), run.plan);
   // Against the loop over the global batch in plain order, and against the
   // same loop summing each replica's share first (DDP's order; reference_loop.h).
   for (int shares : {1, c.replicas}) {
@@ -173,7 +194,8 @@ INSTANTIATE_TEST_SUITE_P(Runtime, DataParallel,
                          ::testing::Values(Case{"cnn", 1, 2, "1f1b"}, Case{"cnn", 2, 2, "1f1b"},
                                            Case{"cnn", 2, 2, "gpipe"}, Case{"cnn", 2, 2, "zb-h1"},
                                            Case{"gpt", 1, 2, "1f1b"}, Case{"gpt", 2, 2, "1f1b"},
-                                           Case{"gpt", 2, 2, "zb-h1"}, Case{"cnn", 1, 2, "zb-h1"}),
+                                           Case{"gpt", 2, 2, "zb-h1"}, Case{"cnn", 1, 2, "zb-h1"},
+                                           Case{"gpt", 2, 2, "zb-v"}, Case{"gpt", 2, 2, "interleaved"}),
                          [](const auto& info) {
                            std::string s = info.param.schedule;
                            for (char& ch : s)
