@@ -137,11 +137,8 @@ void export_schedule(const OutputTarget& out, JobSpec job, const Plan& plan) {
 // builder's "CSP is a dynamic schedule" (exit 1).
 void refuse_supernet(const JobSpec& job) {
   const bool csp = job.pipeline.schedule == ScheduleKind::CSP;
-  if (!nas::is_supernet_job(job) && !csp) return;
-  if (!nas::is_supernet_job(job))
-    throw UsageError("pipeline.schedule \"csp\" schedules the subnets of a supernet job, and this job has no "
-                     "search_space: give it one (docs/nas.md), or plan it under a static schedule (--set "
-                     "pipeline.schedule=1f1b)");
+  // The job parser refuses csp without a search space (pipeline.schedule).
+  if (!nas::is_supernet_job(job)) return;
   throw UsageError(std::string("a supernet job (search_space") + (csp ? ", pipeline.schedule \"csp\"" : "") +
                    ") has no static plan for `plan` to print: its subnets are scheduled as they run. `pipewright " +
                    "simulate JOB.json` plans and simulates it (partition, candidate cache, schedule); `pipewright " +

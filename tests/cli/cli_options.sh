@@ -95,7 +95,7 @@ expect_text "two --set" 0 '"microbatches": 16' "$PW" simulate "$U" --json --set 
 
 # `--` ends the options: a job file whose name starts with '-'.
 cp "$U" "$tmp/-u.json"
-(cd "$tmp" && both "-- then -u.json" 0 '"throughput_samples_per_s"' "$PW" simulate --json -- -u.json
+(cd "$tmp" && expect_text "-- then -u.json" 0 '"throughput_samples_per_s"' "$PW" simulate --json -- -u.json
  expect_text "-u.json without --" 2 "unknown option -u.json" "$PW" simulate --json -u.json
  echo "$passed $fail" > counts)
 read passed fail < "$tmp/counts"

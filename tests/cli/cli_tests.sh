@@ -222,6 +222,7 @@ for want in "search_space" 'pipeline.schedule "csp"' "pipewright simulate JOB.js
   expect_text "plan on a supernet job names $want" 2 "$want" "$PW" plan "$J/fmnist-supernet.json"
 done
 expect_text "plan --json on a supernet job" 2 "has no static plan" "$PW" plan "$J/et-supernet-4gpu.json" --json
-expect_text "plan: csp without a search space" 2 "pipeline.schedule \"csp\" schedules the subnets of a supernet job" "$PW" plan "$U" --set pipeline.schedule=csp
+expect_text "plan: csp without a search space" 2 "pipeline.schedule: \"csp\" schedules the subnets of a supernet job" "$PW" plan "$U" --set pipeline.schedule=csp
+expect_text "simulate: csp without a search space" 2 "pipeline.schedule: \"csp\" schedules the subnets of a supernet job" "$PW" simulate "$U" --set pipeline.schedule=csp
 
 checks_done

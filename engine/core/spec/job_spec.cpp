@@ -332,6 +332,12 @@ JobSpec parse_job(const nlohmann::json& doc) {
     job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
   job.parallel = parse_parallel(f.object("parallel", false), job.training, job.cluster);
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster, job.parallel);
+  // CSP schedules a supernet's subnets as they run; without a search space
+  // there is nothing for it to schedule (every command refuses it alike).
+  if (job.pipeline.schedule == ScheduleKind::CSP && job.search_space.is_null())
+    throw SpecError("pipeline.schedule", "\"csp\" schedules the subnets of a supernet job, and this job has no "
+                                         "search_space: give it one (docs/nas.md), or use a static schedule (--set "
+                                         "pipeline.schedule=1f1b)");
   if (f.has("runtime")) job.runtime = parse_runtime(f.object("runtime"), job.pipeline.stages);
   if ((job.runtime.replan || !job.runtime.migrate.empty()) && !flushes(job.pipeline.schedule))
     throw SpecError("runtime", "live migration (runtime.replan, runtime.migrate) switches owners at a flush; the "
