@@ -25,7 +25,7 @@ grep -q "pipewright-worker" "$T/err" && fail "no worker should have started: $(c
 
 "$PW" run "$JOB" --run-dir "$T/auto" --quiet > /dev/null 2> "$T/err" || fail "auto run exited $?: $(cat "$T/err")"
 for r in 0 1; do
-  grep -qx "pipewright-worker $r: gloo: no CUDA; stage on cpu" "$T/err" || fail "worker $r should log its transport: $(cat "$T/err")"
+  grep -qx "pipewright-worker stage $r: gloo: no CUDA; stage on cpu" "$T/err" || fail "worker $r should log its transport: $(cat "$T/err")"
 done
 python3 - "$T/auto/result.json" <<'PY' || fail "result.json should record each stage's transport"
 import json, sys
