@@ -1,5 +1,7 @@
 #include "core/plan/microbatch_search.h"
 
+#include "core/plan/search_rows.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -88,21 +90,16 @@ Plan search_microbatch(JobSpec& job, const std::function<Plan(const JobSpec&)>& 
     // A tie keeps the larger size, so an equal bound prunes only a smaller one.
     if (best_feasible && (c.bound > best_ms || (c.bound == best_ms && b < best_b))) {
       row.pruned = true;
-      char why[96];
-      std::snprintf(why, sizeof why, "not planned: none of its plans can take under %.2f ms", c.bound);
-      row.reason = why;
+      row.reason = not_planned_reason(c.bound);
       rows.push_back(row);
       continue;
     }
-    Plan plan;
-    try {
-      plan = plan_at(c.job);
-    } catch (const std::exception& e) {
-      row.reason = e.what();
-      if (!first_error) first_error = std::current_exception();
+    std::optional<Plan> planned = plan_candidate([&] { return plan_at(c.job); }, row.reason, first_error);
+    if (!planned) {
       rows.push_back(row);
       continue;
     }
+    Plan& plan = *planned;
     planning_ms += plan.planning_time_ms;
     row.iteration_time_ms = plan.iteration_time_ms;
     row.feasible = plan.feasible;

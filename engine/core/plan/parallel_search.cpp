@@ -1,5 +1,7 @@
 #include "core/plan/parallel_search.h"
 
+#include "core/plan/search_rows.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -102,22 +104,16 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
     row.stages = c.job.pipeline.stages;
     row.replicas = c.job.parallel.data;
     if (have && best.feasible && c.bound > best.iteration_time_ms) {
-      char why[96];
-      std::snprintf(why, sizeof why, "not planned: none of its plans can take under %.2f ms", c.bound);
-      row.reason = why;
-      row.iteration_time_ms = 0;
+      row.reason = not_planned_reason(c.bound);
       rows.push_back(row);
       continue;
     }
-    Plan plan;
-    try {
-      plan = plan_at(c.job);
-    } catch (const std::exception& e) {
-      row.reason = e.what();
-      if (!first_error) first_error = std::current_exception();
+    std::optional<Plan> planned = plan_candidate([&] { return plan_at(c.job); }, row.reason, first_error);
+    if (!planned) {
       rows.push_back(row);
       continue;
     }
+    Plan& plan = *planned;
     planning_ms += plan.planning_time_ms;
     row.microbatch_size = c.job.training.microbatch_size;
     row.microbatches = c.job.pipeline.microbatches;
