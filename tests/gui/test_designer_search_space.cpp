@@ -270,10 +270,14 @@ class DesignerSearchSpaceTest : public QObject {
     d_->searchSpace()->jsonToggle()->setChecked(false);
     QVERIFY(d_->searchSpace()->layerTable()->isVisibleTo(d_));
     // None: not a supernet job; picking the kind back restores the space.
+    // The job's schedule is csp, which schedules a supernet's subnets: without
+    // a search space the form names pipeline.schedule, as every command does.
     pick_kind(d_->searchSpace(), QString());
     QVERIFY(!job_->document().contains("search_space"));
-    QVERIFY(job_->isValid());
+    QVERIFY(!job_->isValid());
+    QCOMPARE(job_->errorPath(), QStringLiteral("pipeline.schedule"));
     pick_kind(d_->searchSpace(), "custom");
+    QVERIFY2(job_->isValid(), qPrintable(job_->errorPath() + ": " + job_->errorMessage()));
     QCOMPARE(QString::fromStdString(job_->document()["search_space"].dump()), QString::fromStdString(edited.dump()));
   }
 
