@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "bench_quick.h"
+#include "core/io/checkpoint_index.h"
+#include "core/plan/plan.h"
 #include "core/spec/job_spec.h"
 #include "runtime/coordinator.h"
 #include "runtime/migration/repartition.h"
@@ -121,12 +124,24 @@ void stall_benchmark() {
   double last_end = report(first)["timeline"].back()["t_ns"].get<double>();
   // meta.json names the complete checkpoint's folder (checkpoint/<iteration>).
   std::string ckpt_dir;
+  std::int64_t position = 0;
   {
     std::ifstream meta(first + "/checkpoint/meta.json");
-    ckpt_dir = nlohmann::json::parse(meta).at("dir").get<std::string>();
+    auto m = nlohmann::json::parse(meta);
+    ckpt_dir = m.at("dir").get<std::string>();
+    position = m.at("iteration").get<std::int64_t>();
   }
   migration::repartition_checkpoint(parse_job(job(n)), a, b, first + "/" + ckpt_dir, moved + "/" + ckpt_dir);
-  fs::copy_file(first + "/checkpoint/meta.json", moved + "/checkpoint/meta.json");
+  // The moved checkpoint is a new one: the partition its files follow and
+  // its own index (sizes and digests of what repartitioning wrote), as the
+  // coordinator writes them, so that the resume checks it like any other.
+  {
+    std::ofstream plan_out(moved + "/" + ckpt_dir + "/plan.json");
+    plan_out << to_json(b).dump();
+  }
+  std::vector<std::string> files{"plan.json"};
+  for (std::size_t s = 0; s < b.stages.size(); ++s) files.push_back("stage" + std::to_string(s) + ".pt");
+  write_checkpoint_index(moved, "iteration", position, files);
   std::int64_t restart = now_ns();
   run(job(n), b, second, 0, moved);
   auto t2 = report(second)["timeline"];
