@@ -11,32 +11,17 @@
 #include <sstream>
 
 #include "core/io/checked_write.h"
+#include "output_rule_util.h"
 
 namespace fs = std::filesystem;
 using namespace pw;
+using pw::test::put;
+using pw::test::read;
+using pw::test::refusal;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "pw-checked-write-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read(const std::string& f) {
-  std::ifstream in(f, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void put(const std::string& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; }
-
-int temporaries(const TempDir& d) {
+int temporaries(const test::TempDir& d) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(d.path)) n += e.path().extension() == ".tmp";
   return n;
@@ -44,29 +29,17 @@ int temporaries(const TempDir& d) {
 
 const std::string kSqlite = std::string("SQLite format 3\0", 16) + "pages of a recorded run";
 
-// The message of the refusal `f` throws (empty: none thrown).
-template <typename F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const OutputRefused& e) {
-    EXPECT_TRUE(is_refusal(e));
-    return e.what();
-  }
-  return {};
-}
-
 }  // namespace
 
 TEST(OutputRule, ANewFileIsWrittenWholeWithNoTemporaryLeft) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   write_output({d.file("a.json"), "--trace", false}, "{}\n");
   EXPECT_EQ(read(d.file("a.json")), "{}\n");
   EXPECT_EQ(temporaries(d), 0);
 }
 
 TEST(OutputRule, AnExistingFileNeedsOverwrite) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   put(d.file("a.json"), "mine");
   std::string why = refusal([&] { write_output({d.file("a.json"), "--trace", false}, "new"); });
   EXPECT_NE(why.find("--trace"), std::string::npos) << why;
@@ -78,7 +51,7 @@ TEST(OutputRule, AnExistingFileNeedsOverwrite) {
 }
 
 TEST(OutputRule, AnSqliteFileIsNeverReplacedEvenWithOverwrite) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   put(d.file("run.sqlite"), kSqlite);
   EXPECT_TRUE(is_sqlite_file(d.file("run.sqlite")));
   for (bool overwrite : {false, true}) {
@@ -93,7 +66,7 @@ TEST(OutputRule, AnSqliteFileIsNeverReplacedEvenWithOverwrite) {
 }
 
 TEST(OutputRule, OnlyARegularFileInAnExistingDirectory) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   fs::create_directory(d.file("sub"));
   EXPECT_NE(refusal([&] { check_output({d.file("sub"), "--csv", true}); }).find("directory"), std::string::npos);
   EXPECT_NE(refusal([&] { check_output({d.file("none/a.json"), "--trace", true}); }).find("no directory"),
@@ -103,7 +76,7 @@ TEST(OutputRule, OnlyARegularFileInAnExistingDirectory) {
 }
 
 TEST(OutputRule, AFileAppearingWhileStreamingIsNotReplaced) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   OutputStream s({d.file("t.json"), "--trace", false});
   s.stream() << "trace";
   put(d.file("t.json"), "written meanwhile");
@@ -114,7 +87,7 @@ TEST(OutputRule, AFileAppearingWhileStreamingIsNotReplaced) {
 }
 
 TEST(OutputRule, AStreamNotCommittedLeavesTheOldFile) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   put(d.file("t.json"), "old");
   {
     OutputStream s({d.file("t.json"), "--trace", true});
@@ -126,7 +99,7 @@ TEST(OutputRule, AStreamNotCommittedLeavesTheOldFile) {
 
 // A file-size limit stands for a full disk: the write fails part way.
 TEST(OutputRule, AFailedWriteLeavesTheOldFileWhole) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   put(d.file("t.json"), "old");
   auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
   rlimit old{};
@@ -160,7 +133,7 @@ TEST(OutputRule, AFailedWriteLeavesTheOldFileWhole) {
 }
 
 TEST(CheckedWrite, ReplacesItsOwnFilesWithTheModeAskedFor) {
-  TempDir d;
+  test::TempDir d("pw-checked-write");
   put(d.file("k"), "old");
   write_file_atomically(d.file("k"), "secret", "key", 0600);
   EXPECT_EQ(read(d.file("k")), "secret");

@@ -9,47 +9,22 @@
 #include <sstream>
 
 #include "core/io/checked_write.h"
+#include "output_rule_util.h"
 
 namespace fs = std::filesystem;
 using namespace pw;
+using pw::test::put;
+using pw::test::read;
+using pw::test::refusal;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "pw-output-inputs-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read(const std::string& f) {
-  std::ifstream in(f, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void put(const std::string& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; }
-
-template <typename F>
-std::string refusal(F f) {
-  try {
-    f();
-  } catch (const OutputRefused& e) {
-    return e.what();
-  }
-  return "";
-}
 
 const std::string kJob = R"({"name": "the user's job"})";
 
 }  // namespace
 
 TEST(OutputInputs, TheJobBeingReadIsNeverReplacedEvenWithOverwrite) {
-  TempDir d;
+  test::TempDir d("pw-output-inputs");
   const std::string job = d.file("job.json");
   put(job, kJob);
   const std::vector<InputFile> inputs{{job, "the job file"}};
@@ -72,7 +47,7 @@ TEST(OutputInputs, TheJobBeingReadIsNeverReplacedEvenWithOverwrite) {
 }
 
 TEST(OutputInputs, OtherFilesAreWrittenAsBefore) {
-  TempDir d;
+  test::TempDir d("pw-output-inputs");
   const std::string job = d.file("job.json"), trace = d.file("trace.json");
   put(job, kJob);
   write_output({trace, "--trace", false, {{job, "the job file"}}}, "a trace");
@@ -88,7 +63,7 @@ TEST(OutputInputs, OtherFilesAreWrittenAsBefore) {
 // An input that becomes the target between the check and the rename (a
 // stream written for minutes) is not replaced either.
 TEST(OutputInputs, AnInputMovedOntoTheTargetMeanwhileIsKept) {
-  TempDir d;
+  test::TempDir d("pw-output-inputs");
   const std::string job = d.file("job.json"), trace = d.file("trace.json");
   put(job, kJob);
   OutputStream s({trace, "--trace", true, {{job, "the job file"}}});
@@ -100,7 +75,7 @@ TEST(OutputInputs, AnInputMovedOntoTheTargetMeanwhileIsKept) {
 }
 
 TEST(OutputInputs, RefuseInputNamesTheRole) {
-  TempDir d;
+  test::TempDir d("pw-output-inputs");
   put(d.file("graph.txt"), "layers");
   std::string why = refusal([&] { refuse_input(d.file("graph.txt"), "--run-dir", {{d.file("graph.txt"), "the profile"}}); });
   EXPECT_NE(why.find("is the profile this command reads"), std::string::npos) << why;
