@@ -1,8 +1,10 @@
 #pragma once
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,32 @@ inline std::vector<at::Tensor> run_weights(const std::string& run_dir, int stage
     out.insert(out.end(), w.begin(), w.end());
   }
   return out;
+}
+
+// A run of `doc` (5 iterations, 2 stages) checkpointed every 3 iterations,
+// and a second run resumed from it: the resumed run starts at 3, its last
+// loss and its final weights are bitwise the uninterrupted run's.
+// `after_full` looks into the first run's directory before the resume.
+inline void expect_bitwise_resume(const nlohmann::json& doc, const std::string& name,
+                                  const std::function<void(const std::string&)>& after_full = {}) {
+  std::string a = temp_dir(name + "-a"), c = temp_dir(name + "-c");
+  RunOptions o = options(doc, a);
+  o.checkpoint_every = 3;
+  RunResult full = run_job(o);
+  ASSERT_EQ(full.exit_code, 0) << full.error;
+  if (after_full) after_full(a);
+  RunOptions r = options(doc, c);
+  r.resume_dir = a;
+  RunResult resumed = run_job(r);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.error;
+  EXPECT_EQ(resumed.start_iteration, 3);
+  ASSERT_EQ(resumed.losses.size(), 2u);
+  EXPECT_EQ(resumed.losses[1], full.losses[4]);
+  auto wa = run_weights(a, 2), wc = run_weights(c, 2);
+  ASSERT_EQ(wa.size(), wc.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(at::equal(wa[i], wc[i])) << "parameter " << i;
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(c);
 }
 
 }  // namespace pw::rt::testing

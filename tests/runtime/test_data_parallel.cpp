@@ -223,25 +223,10 @@ TEST(DataParallel, ResumeFromACheckpointGivesBitwiseTheSameWeights) {
   doc["training"]["batch_size"] = 16;  // 2 replicas x 2 microbatches of 4
   doc["cluster"]["devices"] = 4;
   doc["parallel"] = {{"data", 2}};
-  std::string a = temp_dir("dp-ckpt-a"), c = temp_dir("dp-ckpt-c");
-  RunOptions o = options(doc, a);
-  o.checkpoint_every = 3;
-  RunResult full = run_job(o);
-  ASSERT_EQ(full.exit_code, 0) << full.error;
-  EXPECT_TRUE(std::filesystem::exists(a + "/checkpoint/3/stage1.pt"));
-  EXPECT_FALSE(std::filesystem::exists(a + "/checkpoint/3/stage2.pt"));  // one file per stage, not per worker
-  RunOptions r = options(doc, c);
-  r.resume_dir = a;
-  RunResult resumed = run_job(r);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.error;
-  EXPECT_EQ(resumed.start_iteration, 3);
-  ASSERT_EQ(resumed.losses.size(), 2u);
-  EXPECT_EQ(resumed.losses[1], full.losses[4]);
-  auto wa = run_weights(a, 2), wc = run_weights(c, 2);
-  ASSERT_EQ(wa.size(), wc.size());
-  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(at::equal(wa[i], wc[i])) << "parameter " << i;
-  std::filesystem::remove_all(a);
-  std::filesystem::remove_all(c);
+  expect_bitwise_resume(doc, "dp-ckpt", [](const std::string& dir) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint/3/stage1.pt"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint/3/stage2.pt"));  // one file per stage, not per worker
+  });
 }
 
 // The weight check itself: two replicas (threads over one in-process store)

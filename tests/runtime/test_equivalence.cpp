@@ -153,23 +153,7 @@ TEST(AsyncOneFOneB, WeightStashingMatchesPipeDreamSemantics) {
 
 TEST(Checkpoint, ResumeGivesBitwiseTheSameWeights) {
   auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 5);
-  std::string a = temp_dir("ckpt-a"), c = temp_dir("ckpt-c");
-  RunOptions o = options(doc, a);
-  o.checkpoint_every = 3;
-  RunResult full = run_job(o);
-  ASSERT_EQ(full.exit_code, 0) << full.error;
-  RunOptions r = options(doc, c);
-  r.resume_dir = a;
-  RunResult resumed = run_job(r);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.error;
-  EXPECT_EQ(resumed.start_iteration, 3);
-  ASSERT_EQ(resumed.losses.size(), 2u);
-  EXPECT_EQ(resumed.losses[1], full.losses[4]);
-  auto wa = run_weights(a, 2), wc = run_weights(c, 2);
-  ASSERT_EQ(wa.size(), wc.size());
-  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(at::equal(wa[i], wc[i])) << "parameter " << i;
-  std::filesystem::remove_all(a);
-  std::filesystem::remove_all(c);
+  expect_bitwise_resume(doc, "ckpt");
 }
 
 }  // namespace
