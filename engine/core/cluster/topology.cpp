@@ -20,7 +20,14 @@ NodeDefaults node_defaults(const std::string& preset, int devices, double link_g
   return {std::max(1, devices), link_gbps, link_latency_us};
 }
 
-int device_of(int stage, int replica, int replicas) { return stage * replicas + replica; }
+int device_of(int stage, int replica, int replicas, int tensor, int tensor_rank) {
+  return (stage * replicas + replica) * tensor + tensor_rank;
+}
+
+bool tensor_group_fits(int tensor, int gpus_per_node, int devices) {
+  if (tensor <= 1) return true;
+  return gpus_per_node % tensor == 0 || (tensor <= gpus_per_node && devices <= gpus_per_node);
+}
 
 int node_of(const Topology& t, int device) { return device / std::max(1, t.gpus_per_node); }
 

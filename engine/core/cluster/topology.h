@@ -7,12 +7,16 @@ namespace pw {
 // communication between them needs it.
 //
 // Placement rule (docs/jobs.md, "parallel"): devices are numbered node by
-// node (node = device / gpus_per_node) and pipeline stage s of replica r
-// runs on device s x replicas + r. The replicas of a stage are neighbours,
-// as in Megatron-LM's default rank order with one tensor-parallel rank: a
-// stage's gradient all-reduce stays inside a node whenever its replicas
+// node (node = device / gpus_per_node) and tensor rank k of pipeline stage
+// s of replica r runs on device (s x replicas + r) x tensor + k: the
+// tensor rank varies fastest, then the replica, then the stage, as in
+// Megatron-LM's default rank order. A stage's tensor group (its all-reduces
+// run on every layer, forward and backward) is t neighbouring devices, so
+// it lies inside a node whenever t divides gpus_per_node (the job refuses
+// anything else, naming parallel.tensor); a stage's replicas come next, so
+// its gradient all-reduce stays inside a node whenever its replicas' groups
 // fit in one, and the pipeline's activations, which are small beside the
-// gradients, cross nodes.
+// gradients, cross nodes. With tensor 1 this is stage x replicas + replica.
 struct Topology {
   int gpus_per_node = 1;
   double link_gbps = 0;        // inside a node, per direction
@@ -35,7 +39,12 @@ struct NodeDefaults {
 };
 NodeDefaults node_defaults(const std::string& preset, int devices, double link_gbps, double link_latency_us);
 
-int device_of(int stage, int replica, int replicas);
+int device_of(int stage, int replica, int replicas, int tensor = 1, int tensor_rank = 0);
+
+// Whether tensor-parallel groups of `tensor` neighbouring devices (aligned
+// at multiples of tensor) each lie inside one node of gpus_per_node: t
+// divides gpus_per_node, or every device of the job is in the one node.
+bool tensor_group_fits(int tensor, int gpus_per_node, int devices);
 int node_of(const Topology& t, int device);
 
 // A link as a transfer's cost sees it.

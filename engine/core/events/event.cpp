@@ -4,7 +4,8 @@ namespace pw {
 namespace {
 constexpr const char* kNames[kEventKindCount] = {"forward", "backward",  "recompute", "swap_out",       "swap_in",
                                                  "send",    "recv",      "optimizer", "migrate",        "idle",
-                                                 "backward_input",       "backward_weight", "allreduce"};
+                                                 "backward_input",       "backward_weight", "allreduce",
+                                                 "tensor_allreduce"};
 }
 
 const char* to_string(EventKind k) {

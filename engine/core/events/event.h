@@ -24,8 +24,14 @@ enum class EventKind : std::uint8_t {
   // One bucket of a stage's gradients all-reduced over the stage's replicas
   // (data parallelism); bytes: the bucket's.
   AllReduce = 12,
+  // The all-reduces of a stage's tensor-parallel group (parallel.tensor):
+  // Megatron's two per transformer layer in the forward (of activations)
+  // and two in the backward (of their gradients), blocking the stage's
+  // compute; one event per action, over the layers it ran; bytes: what
+  // each rank all-reduced. Appended, so recordings keep their numbers.
+  TensorAllReduce = 13,
 };
-constexpr int kEventKindCount = 13;
+constexpr int kEventKindCount = 14;
 
 const char* to_string(EventKind k);
 std::optional<EventKind> event_kind_from_string(const std::string& s);

@@ -71,10 +71,23 @@ constexpr bool is_swap(EventKind k) { return k == EventKind::SwapIn || k == Even
 // optimizer step waits for of it is a cause of idle time of its own.
 constexpr bool is_collective(EventKind k) { return k == EventKind::AllReduce; }
 
-// Where an event runs beside the others on its stage: the compute stream,
-// the copy engine (swaps), the links to the neighbouring stages (sends and
-// receives), the collective stream among the stage's replicas. Traces and
-// the studio draw one track each.
+// Communication inside a stage's tensor-parallel group (Megatron's
+// per-layer all-reduces): it blocks the stage's compute stream, so it is
+// drawn there, but it is neither compute nor busy time nor idle: a cause
+// of its own in the idle-time attribution (tensor_sync).
+constexpr bool is_tensor_collective(EventKind k) { return k == EventKind::TensorAllReduce; }
+
+// Any communication: point-to-point transfers between stages and the
+// collectives among replicas or inside a tensor group.
+constexpr bool is_communication(EventKind k) {
+  return k == EventKind::Send || k == EventKind::Recv || is_collective(k) || is_tensor_collective(k);
+}
+
+// Where an event runs beside the others on its stage: the compute stream
+// (with the tensor group's all-reduces, which block it), the copy engine
+// (swaps), the links to the neighbouring stages (sends and receives), the
+// collective stream among the stage's replicas. Traces and the studio draw
+// one track each.
 enum class EventLane : int { Compute = 0, Copy = 1, Link = 2, Collective = 3 };
 constexpr int kEventLaneCount = 4;
 constexpr EventLane lane_of(EventKind k) {

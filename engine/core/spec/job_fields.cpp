@@ -42,6 +42,7 @@ const std::vector<FieldRange>& job_field_ranges() {
       {"pipeline.chunks", 1, kChunks},
       {"parallel.data", 1, kDevices},
       {"parallel.bucket_mb", 0.001, kLayerMb, false},
+      {"parallel.tensor", 1, kDevices},
   };
   return rows;
 }

@@ -231,8 +231,36 @@ ParallelSpec parse_parallel(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("data"), "training.batch_size (" + std::to_string(t.batch_size) +
                                            ") must be a multiple of data, got " + std::to_string(p.data));
   p.bucket_mb = ranged_number(f, "bucket_mb", 25.0);
+  p.tensor_auto = is_auto(f, "tensor");
+  if (!p.tensor_auto) p.tensor = ranged<int>(f, "tensor", 1);
+  p.sequence = f.boolean("sequence", false);
   f.finish();
   return p;
+}
+
+// parallel.tensor against the model and the cluster: Megatron splits
+// attention by heads and the FFN by its width, so t must divide both; the
+// tensor group's all-reduces run on every layer and need the intra-node
+// link, so a group lies inside one node (tensor_group_fits).
+void check_tensor(const ParallelSpec& p, const ModelSpec& m, const ClusterSpec& c) {
+  const std::string field = "parallel.tensor";
+  if (p.tensor_auto || p.tensor == 1) return;
+  const std::string t = std::to_string(p.tensor);
+  if (m.kind != "bert" && m.kind != "gpt" && m.kind != "transformer")
+    throw SpecError(field, "tensor parallelism splits attention heads and FFN widths; model.kind \"" + m.kind +
+                               "\" has none to split (use a transformer-family model, or tensor 1), got " + t);
+  if (m.heads % p.tensor != 0)
+    throw SpecError(field, "must divide model.heads (" + std::to_string(m.heads) + "), got " + t);
+  const long long ffn = static_cast<long long>(m.ffn_mult) * m.hidden;
+  if (ffn % p.tensor != 0)
+    throw SpecError(field, "must divide the FFN width model.ffn_mult x model.hidden (" + std::to_string(ffn) +
+                               "), got " + t);
+  if (static_cast<long long>(p.tensor) * p.data > c.devices)
+    throw SpecError(field, "tensor x parallel.data (" + t + " x " + std::to_string(p.data) +
+                               ") must be <= cluster.devices (" + std::to_string(c.devices) + ")");
+  if (!tensor_group_fits(p.tensor, c.gpus_per_node, c.devices))
+    throw SpecError(field, "a tensor-parallel group must lie inside one node: must divide cluster.gpus_per_node (" +
+                               std::to_string(c.gpus_per_node) + "), got " + t);
 }
 
 PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c, const ParallelSpec& par) {
@@ -241,11 +269,15 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.stages_auto && f.has("microbatches"))
     throw SpecError(f.path_of("microbatches"), "stages \"auto\" chooses the microbatch count with the replicas; "
                                                "leave microbatches out");
+  if (par.tensor_auto && f.has("microbatches"))
+    throw SpecError(f.path_of("microbatches"), "parallel.tensor \"auto\" chooses the microbatch count with the "
+                                               "replicas; leave microbatches out");
   if (par.data_auto && f.has("microbatches"))
     throw SpecError(f.path_of("microbatches"), "parallel.data \"auto\" chooses the microbatch count with the "
                                                "replicas; leave microbatches out");
-  // Unless it is searched, a pipeline takes every device its replicas leave.
-  const int fill = par.data_auto ? c.devices : std::max(1, c.devices / par.data);
+  // Unless it is searched, a pipeline takes every device its replicas and
+  // tensor groups leave.
+  const int fill = par.data_auto || par.tensor_auto ? c.devices : std::max(1, c.devices / (par.data * par.tensor));
   p.stages = p.stages_auto ? 1 : ranged<int>(f, "stages", fill);
   if (p.stages > c.devices)
     throw SpecError(f.path_of("stages"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
@@ -254,6 +286,10 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
     throw SpecError(f.path_of("stages"), "stages x parallel.data (" + std::to_string(p.stages) + " x " +
                                              std::to_string(par.data) + ") must be <= cluster.devices (" +
                                              std::to_string(c.devices) + ")");
+  if (static_cast<long long>(p.stages) * par.data * par.tensor > c.devices)
+    throw SpecError("parallel.tensor", "tensor x stages x parallel.data (" + std::to_string(par.tensor) + " x " +
+                                           std::to_string(p.stages) + " x " + std::to_string(par.data) +
+                                           ") must be <= cluster.devices (" + std::to_string(c.devices) + ")");
   // Under microbatch_size "auto" the count is the search's; one until then.
   int derived = t.microbatch_size_auto ? 1 : t.batch_size / par.data / t.microbatch_size;
   if (derived > bounds::kMicrobatches)
@@ -297,7 +333,7 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && (p.planner == "pipedream" || (!v_shape && p.planner == "exact")))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
-  const bool shape_known = !t.microbatch_size_auto && !p.stages_auto && !par.data_auto;
+  const bool shape_known = !t.microbatch_size_auto && !p.stages_auto && !par.data_auto && !par.tensor_auto;
   if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && shape_known)
     throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +
                                                    std::to_string(2 * p.stages) + "), got " +
@@ -331,6 +367,7 @@ JobSpec parse_job(const nlohmann::json& doc) {
   if (!job.training.microbatch_size_auto)  // auto: resolve_auto_microbatch reads it per size
     job.cluster.device.action_overhead_us = action_overhead_at(job.cluster.device, job.training.microbatch_size);
   job.parallel = parse_parallel(f.object("parallel", false), job.training, job.cluster);
+  check_tensor(job.parallel, job.model, job.cluster);
   job.pipeline = parse_pipeline(f.object("pipeline", false), job.training, job.cluster, job.parallel);
   // CSP schedules a supernet's subnets as they run; without a search space
   // there is nothing for it to schedule (every command refuses it alike).

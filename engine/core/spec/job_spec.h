@@ -109,6 +109,19 @@ struct ParallelSpec {
   // Gradients are all-reduced in buckets of about this size (PyTorch DDP's
   // default bucket_cap_mb), each started when its layers' gradients exist.
   double bucket_mb = 25;
+  // Tensor parallelism (Megatron-LM): each layer of a stage split over
+  // `tensor` devices of one node, attention by heads and the FFN by its
+  // width (column- then row-parallel), with two all-reduces of activations
+  // per transformer layer forward and two of their gradients backward.
+  // "auto": the planner chooses it with the stages and replicas; 1 until a
+  // plan names it. Placement: core/cluster/topology.h.
+  int tensor = 1;
+  bool tensor_auto = false;
+  // Megatron's sequence parallelism (Korthikanti et al. 2022): the layer
+  // norms and dropouts outside the tensor-parallel regions split along the
+  // sequence, so their activations are divided by `tensor` too; the
+  // all-reduces become reduce-scatter + all-gather of the same volume.
+  bool sequence = false;
 };
 
 struct JobSpec {
@@ -123,9 +136,11 @@ struct JobSpec {
   ParallelSpec parallel;
   nlohmann::json raw;  // the whole document after overrides
 
-  // pipeline.stages or parallel.data "auto": the planner searches the
-  // (stages, replicas) split of cluster.devices.
-  bool parallel_searched() const { return pipeline.stages_auto || parallel.data_auto; }
+  // pipeline.stages, parallel.data or parallel.tensor "auto": the planner
+  // searches the (tensor, stages, replicas) split of cluster.devices.
+  bool parallel_searched() const { return pipeline.stages_auto || parallel.data_auto || parallel.tensor_auto; }
+  // Devices one replica's stage occupies: its tensor-parallel group.
+  int tensor() const { return parallel.tensor; }
   // Samples one replica trains on per iteration: batch_size / replicas.
   int replica_batch() const { return training.batch_size / parallel.data; }
 };
