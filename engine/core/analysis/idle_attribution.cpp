@@ -11,18 +11,22 @@ namespace {
 
 constexpr const char* kCauseNames[kIdleCauseCount] = {"fill",          "drain",     "dependency", "transfer",
                                                       "recompute",     "swap_stall", "optimizer", "host_overhead",
-                                                      "imbalance",     "migration",  "gradient_sync"};
+                                                      "imbalance",     "migration",  "gradient_sync",
+                                                      "tensor_sync"};
 
 // What occupies a stage, by priority: nested policy work is taken out of the
 // compute around it (the engine's swaps and recomputes run inside its
 // forward and backward events).
-enum Label : int { kGap = 0, kCompute, kOptimizer, kMigrate, kRecompute, kSwap, kLabelCount };
+// A tensor all-reduce the engine records inside its forward or backward
+// is taken out of it like nested policy work.
+enum Label : int { kGap = 0, kCompute, kOptimizer, kMigrate, kRecompute, kSwap, kTensor, kLabelCount };
 
 IdleCause label_cause(int label) {
   switch (label) {
     case kOptimizer: return IdleCause::Optimizer;
     case kMigrate: return IdleCause::Migration;
     case kRecompute: return IdleCause::Recompute;
+    case kTensor: return IdleCause::TensorSync;
     default: return IdleCause::SwapStall;
   }
 }
@@ -159,6 +163,7 @@ class Attributor {
 
   static int label_of(const Event& e, bool nested) {
     if (is_compute(e.kind)) return kCompute;
+    if (is_tensor_collective(e.kind)) return kTensor;
     if (e.kind == EventKind::OptimizerStep) return kOptimizer;
     if (e.kind == EventKind::Migrate) return kMigrate;
     if (e.kind == EventKind::Recompute) return kRecompute;  // the simulator's runs before the backward, the engine's inside

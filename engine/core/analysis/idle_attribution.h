@@ -23,8 +23,10 @@ enum class IdleCause : std::uint8_t {
   Migration,     // moving layers between stages
   GradientSync,  // the optimizer step waiting, after the stage's compute, for the all-reduce of its
                  // gradients over its data-parallel replicas (the last bucket's end)
+  TensorSync,    // the tensor-parallel group's all-reduces (tensor_allreduce events), which block the
+                 // stage's compute: communication, neither compute nor waiting for a peer
 };
-constexpr int kIdleCauseCount = 11;
+constexpr int kIdleCauseCount = 12;
 const char* to_string(IdleCause c);
 
 struct IdleInterval {

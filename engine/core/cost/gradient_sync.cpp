@@ -13,14 +13,20 @@ double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link) 
 
 LinkSpeed replica_group_link(const GradientSync& sync, int device, const LinkSpeed& device_link) {
   if (!sync.has_topology) return device_link;
-  return group_link(sync.topology, device_of(device, 0, sync.replicas), sync.replicas);
+  if (sync.tensor <= 1) return group_link(sync.topology, device_of(device, 0, sync.replicas), sync.replicas);
+  // One tensor rank's replicas, `tensor` apart: the first and last decide.
+  const int first = device_of(device, 0, sync.replicas, sync.tensor);
+  const int last = device_of(device, sync.replicas - 1, sync.replicas, sync.tensor);
+  const Topology& t = sync.topology;
+  if (sync.replicas > 1 && node_of(t, first) != node_of(t, last)) return {t.node_link_gbps, t.node_link_latency_us, true};
+  return {t.link_gbps, t.link_latency_us, false};
 }
 
 LinkSpeed pipeline_link(const GradientSync& sync, int a, int b, const LinkSpeed& device_link) {
   if (!sync.has_topology) return device_link;
   const Topology& t = sync.topology;
   for (int r = 0; r < sync.replicas; ++r)
-    if (node_of(t, device_of(a, r, sync.replicas)) != node_of(t, device_of(b, r, sync.replicas)))
+    if (node_of(t, device_of(a, r, sync.replicas, sync.tensor)) != node_of(t, device_of(b, r, sync.replicas, sync.tensor)))
       return {t.node_link_gbps, t.node_link_latency_us, true};
   return {t.link_gbps, t.link_latency_us, false};
 }

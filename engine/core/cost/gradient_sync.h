@@ -14,6 +14,9 @@ namespace pw {
 // "Gradient synchronisation").
 struct GradientSync {
   int replicas = 1;
+  // Devices of a stage's tensor group (parallel.tensor): a stage's
+  // replicas of one tensor rank lie `tensor` devices apart (topology.h).
+  int tensor = 1;
   std::uint64_t bucket_bytes = 25ull << 20;
   // Links per topology; without one (a hand-made SimInput) every transfer
   // takes the device's own link, as before there were replicas.

@@ -18,6 +18,14 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     c.param_bytes += p.param_bytes;
     c.static_bytes += 2 * p.param_bytes + p.optimizer_bytes;
     c.workspace_bytes = std::max(c.workspace_bytes, p.workspace_bytes);
+    c.tensor_fwd_ms += p.tensor_fwd_ms;
+    c.tensor_bwd_ms += p.tensor_bwd_ms;
+    c.tensor_fwd_bytes += p.tensor_fwd_bytes;
+    c.tensor_bwd_bytes += p.tensor_bwd_bytes;
+    if (policy[l] == MemoryPolicy::Recompute) {
+      c.tensor_recompute_ms += p.tensor_fwd_ms;
+      c.tensor_recompute_bytes += p.tensor_fwd_bytes;
+    }
     switch (policy[l]) {
       case MemoryPolicy::Keep: c.kept_bytes_per_mb += p.activation_bytes; break;
       case MemoryPolicy::Recompute:
@@ -26,6 +34,12 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
         c.recompute_peak_bytes = std::max(c.recompute_peak_bytes, p.activation_bytes);
         break;
       case MemoryPolicy::Swap: c.swap_bytes_per_mb += p.activation_bytes; break;
+      case MemoryPolicy::Selective:
+        c.kept_bytes_per_mb += p.activation_bytes - std::min(p.activation_bytes, p.core_activation_bytes);
+        if (p.core_activation_bytes == 0) break;
+        c.recompute_ms += p.core_fwd_ms;
+        c.recompute_peak_bytes = std::max(c.recompute_peak_bytes, p.core_activation_bytes);
+        break;
     }
   }
   c.output_bytes = profile.boundary_bytes(range.last_layer);

@@ -36,6 +36,12 @@ struct StageCost {
   // each per direction (transfer_buffer_bytes).
   std::uint64_t transfer_buffer_bytes = 0;
 
+  // Tensor parallelism: the tensor group's blocking all-reduces inside
+  // fwd_ms, bwd_ms (its B) and recompute_ms (a recomputed layer's forward
+  // runs its all-reduces again), and the bytes each rank all-reduces.
+  double tensor_fwd_ms = 0, tensor_bwd_ms = 0, tensor_recompute_ms = 0;
+  std::uint64_t tensor_fwd_bytes = 0, tensor_bwd_bytes = 0, tensor_recompute_bytes = 0;
+
   double compute_ms() const { return fwd_ms + bwd_ms + recompute_ms; }
 };
 

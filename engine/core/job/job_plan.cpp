@@ -78,6 +78,7 @@ Topology topology_of(const ClusterSpec& c) {
 GradientSync gradient_sync(const JobSpec& job) {
   GradientSync g;
   g.replicas = job.parallel.data;
+  g.tensor = job.parallel.tensor;
   g.bucket_bytes = static_cast<std::uint64_t>(job.parallel.bucket_mb * 1024 * 1024);
   g.has_topology = true;
   g.topology = topology_of(job.cluster);
@@ -183,7 +184,7 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   if (job.parallel_searched()) {
     // Every split gets a share of the planner's budget, as sizes do.
     const int layers = static_cast<int>(job_profile(job).size());
-    const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, parallel_candidates(job, layers).size()));
+    const double effort = 1.0 / static_cast<double>(std::max<std::size_t>(1, parallel_splits(job, layers).size()));
     p.plan = search_parallel(
         p.job, layers,
         [&](JobSpec& at) {

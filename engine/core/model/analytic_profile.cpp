@@ -1,5 +1,7 @@
 #include "core/model/analytic_profile.h"
 
+#include "core/cost/tensor_parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -74,16 +76,59 @@ LayerProfile make_layer(std::string name, std::string type, double fwd_flops, do
   return l;
 }
 
+// Tensor parallelism (parallel.tensor = t, core/cost/tensor_parallel.h):
+// each block's matrix products are split over t devices (Megatron's
+// column- then row-parallel layers, attention by heads, the embedding and
+// head by vocabulary), so its FLOPs, parameters and the activations inside
+// the split regions are divided by t. The device's microbatch rule
+// (with_fixed) applies to the shard as to a layer of its own: the penalty
+// is that of one sample of the shard, and every kernel is still launched
+// (docs/planners.md, "Tensor parallelism"). What lies outside the split
+// regions (layer norms, the dropouts after attention and FFN, the inputs of
+// the QKV projection and the first FFN layer: 10 s b h per layer) is
+// replicated, unless sequence parallelism splits it along the sequence.
+// A pipeline cut sends 1/t of the boundary activation per rank (Megatron
+// SC'21 4.1, scatter/gather across the cut; the all-gather inside the node
+// after it is left out).
+// The tensor group's all-reduces (tensor_collectives_of per block type),
+// each of one [s, b, h] tensor over the intra-node link (the job keeps a
+// group inside a node), added to the time of the phase they block: the
+// forward, and the backward's B (they carry input gradients; W waits for
+// none). Their latency is part of the phase's fixed part.
+void add_tensor_collectives(const JobSpec& job, double hidden_bytes, ModelProfile& out) {
+  const int t = job.parallel.tensor;
+  const LinkSpeed link{job.cluster.device.link_gbps, job.cluster.device.link_latency_us, false};
+  const auto bytes = static_cast<std::uint64_t>(hidden_bytes);
+  const double one = tensor_allreduce_ms(bytes, t, link);
+  const double latency = 2.0 * (t - 1) * link.latency_us * 1e-3;  // the ring's 2 (t - 1) steps
+  for (LayerProfile& l : out.layers) {
+    const TensorCollectives c = tensor_collectives_of(l.type);
+    l.tensor_fwd_ms = c.forward * one;
+    l.tensor_bwd_ms = c.backward * one;
+    l.tensor_fwd_bytes = c.forward * bytes;
+    l.tensor_bwd_bytes = c.backward * bytes;
+    l.fwd_ms += l.tensor_fwd_ms;
+    l.fwd_fixed_ms += c.forward * latency;
+    if (l.bwd_weight_ms < 0) l.bwd_weight_ms = weight_grad_ms(l);  // W keeps its compute alone
+    l.bwd_ms += l.tensor_bwd_ms;
+    l.bwd_fixed_ms += c.backward * latency;
+  }
+}
+
 void transformer_layers(const JobSpec& job, ModelProfile& out) {
   const auto& m = job.model;
   Units u = units_for(job);
+  const double t = std::max(1, job.parallel.tensor);
+  const bool sp = job.parallel.sequence;
+  auto outside = [&](double bytes) { return sp ? bytes / t : bytes; };  // outside the tensor-parallel regions
   double b = job.training.microbatch_size, s = m.seq_len, h = m.hidden, a = m.heads, f = m.ffn_mult;
   double tokens = b * s;
   double sbh = tokens * h * u.act_scale;  // bytes of one [s,b,h] fp16 tensor / 2
   double hidden_bytes = 2 * sbh;          // one [s,b,h] tensor
   // Embedding: a gather; costs are memory-bound, activation = dropout mask.
-  double emb_params = (m.vocab + s) * h;
-  out.layers.push_back(make_layer("embedding", "embedding", 0, 0, sbh, tokens * 8, hidden_bytes, emb_params, u, -1, 2));
+  double emb_params = (m.vocab + s) * h / t;
+  out.layers.push_back(make_layer("embedding", "embedding", 0, 0, outside(sbh), tokens * 8, hidden_bytes / t,
+                                  emb_params, u, -1, 2));
   const double gather_ms = (tokens * h * 2 * u.weight_b) / (u.mem_gbs * 1e9) * 1e3;
   std::tie(out.layers.back().fwd_ms, out.layers.back().fwd_fixed_ms) = with_fixed(gather_ms, 1, u);
   std::tie(out.layers.back().bwd_ms, out.layers.back().bwd_fixed_ms) = with_fixed(2 * gather_ms, 2, u);
@@ -91,23 +136,32 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   out.layers.back().bwd_weight_ms = out.layers.back().bwd_ms;
 
   // Attention block incl. its layer norm: 11 s b h + 5 a s^2 b (+2 sbh LN).
+  // Outside the split: LN input 2, QKV input 2, output dropout mask 1 (x sbh);
+  // split: Q and K 4, V 2, output projection input 2, and the core 5 a s^2 b.
   auto attention = [&](const std::string& name, bool cross) {
-    double flops = tokens * (8 * h * h + 4 * s * h);
-    double act = 13 * sbh + 5 * a * s * s * b * u.act_scale;
-    if (cross) act += 2 * sbh;  // encoder output is kept too
-    double params = 4 * h * h + 4 * h + 2 * h;
+    double flops = tokens * (8 * h * h + 4 * s * h) / t;
+    double core = 5 * a * s * s * b * u.act_scale / t;
+    double act = outside(5 * sbh) + 8 * sbh / t + core;
+    if (cross) act += outside(2 * sbh);  // encoder output is kept too
+    double params = (4 * h * h + 4 * h) / t + 2 * h;
     // W: the four projections' weight gradients, one forward's worth of
     // their FLOPs; the score/context matmuls have no weights (all B).
     out.layers.push_back(make_layer(name, cross ? "cross_attention" : "attention", flops, 2 * flops, act,
-                                    hidden_bytes, hidden_bytes, params, u, tokens * 8 * h * h, 10));
+                                    outside(hidden_bytes), hidden_bytes / t, params, u, tokens * 8 * h * h / t, 10));
+    // Selective recomputation drops the core and recomputes QK^T, softmax
+    // and the attention over V: 4 s h FLOPs per token.
+    out.layers.back().core_activation_bytes = static_cast<std::uint64_t>(core);
+    out.layers.back().core_fwd_ms = with_fixed(compute_ms(tokens * 4 * s * h / t, u), 1, u).first;
   };
   // FFN block: 2 sbh in + 8 sbh up + 8 sbh activation + sbh dropout mask,
-  // scaled by the width multiple (4 in the formula), + 2 sbh LN.
+  // scaled by the width multiple (4 in the formula), + 2 sbh LN. Outside
+  // the split: LN 2, first layer's input 2, dropout mask 1; split: 4 f.
   auto ffn = [&](const std::string& name) {
-    double flops = tokens * 4 * f * h * h;
-    double act = (2 + 4 * f + 1 + 2) * sbh;
-    double params = 2 * f * h * h + f * h + h + 2 * h;
-    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, hidden_bytes, hidden_bytes, params, u, flops, 6));
+    double flops = tokens * 4 * f * h * h / t;
+    double act = outside(5 * sbh) + 4 * f * sbh / t;
+    double params = (2 * f * h * h + f * h) / t + h + 2 * h;
+    out.layers.push_back(make_layer(name, "ffn", flops, 2 * flops, act, outside(hidden_bytes), hidden_bytes / t,
+                                    params, u, flops, 6));
   };
   int enc = m.kind == "transformer" ? m.encoder_layers : m.layers;
   int dec = m.kind == "transformer" ? m.decoder_layers : 0;
@@ -121,11 +175,12 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
     ffn("dec" + std::to_string(i) + ".ffn");
   }
   // Output head: projection to the vocabulary; logits kept in fp32 for the loss.
-  double head_flops = tokens * 2 * h * m.vocab;
-  double logits = tokens * m.vocab * 4;
+  double head_flops = tokens * 2 * h * m.vocab / t;
+  double logits = tokens * m.vocab * 4 / t;
   bool tied = m.kind == "gpt";  // GPT ties the head to the embedding
-  out.layers.push_back(make_layer("head", "head", head_flops, 2 * head_flops, logits + hidden_bytes, hidden_bytes,
-                                  0, tied ? 0 : h * m.vocab, u, head_flops, tied ? 0 : 1));
+  out.layers.push_back(make_layer("head", "head", head_flops, 2 * head_flops, logits + outside(hidden_bytes),
+                                  outside(hidden_bytes), 0, tied ? 0 : h * m.vocab / t, u, head_flops, tied ? 0 : 1));
+  if (t > 1) add_tensor_collectives(job, hidden_bytes, out);
 }
 
 void mlp_layers(const JobSpec& job, ModelProfile& out) {

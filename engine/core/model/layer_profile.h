@@ -46,6 +46,22 @@ struct LayerProfile {
   // Parameter tensors the optimizer steps (each has a fixed cost besides
   // its bytes); 0 when unknown.
   int param_tensors = 0;
+  // Tensor parallelism (parallel.tensor > 1, core/cost/tensor_parallel.h):
+  // the part of fwd_ms, and of bwd_ms (its B, the input gradient), that is
+  // the tensor group's blocking all-reduces, and the bytes each rank
+  // all-reduced in them per microbatch. 0 without tensor parallelism.
+  double tensor_fwd_ms = 0;
+  double tensor_bwd_ms = 0;
+  std::uint64_t tensor_fwd_bytes = 0;
+  std::uint64_t tensor_bwd_bytes = 0;
+  // Selective recomputation (MemoryPolicy::Selective, Korthikanti et al.
+  // 2022): the attention core's activations (softmax, its dropout mask,
+  // the attention over V: the 5 a s^2 b term) it drops, and the forward
+  // it recomputes for them before the backward (QK^T, softmax, dropout,
+  // attention over V). 0 for layers without an attention core, where
+  // Selective keeps everything.
+  std::uint64_t core_activation_bytes = 0;
+  double core_fwd_ms = 0;
 };
 
 // W (weight gradients) of one layer per microbatch; B is bwd_ms minus it.

@@ -14,7 +14,7 @@
 namespace pw {
 
 std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int layers) {
-  const int devices = job.cluster.devices;
+  const int devices = job.cluster.devices / std::max(1, job.parallel.tensor);
   const int max_stages = std::max(1, std::min(devices, layers / std::max(1, job.pipeline.chunks)));
   const long long unit = job.training.microbatch_size_auto ? 1 : job.training.microbatch_size;
   auto batch_fits = [&](int d) { return job.training.batch_size % (unit * d) == 0; };
@@ -50,7 +50,38 @@ std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int lay
   return out;
 }
 
-void resolve_parallel(JobSpec& job, int stages, int data) {
+std::vector<int> tensor_candidates(const JobSpec& job) {
+  if (!job.parallel.tensor_auto) return {job.parallel.tensor};
+  std::vector<int> out{1};
+  const auto& m = job.model;
+  const bool splittable = m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer";
+  for (int t = 2; splittable && t <= 8; t *= 2)
+    if (m.heads % t == 0 && (static_cast<long long>(m.ffn_mult) * m.hidden) % t == 0 &&
+        job.cluster.gpus_per_node % t == 0 && t <= job.cluster.devices)
+      out.push_back(t);
+  return out;
+}
+
+std::vector<ParallelSplit> parallel_splits(const JobSpec& job, int layers) {
+  std::vector<ParallelSplit> out;
+  std::exception_ptr none;
+  for (int t : tensor_candidates(job)) {
+    JobSpec at = job;
+    at.parallel.tensor = t;
+    try {
+      for (auto [p, d] : parallel_candidates(at, layers)) out.push_back({t, p, d});
+    } catch (const SpecError&) {
+      if (!none) none = std::current_exception();
+    }
+  }
+  if (out.empty() && none) std::rethrow_exception(none);
+  return out;
+}
+
+void resolve_parallel(JobSpec& job, int stages, int data, int tensor) {
+  const bool tensor_was_auto = job.parallel.tensor_auto;
+  if (tensor > 0) job.parallel.tensor = tensor;
+  job.parallel.tensor_auto = false;
   job.pipeline.stages = stages;
   job.pipeline.stages_auto = false;
   job.parallel.data = data;
@@ -59,6 +90,9 @@ void resolve_parallel(JobSpec& job, int stages, int data) {
   if (job.raw.is_object()) {
     job.raw["pipeline"]["stages"] = stages;
     job.raw["parallel"]["data"] = data;
+    // Written where it was searched or is not the default, so a job
+    // without tensor parallelism keeps its document as it was.
+    if (tensor_was_auto || job.parallel.tensor != 1) job.raw["parallel"]["tensor"] = job.parallel.tensor;
     auto& pipeline = job.raw["pipeline"];
     if (pipeline.contains("microbatches")) pipeline["microbatches"] = job.pipeline.microbatches;
   }
@@ -71,9 +105,9 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
     double bound = 0;
   };
   std::vector<Candidate> order;
-  for (auto [p, d] : parallel_candidates(job, layers)) {
+  for (const ParallelSplit& s : parallel_splits(job, layers)) {
     Candidate c{job, 0};
-    resolve_parallel(c.job, p, d);
+    resolve_parallel(c.job, s.stages, s.data, s.tensor);
     if (bound_at) {
       try {
         c.bound = bound_at(c.job);
@@ -85,7 +119,8 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
   }
   std::stable_sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
     if (a.bound != b.bound) return a.bound < b.bound;
-    return a.job.parallel.data > b.job.parallel.data;
+    if (a.job.parallel.data != b.job.parallel.data) return a.job.parallel.data > b.job.parallel.data;
+    return a.job.parallel.tensor < b.job.parallel.tensor;
   });
   std::vector<ParallelChoice> rows;
   Plan best;
@@ -97,12 +132,14 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
     if (!have) return true;
     if (plan.feasible != best.feasible) return plan.feasible;
     if (plan.iteration_time_ms != best.iteration_time_ms) return plan.iteration_time_ms < best.iteration_time_ms;
-    return at.parallel.data > best_job.parallel.data;
+    if (at.parallel.data != best_job.parallel.data) return at.parallel.data > best_job.parallel.data;
+    return at.parallel.tensor < best_job.parallel.tensor;  // a tie keeps the smaller group
   };
   for (Candidate& c : order) {
     ParallelChoice row;
     row.stages = c.job.pipeline.stages;
     row.replicas = c.job.parallel.data;
+    row.tensor = c.job.parallel.tensor;
     if (have && best.feasible && c.bound > best.iteration_time_ms) {
       row.reason = not_planned_reason(c.bound);
       rows.push_back(row);
@@ -144,7 +181,9 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
       throw SpecError("pipeline.stages", std::string("no (stages, replicas) split could be planned: ") + e.what());
     }
   }
-  std::sort(rows.begin(), rows.end(), [](const ParallelChoice& a, const ParallelChoice& b) { return a.stages < b.stages; });
+  std::sort(rows.begin(), rows.end(), [](const ParallelChoice& a, const ParallelChoice& b) {
+    return a.tensor != b.tensor ? a.tensor < b.tensor : a.stages < b.stages;
+  });
   job = best_job;
   best.planning_time_ms = planning_ms;
   best.parallel_search = std::move(rows);

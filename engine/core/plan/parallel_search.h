@@ -9,6 +9,7 @@
 namespace pw {
 
 // The (stages, replicas) splits pipeline.stages and/or parallel.data "auto"
+// (and, under parallel.tensor "auto", each tensor size's: parallel_splits)
 // try for a job (docs/planners.md, "Stages and replicas"): every split that
 // uses every device (stages x replicas = cluster.devices) with a degree the
 // job fixes held, stages at most the model's layers / chunks, replicas
@@ -16,12 +17,33 @@ namespace pw {
 // size is fixed). When no split uses every device (a prime count with
 // layers fewer than it), the largest that fits. Increasing in stages.
 // Throws SpecError naming parallel.data when no split fits the batch.
+// The devices a pipeline's stages and replicas share are cluster.devices /
+// parallel.tensor (each stage is a tensor group).
 std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int layers);
 
-// The job at `stages` x `data`: both degrees fixed, the microbatch count per
-// replica (under a fixed microbatch size) and the job document (what the
-// workers and the run database read) all say so.
-void resolve_parallel(JobSpec& job, int stages, int data);
+// One (tensor, stages, replicas) split of cluster.devices.
+struct ParallelSplit {
+  int tensor = 1, stages = 1, data = 1;
+};
+
+// The tensor sizes parallel.tensor "auto" tries (docs/planners.md, "Tensor
+// parallelism"): those the job would accept (tensor_sizes_allowed: each
+// divides the heads, the FFN width and cluster.gpus_per_node, so a group is
+// inside a node), at most 8 (Megatron's and every published run's largest;
+// beyond a node's NVLink domain its all-reduces would cross nodes). The
+// job's own where it fixes it.
+std::vector<int> tensor_candidates(const JobSpec& job);
+
+// Every split tried: for each tensor size, parallel_candidates of the
+// devices left to stages and replicas (cluster.devices / tensor), by tensor
+// then stages. Throws SpecError as parallel_candidates when none fits.
+std::vector<ParallelSplit> parallel_splits(const JobSpec& job, int layers);
+
+// The job at `stages` x `data` (x `tensor`, the job's own when 0): every
+// degree fixed, the microbatch count per replica (under a fixed microbatch
+// size) and the job document (what the workers and the run database read)
+// all say so.
+void resolve_parallel(JobSpec& job, int stages, int data, int tensor = 0);
 
 // Plans the job at every candidate split with `plan_at` (which plans a job
 // resolved to one split, resolving its microbatch size too where that is

@@ -175,6 +175,12 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
         peak = std::max(peak, L.activation_bytes);
         break;
       case MemoryPolicy::Swap: swap += L.activation_bytes; break;
+      case MemoryPolicy::Selective:
+        kept += L.activation_bytes - std::min(L.activation_bytes, L.core_activation_bytes);
+        if (L.core_activation_bytes == 0) break;
+        rec += L.core_fwd_ms;
+        peak = std::max(peak, L.core_activation_bytes);
+        break;
     }
   }
   return finish(stage, a, b, rec, kept, swap, peak);

@@ -9,6 +9,7 @@ const char* to_string(MemoryPolicy p) {
     case MemoryPolicy::Keep: return "keep";
     case MemoryPolicy::Recompute: return "recompute";
     case MemoryPolicy::Swap: return "swap";
+    case MemoryPolicy::Selective: return "selective";
   }
   return "?";
 }
@@ -17,6 +18,7 @@ std::optional<MemoryPolicy> memory_policy_from_string(const std::string& s) {
   if (s == "keep") return MemoryPolicy::Keep;
   if (s == "recompute") return MemoryPolicy::Recompute;
   if (s == "swap") return MemoryPolicy::Swap;
+  if (s == "selective") return MemoryPolicy::Selective;
   return std::nullopt;
 }
 
@@ -87,11 +89,14 @@ nlohmann::json to_json(const Plan& plan) {
     }
     j["microbatch_search"] = rows;
   }
-  j["parallel"] = {{"stages", static_cast<int>(plan.stages.size())}, {"data", plan.data_parallel}};
+  j["parallel"] = {{"tensor", plan.tensor_parallel},
+                   {"stages", static_cast<int>(plan.stages.size())},
+                   {"data", plan.data_parallel}};
   if (!plan.parallel_search.empty()) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& c : plan.parallel_search) {
-      nlohmann::json row{{"stages", c.stages},
+      nlohmann::json row{{"tensor", c.tensor},
+                         {"stages", c.stages},
                          {"data", c.replicas},
                          {"microbatch_size", c.microbatch_size},
                          {"microbatches", c.microbatches},
@@ -110,13 +115,15 @@ nlohmann::json to_json(const Plan& plan) {
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const auto& r = plan.stages[s];
     nlohmann::json st{{"first_layer", r.first_layer}, {"last_layer", r.last_layer}};
-    nlohmann::json rec = nlohmann::json::array(), swp = nlohmann::json::array();
+    nlohmann::json rec = nlohmann::json::array(), swp = nlohmann::json::array(), sel = nlohmann::json::array();
     for (int l = r.first_layer; l <= r.last_layer; ++l) {
       if (plan.policy[l] == MemoryPolicy::Recompute) rec.push_back(l);
       if (plan.policy[l] == MemoryPolicy::Swap) swp.push_back(l);
+      if (plan.policy[l] == MemoryPolicy::Selective) sel.push_back(l);
     }
     st["recompute_layers"] = rec;
     st["swap_layers"] = swp;
+    if (!sel.empty()) st["selective_layers"] = sel;  // absent when none, as before selective existed
     st["replicas"] = plan.replicas_of(static_cast<int>(s));
     if (s < plan.predicted.size()) {
       st["time_ms"] = plan.predicted[s].time_ms;
@@ -169,9 +176,13 @@ Plan plan_from_json(const nlohmann::json& j) {
     c.lower_bound_ms = row.value("lower_bound_ms", 0.0);
     p.microbatch_search.push_back(c);
   }
-  if (j.contains("parallel") && j["parallel"].is_object()) p.data_parallel = std::max(1, j["parallel"].value("data", 1));
+  if (j.contains("parallel") && j["parallel"].is_object()) {
+    p.data_parallel = std::max(1, j["parallel"].value("data", 1));
+    p.tensor_parallel = std::max(1, j["parallel"].value("tensor", 1));  // absent before tensor parallelism: 1
+  }
   for (const auto& row : j.value("parallel_search", nlohmann::json::array())) {
     ParallelChoice c;
+    c.tensor = row.value("tensor", 1);
     c.stages = row.value("stages", 0);
     c.replicas = row.value("data", 0);
     c.microbatch_size = row.value("microbatch_size", 0);
@@ -194,6 +205,8 @@ Plan plan_from_json(const nlohmann::json& j) {
     p.stages.push_back({st.at("first_layer").get<int>(), st.at("last_layer").get<int>()});
     for (const auto& l : st.value("recompute_layers", nlohmann::json::array())) p.policy.at(l.get<int>()) = MemoryPolicy::Recompute;
     for (const auto& l : st.value("swap_layers", nlohmann::json::array())) p.policy.at(l.get<int>()) = MemoryPolicy::Swap;
+    for (const auto& l : st.value("selective_layers", nlohmann::json::array()))
+      p.policy.at(l.get<int>()) = MemoryPolicy::Selective;
     StagePrediction pr;
     pr.time_ms = st.value("time_ms", 0.0);
     pr.peak_memory_bytes = st.value("peak_memory_bytes", std::uint64_t{0});

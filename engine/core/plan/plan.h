@@ -9,8 +9,10 @@
 namespace pw {
 
 // What happens to a layer's saved activations between its forward and
-// backward pass.
-enum class MemoryPolicy : std::uint8_t { Keep = 0, Recompute = 1, Swap = 2 };
+// backward pass. Selective (Korthikanti et al. 2022): keep them but the
+// attention core's (softmax, its dropout mask, attention over V), which is
+// recomputed before the backward; on a layer without one it keeps all.
+enum class MemoryPolicy : std::uint8_t { Keep = 0, Recompute = 1, Swap = 2, Selective = 3 };
 const char* to_string(MemoryPolicy p);
 std::optional<MemoryPolicy> memory_policy_from_string(const std::string& s);
 
@@ -36,6 +38,7 @@ struct StagePrediction {
 // pipeline.stages or parallel.data "auto": the best plan made for it
 // (core/plan/parallel_search.h).
 struct ParallelChoice {
+  int tensor = 1;  // parallel.tensor: devices per stage
   int stages = 0;
   int replicas = 0;
   int microbatch_size = 0;
@@ -111,6 +114,9 @@ struct Plan {
   // replica i mod r_s); empty = every stage has data_parallel.
   int data_parallel = 1;
   std::vector<int> replicas;
+  // Devices each stage is split over (parallel.tensor); the plan uses
+  // tensor x stages x data_parallel devices.
+  int tensor_parallel = 1;
   // Under stages / replicas "auto": every split tried, by stages.
   std::vector<ParallelChoice> parallel_search;
   // Under pipeline.schedule "generated": the order this plan runs (absent:

@@ -57,6 +57,7 @@ void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.throughput_samples_per_s = r.throughput_samples_per_s;
   plan.data_parallel = std::max(1, req.sync.replicas);
+  plan.tensor_parallel = std::max(1, req.sync.tensor);
   plan.predicted.clear();
   // Per virtual stage: its own compute time; memory is per device.
   for (size_t j = 0; j < plan.stages.size(); ++j) {

@@ -21,6 +21,10 @@ constexpr std::int64_t kUnset = -1;
 struct VStage {  // one virtual stage's per-microbatch costs in ns
   std::int64_t fwd, bwd, recompute, optimizer;
   std::int64_t bwd_input, bwd_weight;  // B and W of a split backward (bwd = B + W)
+  // The tensor group's all-reduces at the end of the forward, B (or the
+  // full backward) and recompute, part of fwd, bwd_input and recompute.
+  std::int64_t tp_fwd, tp_bwd, tp_recompute;
+  std::int64_t tp_fwd_bytes, tp_bwd_bytes, tp_recompute_bytes;
   std::int64_t w_stash;                // held from B to W
   int device;
   std::int64_t send_fwd;  // activation to the next virtual stage
@@ -52,6 +56,7 @@ struct DeviceState {
   std::int64_t busy = 0;
   std::int64_t collective_free = 0;  // the replicas' all-reduce stream
   std::int64_t sync = 0, sync_exposed = 0;
+  std::int64_t tensor = 0;  // the tensor group's all-reduces (blocking the compute stream)
   std::int64_t last_end = 0;
   std::int64_t first_start = kUnset, last_compute_end = 0;
   std::int64_t memory = 0, peak = 0, static_bytes = 0;
@@ -154,6 +159,13 @@ class Simulation {
       v.bwd_input = v.bwd - v.bwd_weight;
       v.w_stash = static_cast<std::int64_t>(c.w_stash_bytes_per_mb);
       v.recompute = to_ns(c.recompute_ms * per_mb);
+      // Slowed like the compute around them (a straggler holds its group).
+      v.tp_fwd = std::min(v.fwd, to_ns(c.tensor_fwd_ms * per_mb));
+      v.tp_bwd = std::min(v.bwd_input, to_ns(c.tensor_bwd_ms * per_mb));
+      v.tp_recompute = std::min(v.recompute, to_ns(c.tensor_recompute_ms * per_mb));
+      v.tp_fwd_bytes = static_cast<std::int64_t>(c.tensor_fwd_bytes);
+      v.tp_bwd_bytes = static_cast<std::int64_t>(c.tensor_bwd_bytes);
+      v.tp_recompute_bytes = static_cast<std::int64_t>(c.tensor_recompute_bytes);
       v.optimizer = to_ns(c.optimizer_ms * slow);
       // A V-shaped schedule's turn (virtual stages p-1 and p) stays on one device.
       bool next_remote = j + 1 < V_ && sched_.device_of_virtual_stage(j + 1) != v.device;
@@ -210,6 +222,19 @@ class Simulation {
     ev.first_layer = first;
     ev.last_layer = last;
     sink_->on_event(ev);
+  }
+
+  // A compute action [s, e) whose last `tp` ns are its tensor group's
+  // all-reduces (Megatron's run between its matrix products, blocking
+  // them; drawn as one event at the end, their sum, over the same layers).
+  void emit_with_tensor(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e,
+                        std::int64_t tp, std::int64_t tp_bytes) {
+    if (tp <= 0) {
+      emit(d, k, mb, chunk, v, s, e, 0);
+      return;
+    }
+    emit(d, k, mb, chunk, v, s, e - tp, 0);
+    emit(d, EventKind::TensorAllReduce, mb, chunk, v, e - tp, e, tp_bytes);
   }
 
   void add_memory(int d, std::int64_t t, std::int64_t delta) {
@@ -342,7 +367,7 @@ class Simulation {
         flush_memory(d, start);
         std::int64_t end = start + v.fwd;
         add_memory(d, start, v.kept + v.swap_bytes);
-        emit(d, EventKind::Forward, mb, a.chunk, v, start, end, 0);
+        emit_with_tensor(d, EventKind::Forward, mb, a.chunk, v, start, end, v.tp_fwd, v.tp_fwd_bytes);
         if (v.swap_bytes > 0) {
           std::int64_t so = std::max(end, s.swap_out_free), se = so + v.swap;
           s.swap_out_free = se;
@@ -367,7 +392,8 @@ class Simulation {
         // The send's hold occupies the stage (it starts nothing else until
         // the copy is done) but is not busy time, like the host time after
         // an action: busy is what event_kinds.h says it is, everywhere.
-        s.busy += v.fwd;
+        s.busy += v.fwd - v.tp_fwd;
+        s.tensor += v.tp_fwd;
         s.free = end + v.send_fwd_cpu + overhead_;
       } else if (a.kind == ActionKind::BackwardWeight) {
         // Needs only this stage's own B (earlier in the device's order):
@@ -393,11 +419,13 @@ class Simulation {
         flush_memory(d, start);
         std::int64_t t = start;
         if (v.recompute > 0) {
-          emit(d, EventKind::Recompute, mb, a.chunk, v, t, t + v.recompute, 0);
+          emit_with_tensor(d, EventKind::Recompute, mb, a.chunk, v, t, t + v.recompute, v.tp_recompute,
+                           v.tp_recompute_bytes);
           t += v.recompute;
         }
         std::int64_t end = t + (split ? v.bwd_input : v.bwd);
-        emit(d, split ? EventKind::BackwardInput : EventKind::Backward, mb, a.chunk, v, t, end, 0);
+        emit_with_tensor(d, split ? EventKind::BackwardInput : EventKind::Backward, mb, a.chunk, v, t, end, v.tp_bwd,
+                         v.tp_bwd_bytes);
         if (!split) vs_[j].last_grad_end = end;
         add_memory(d, start, v.recompute_peak + v.workspace);
         // B keeps W's stash (each layer's input and output gradient) and
@@ -414,7 +442,8 @@ class Simulation {
           }
           bwd_arrival(j - 1, mb) = arrive;
         }
-        s.busy += end - start;
+        s.busy += end - start - v.tp_bwd - (v.recompute > 0 ? v.tp_recompute : 0);
+        s.tensor += v.tp_bwd + (v.recompute > 0 ? v.tp_recompute : 0);
         s.free = end + v.send_bwd_cpu + overhead_;
         s.swapin_done = kUnset;
         prefetch_swap_in(d, s.cursor + 1, end);
@@ -446,6 +475,7 @@ class Simulation {
     }
     r.iteration_time_ms = iter_ns / 1e6;
     r.replicas = std::max(1, in_.sync.replicas);
+    r.tensor = std::max(1, in_.sync.tensor);
     double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size * r.replicas;
     r.throughput_samples_per_s = iter_ns > 0 ? samples / (iter_ns / 1e9) : 0;
     double total_busy = 0;
@@ -455,6 +485,7 @@ class Simulation {
       st.busy_ms = s.busy * busy_scale / 1e6;
       st.sync_ms = s.sync * busy_scale / 1e6;
       st.sync_exposed_ms = s.sync_exposed * busy_scale / 1e6;
+      st.tensor_ms = s.tensor * busy_scale / 1e6;
       st.busy_fraction = busy_fraction(st.busy_ms * 1e6, iter_ns);
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
       st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;

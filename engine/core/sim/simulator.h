@@ -42,6 +42,10 @@ struct SimStage {
   // optimizer steps waited for them after their compute was done.
   double sync_ms = 0;
   double sync_exposed_ms = 0;
+  // Tensor parallelism: the stage's tensor all-reduces per iteration
+  // (forward, backward and recompute), blocking its compute stream; not
+  // in busy_ms.
+  double tensor_ms = 0;
 };
 
 struct SimResult {
@@ -61,6 +65,7 @@ struct SimResult {
   double window_bubble_fraction = 0;
   std::uint64_t events = 0;  // event records produced (compute, transfers, swaps)
   int replicas = 1;          // counted in the throughput
+  int tensor = 1;            // devices per stage (parallel.tensor): devices = tensor x stages x replicas
   std::vector<SimStage> stages;
 };
 

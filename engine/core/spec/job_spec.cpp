@@ -218,6 +218,10 @@ bool is_auto(JsonFields& f, const std::string& key) {
 ParallelSpec parse_parallel(JsonFields f, const TrainingSpec& t, const ClusterSpec& c) {
   ParallelSpec p;
   p.data_auto = is_auto(f, "data");
+  // tensor "auto" searches the split of the devices: a degree the job
+  // leaves out is searched with it.
+  const bool tensor_auto = is_auto(f, "tensor");
+  if (tensor_auto && !f.has("data")) p.data_auto = true;
   if (!p.data_auto) p.data = ranged<int>(f, "data", 1);
   if (p.data > c.devices)
     throw SpecError(f.path_of("data"), "must be <= cluster.devices (" + std::to_string(c.devices) + "), got " +
@@ -265,7 +269,7 @@ void check_tensor(const ParallelSpec& p, const ModelSpec& m, const ClusterSpec& 
 
 PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSpec& c, const ParallelSpec& par) {
   PipelineSpec p;
-  p.stages_auto = is_auto(f, "stages");
+  p.stages_auto = is_auto(f, "stages") || (par.tensor_auto && !f.has("stages"));
   if (p.stages_auto && f.has("microbatches"))
     throw SpecError(f.path_of("microbatches"), "stages \"auto\" chooses the microbatch count with the replicas; "
                                                "leave microbatches out");
