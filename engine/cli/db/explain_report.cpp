@@ -4,11 +4,7 @@
 #include <map>
 
 #include "cli/command.h"
-#include "core/analysis/critical_path.h"
-#include "core/analysis/idle_attribution.h"
-#include "core/analysis/predicted_timeline.h"
-#include "core/analysis/steps_per_iteration.h"
-#include "core/analysis/suggestions.h"
+#include "core/analysis/explain_report.h"
 #include "core/plan/plan.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/refusal.h"
@@ -57,24 +53,18 @@ nlohmann::json path_json(const CriticalPath& cp) {
   return j;
 }
 
-// The optimizer steps' wait for the replicas' all-reduce, summed over the
-// stages of the iteration, against their wall time and on the critical
-// path; null for a run without replicas and without such waits.
-nlohmann::json gradient_sync_json(const Attribution& a, const CriticalPath& cp, int iteration, std::int64_t wall, int replicas) {
+// The steps' wait for the replicas' all-reduce against the stages' wall
+// time and on the critical path; null where the report has none.
+nlohmann::json gradient_sync_json(const ExplainReport& x, std::int64_t wall) {
+  if (!x.gradient_sync) return nullptr;
+  const GradientSyncSummary& g = *x.gradient_sync;
+  const CriticalPath& cp = x.critical_path;
   const int k = static_cast<int>(IdleCause::GradientSync);
-  std::int64_t total = 0, largest = 0;
-  int largest_stage = -1;
-  for (const auto& s : a.stage_iterations) {
-    if (s.iteration != iteration) continue;
-    total += s.cause_ns[k];
-    if (s.cause_ns[k] > largest) largest = s.cause_ns[k], largest_stage = s.stage;
-  }
-  if (total == 0 && cp.cause_ns[k] == 0 && replicas <= 1) return nullptr;
   const double len = static_cast<double>(std::max<std::int64_t>(cp.length_ns(), 1));
-  return {{"ns", total},
-          {"share", total / static_cast<double>(std::max<std::int64_t>(wall, 1))},
-          {"largest_stage", largest_stage},
-          {"largest_stage_ns", largest},
+  return {{"ns", g.ns},
+          {"share", g.ns / static_cast<double>(std::max<std::int64_t>(wall, 1))},
+          {"largest_stage", g.largest_stage},
+          {"largest_stage_ns", g.largest_stage_ns},
           {"critical_path_ns", cp.cause_ns[k]},
           {"critical_path_share", cp.cause_ns[k] / len}};
 }
@@ -90,20 +80,8 @@ int planned_replicas(const db::RunReader& r, int recorded) {
   return d.is_number_integer() && d.get<std::int64_t>() >= 1 ? std::max(static_cast<int>(d.get<std::int64_t>()), recorded) : recorded;
 }
 
-// The simulator's timeline of the plan the run used, when it recorded its job, plan and profile.
-std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, const std::vector<Event>& events,
-                                                    const Attribution& attribution, int iteration,
-                                                    const ExplainOptions& opt, nlohmann::json& notes) {
-  std::vector<PlanAt> plans;
-  for (const auto& p : r.plans()) plans.push_back({p.t_ns, p.version, plan_from_json(p.plan)});
-  std::string why;
-  auto inputs = prediction_inputs(r.job(), r.profile(), std::move(plans), &why);
-  if (!inputs) {
-    notes.push_back("predicted vs measured: " + why);
-    return std::nullopt;
-  }
-  std::int64_t threshold = opt.threshold_ms ? static_cast<std::int64_t>(*opt.threshold_ms * 1e6) : -1;
-  const PredictedTimeline t = predict_timeline(events, attribution, *inputs, iteration, threshold, /*align=*/false);
+// The simulator's timeline of the plan the run used against the measured one.
+nlohmann::json predicted_json(const PredictedTimeline& t) {
   const PredictionDiff& d = t.diff;
   nlohmann::json j;
   j["plan_version"] = t.plan_version;
@@ -147,36 +125,39 @@ std::optional<nlohmann::json> predicted_vs_measured(const db::RunReader& r, cons
   return j;
 }
 
-nlohmann::json suggestions_json(const db::RunReader& r, double error, nlohmann::json& notes) {
-  nlohmann::json out = nlohmann::json::array();
-  auto job = r.job();
-  if (!job.is_object()) {
-    notes.push_back("suggestions: the run recorded no job");
-    return out;
-  }
-  SuggestionReport rep;
+nlohmann::json suggestion_json(const Suggestion& s) {
+  return {{"change", s.change},
+          {"addresses", s.addresses},
+          {"set", s.overrides},
+          {"iteration_ms_before", s.iteration_ms_before},
+          {"iteration_ms_after", s.iteration_ms_after},
+          {"iteration_change", s.iteration_ms_after / s.iteration_ms_before - 1.0},
+          {"bubble_before", s.bubble_before},
+          {"bubble_after", s.bubble_after},
+          {"peak_memory_bytes_before", s.peak_memory_before},
+          {"peak_memory_bytes_after", s.peak_memory_after},
+          {"memory_budget_bytes", s.memory_budget}};
+}
+
+// The recorded job, profile and plans as the prediction's inputs, or why none.
+ExplainSources explain_sources(const db::RunReader& r, int recorded_replicas) {
+  ExplainSources src;
+  src.job = r.job();
+  src.planned_replicas = planned_replicas(r, recorded_replicas);
   try {
-    rep = suggest_changes(job, 5, error);
+    std::vector<PlanAt> plans;
+    for (const auto& p : r.plans()) plans.push_back({p.t_ns, p.version, plan_from_json(p.plan)});
+    std::string why;
+    if (auto in = prediction_inputs(src.job, r.profile(), std::move(plans), &why))
+      src.prediction = std::make_shared<const PredictionInputs>(std::move(*in));
+    else
+      src.prediction_none = why;
   } catch (const nlohmann::json::exception&) {
-    throw;  // damage of the recorded job, not a note (cli/db/recording.h)
+    throw;  // damage of the recording's documents, not a note (cli/db/recording.h)
   } catch (const std::exception& e) {
-    notes.push_back(std::string("suggestions: the recorded job cannot be simulated: ") + e.what());
-    return out;
+    src.prediction_none = e.what();
   }
-  for (const auto& n : rep.notes) notes.push_back("suggestion not simulated: " + n);
-  for (const auto& s : rep.suggestions)
-    out.push_back({{"change", s.change},
-                   {"addresses", s.addresses},
-                   {"set", s.overrides},
-                   {"iteration_ms_before", s.iteration_ms_before},
-                   {"iteration_ms_after", s.iteration_ms_after},
-                   {"iteration_change", s.iteration_ms_after / s.iteration_ms_before - 1.0},
-                   {"bubble_before", s.bubble_before},
-                   {"bubble_after", s.bubble_after},
-                   {"peak_memory_bytes_before", s.peak_memory_before},
-                   {"peak_memory_bytes_after", s.peak_memory_after},
-                   {"memory_budget_bytes", s.memory_budget}});
-  return out;
+  return src;
 }
 
 }  // namespace
@@ -194,66 +175,58 @@ nlohmann::json explain_run(const db::RunReader& r, const ExplainOptions& opt) {
   });
   if (events.empty()) throw RefusedError(r.path() + ": the run recorded no events: nothing to explain");
 
-  AttributionOptions ao;
-  const int steps_per_iteration = optimizer_steps_per_iteration(r.job());
-  ao.optimizer_steps_per_iteration = steps_per_iteration;
-  Attribution a = attribute_idle(events, ao);  // every iteration: the critical path may reach into the one before
-  if (a.iterations == 0) throw RefusedError(r.path() + ": the run has no complete iteration: nothing to explain");
-  const int iteration = opt.iteration.value_or(a.iterations - 1);
-  if (iteration < 0 || iteration >= a.iterations)
-    throw UsageError("--iteration " + std::to_string(iteration) + ": the run has " + std::to_string(a.iterations) +
-                     " complete iteration" + (a.iterations == 1 ? "" : "s") + " (0.." +
-                     std::to_string(a.iterations - 1) + ")");
+  ExplainReportOptions ro;
+  ro.iteration = opt.iteration;
+  ro.threshold_ms = opt.threshold_ms;
+  ro.suggestions = opt.suggestions;
+  const ExplainSources src = explain_sources(r, replicas);
+  const ExplainReport x = explain_report(events, src, ro);
+  if (x.iterations == 0) throw RefusedError(r.path() + ": the run has no complete iteration: nothing to explain");
+  if (!x.explained)
+    throw UsageError("--iteration " + std::to_string(x.iteration) + ": the run has " + std::to_string(x.iterations) +
+                     " complete iteration" + (x.iterations == 1 ? "" : "s") + " (0.." +
+                     std::to_string(x.iterations - 1) + ")");
+  return explain_json(r, x, opt.replica, replicas, src.planned_replicas, events.size());
+}
 
+nlohmann::json explain_json(const db::RunReader& r, const ExplainReport& x, int replica, int recorded_replicas,
+                            int planned_replicas, std::size_t event_count) {
   nlohmann::json j;
   j["file"] = r.path();
   j["run_id"] = r.run().run_id;
   j["source"] = r.run().source;
   j["name"] = r.run().name;
-  j["iteration"] = iteration;
-  j["iterations"] = a.iterations;
-  j["replica"] = opt.replica;
-  j["recorded_replicas"] = replicas;
-  const int planned = planned_replicas(r, replicas);
-  j["replicas"] = planned;
-  j["events"] = events.size();
+  j["iteration"] = x.iteration;
+  j["iterations"] = x.iterations;
+  j["replica"] = replica;
+  j["recorded_replicas"] = recorded_replicas;
+  j["replicas"] = planned_replicas;
+  j["events"] = event_count;
   nlohmann::json stages = nlohmann::json::array();
   std::int64_t wall = 0, compute = 0;
   std::map<std::string, std::int64_t> totals;
-  for (const auto& s : a.stage_iterations) {
-    if (s.iteration != iteration) continue;
-    auto c = causes_json(s);
+  for (const StageIteration* s : x.stages()) {
+    auto c = causes_json(*s);
     for (auto& [k, v] : c.items()) totals[k] += v.get<std::int64_t>();
-    stages.push_back({{"stage", s.stage},
-                      {"start_ns", s.start_ns},
-                      {"end_ns", s.end_ns},
-                      {"wall_ns", s.wall_ns()},
-                      {"compute_ns", s.compute_ns},
+    stages.push_back({{"stage", s->stage},
+                      {"start_ns", s->start_ns},
+                      {"end_ns", s->end_ns},
+                      {"wall_ns", s->wall_ns()},
+                      {"compute_ns", s->compute_ns},
                       {"causes", c}});
-    wall += s.wall_ns();
-    compute += s.compute_ns;
+    wall += s->wall_ns();
+    compute += s->compute_ns;
   }
   j["stages"] = stages;
   j["totals"] = {{"wall_ns", wall}, {"compute_ns", compute}, {"causes", totals}};
-  const CriticalPath cp = critical_path(events, a, iteration);
-  j["critical_path"] = path_json(cp);
-  j["gradient_sync"] = gradient_sync_json(a, cp, iteration, wall, planned);
-  nlohmann::json notes = nlohmann::json::array();
-  try {
-    auto p = predicted_vs_measured(r, events, a, iteration, opt, notes);
-    j["predicted_vs_measured"] = p ? *p : nlohmann::json(nullptr);
-  } catch (const nlohmann::json::exception&) {
-    throw;  // damage of the recording's documents, not a note (cli/db/recording.h)
-  } catch (const std::exception& e) {
-    notes.push_back(std::string("predicted vs measured: ") + e.what());
-    j["predicted_vs_measured"] = nullptr;
-  }
-  // A suggestion must gain more than the model was off on this very run.
-  const nlohmann::json& pvm = j["predicted_vs_measured"];
-  const double error = pvm.is_object() ? pvm.value("model_error", -1.0) : -1.0;
-  j["model_error"] = error >= 0 ? nlohmann::json(error) : nlohmann::json(nullptr);
-  j["suggestions"] = opt.suggestions ? suggestions_json(r, error, notes) : nlohmann::json::array();
-  j["notes"] = notes;
+  j["critical_path"] = path_json(x.critical_path);
+  j["gradient_sync"] = gradient_sync_json(x, wall);
+  j["predicted_vs_measured"] = x.prediction ? predicted_json(*x.prediction) : nlohmann::json(nullptr);
+  j["model_error"] = x.model_error >= 0 ? nlohmann::json(x.model_error) : nlohmann::json(nullptr);
+  nlohmann::json sug = nlohmann::json::array();
+  for (const auto& s : x.advice.suggestions) sug.push_back(suggestion_json(s));
+  j["suggestions"] = sug;
+  j["notes"] = x.notes;
   return j;
 }
 

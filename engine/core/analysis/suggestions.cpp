@@ -86,6 +86,16 @@ std::string describe_plan_change(const Plan& from, const Plan& to) {
 }
 
 SuggestionReport suggest_changes(const nlohmann::json& doc, int max, double model_error) {
+  return advise(simulate_suggestions(doc), model_error, max);
+}
+
+SuggestionReport advise(SuggestionReport rep, double model_error, int max) {
+  withhold_within_error(rep, model_error);
+  if (static_cast<int>(rep.suggestions.size()) > max) rep.suggestions.resize(static_cast<std::size_t>(std::max(0, max)));
+  return rep;
+}
+
+SuggestionReport simulate_suggestions(const nlohmann::json& doc) {
   SuggestionReport rep;
   JobSpec job = parse_job(doc);
   Outcome before = simulate_job(doc, {});
@@ -183,8 +193,6 @@ SuggestionReport suggest_changes(const nlohmann::json& doc, int max, double mode
   }
   std::stable_sort(rep.suggestions.begin(), rep.suggestions.end(),
                    [](const Suggestion& a, const Suggestion& b) { return a.iteration_ms_after < b.iteration_ms_after; });
-  withhold_within_error(rep, model_error);
-  if (static_cast<int>(rep.suggestions.size()) > max) rep.suggestions.resize(max);
   return rep;
 }
 

@@ -42,6 +42,16 @@ struct SuggestionReport {
 // recorded to compare) withholds nothing and says so in `notes`.
 SuggestionReport suggest_changes(const nlohmann::json& job, int max = 5, double model_error = -1);
 
+// The candidates of suggest_changes simulated, every improving one, best
+// first, no rule applied and none cut: what advise() then judges. A caller
+// that judges one job against a changing error (the studio's explain of a
+// growing run) simulates once.
+SuggestionReport simulate_suggestions(const nlohmann::json& job);
+
+// The advice rule, the one place it is applied: withhold_within_error, then
+// at most `max`. suggest_changes(job, max, e) is advise(simulate_suggestions(job), e, max).
+SuggestionReport advise(SuggestionReport simulated, double model_error, int max = 5);
+
 // Moves every suggestion whose simulated gain (1 - after / before) does not
 // exceed `model_error` out of `suggestions`, counting it in `withheld` and
 // naming it in `notes`; records the error. < 0 (unknown) withholds nothing
