@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/model/analytic_profile.h"
+#include "core/nas/search_space_fields.h"
 #include "core/nas/search_space_names.h"
 #include "core/spec/json_fields.h"
 #include "core/spec/spec_bounds.h"
@@ -12,6 +13,20 @@
 namespace pw::nas {
 namespace {
 constexpr double MB = 1024.0 * 1024;
+
+// A field of the bounds table (search_space_fields.h), read with its row's range.
+int ranged_int(JsonFields& f, const char* key, int def, SpaceScope scope = SpaceScope::Space) {
+  const SpaceField& r = search_space_field(key, scope);
+  return f.integer<int>(key, static_cast<int>(r.min), static_cast<int>(r.max), def);
+}
+double ranged_number(JsonFields& f, const char* key, double def, SpaceScope scope = SpaceScope::Space) {
+  const SpaceField& r = search_space_field(key, scope);
+  return f.number(key, r.min, r.max, def);
+}
+std::vector<int> ranged_list(JsonFields& f, const char* key, std::vector<int> def) {
+  const SpaceField& r = search_space_field(key);
+  return f.int_list<int>(key, static_cast<int>(r.min), static_cast<int>(r.max), 64, std::move(def));
+}
 
 // Costs of the Evolved-Transformer operations (So et al. 2019; NASPipe's
 // space) on [s, b, h] activations. Every op includes its layer norm and
@@ -114,13 +129,13 @@ void build_cnn(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
   const auto& m = job.model;
   double b = job.training.microbatch_size;
   double C = m.widths.front(), hw = m.image_size / 2.0, area = hw * hw, in = m.in_channels;
-  int n = f.integer<int>("choice_layers", 1, bounds::kLayers, 4);
-  auto kernels = f.int_list<int>("kernels", 1, bounds::kImageSize, 64, std::vector<int>{3, 5, 7});
+  int n = ranged_int(f, "choice_layers", 4);
+  auto kernels = ranged_list(f, "kernels", {3, 5, 7});
   for (size_t i = 0; i < kernels.size(); ++i)
     if (kernels[i] % 2 == 0)
       throw SpecError(f.path_of("kernels") + "[" + std::to_string(i) + "]", "must be odd (same padding), got " +
                                                                              std::to_string(kernels[i]));
-  auto widths = f.int_list<int>("widths", 1, bounds::kHidden, 64, std::vector<int>{static_cast<int>(C), 2 * static_cast<int>(C)});
+  auto widths = ranged_list(f, "widths", {static_cast<int>(C), 2 * static_cast<int>(C)});
   bool skip = f.boolean("skip", true);
   double tensor = b * C * area * 4;
   for (int l = 0; l < n; ++l) {
@@ -159,19 +174,19 @@ LayerProfile uniform_cost(JsonFields& f, const std::string& name) {
   LayerProfile l;
   l.name = name;
   l.type = "uniform";
-  l.fwd_ms = f.number("fwd_ms", 0, bounds::kLayerMs, 1.0);
-  l.bwd_ms = f.number("bwd_ms", 0, bounds::kLayerMs, 2 * l.fwd_ms);
-  l.param_bytes = static_cast<std::uint64_t>(f.number("param_mb", 0, bounds::kLayerMb, 0.0) * MB);
-  l.activation_bytes = static_cast<std::uint64_t>(f.number("activation_mb", 0, bounds::kLayerMb, 0.0) * MB);
-  l.output_bytes = l.input_bytes = static_cast<std::uint64_t>(f.number("output_mb", 0, bounds::kLayerMb, 0.0) * MB);
-  l.optimizer_ms = f.number("optimizer_ms", 0, bounds::kLayerMs, 0.0);
+  l.fwd_ms = ranged_number(f, "fwd_ms", 1.0, SpaceScope::Candidate);
+  l.bwd_ms = ranged_number(f, "bwd_ms", 2 * l.fwd_ms, SpaceScope::Candidate);
+  l.param_bytes = static_cast<std::uint64_t>(ranged_number(f, "param_mb", 0.0, SpaceScope::Candidate) * MB);
+  l.activation_bytes = static_cast<std::uint64_t>(ranged_number(f, "activation_mb", 0.0, SpaceScope::Candidate) * MB);
+  l.output_bytes = l.input_bytes = static_cast<std::uint64_t>(ranged_number(f, "output_mb", 0.0, SpaceScope::Candidate) * MB);
+  l.optimizer_ms = ranged_number(f, "optimizer_ms", 0.0, SpaceScope::Candidate);
   return l;
 }
 
 // Unit-cost layers for scheduling studies: `choices` identical candidates.
 void build_uniform(JsonFields& f, SearchSpace& sp) {
-  int n = f.integer<int>("choice_layers", 1, bounds::kLayers, 8);
-  int c = f.integer<int>("choices", 1, 1 << 20, 4);
+  int n = ranged_int(f, "choice_layers", 8);
+  int c = ranged_int(f, "choices", 4);
   // Every candidate is held in memory (a profile each): bound their number.
   if (static_cast<std::int64_t>(n) * c > (1 << 21))
     throw SpecError(f.path_of("choices"), "choice_layers x choices must be <= " + std::to_string(1 << 21) + ", got " +
@@ -201,8 +216,8 @@ Candidate custom_candidate(const JobSpec& job, JsonFields f, const std::string& 
     if (job.model.kind != "transformer")
       throw SpecError(f.path_of("op"), "op \"" + op + "\" is an Evolved-Transformer op and needs model kind "
                                        "\"transformer\" (use op \"uniform\" with explicit costs otherwise)");
-    int kernel = f.integer<int>("kernel", 1, bounds::kSeqLen, 1);
-    int heads = f.integer<int>("heads", 1, bounds::kHidden, 1);
+    int kernel = ranged_int(f, "kernel", 1, SpaceScope::Candidate);
+    int heads = ranged_int(f, "heads", 1, SpaceScope::Candidate);
     c = EtCosts(job).op(layer, op, kernel, heads);
   }
   f.finish();
@@ -217,7 +232,7 @@ void build_custom(const JobSpec& job, JsonFields& f, SearchSpace& sp) {
     std::string lp = path + "[" + std::to_string(i) + "]";
     JsonFields lf(layers[i], lp);
     std::string name = lf.str("name", "layer" + std::to_string(i));
-    int repeat = lf.integer<int>("repeat", 1, bounds::kLayers, 1);
+    int repeat = ranged_int(lf, "repeat", 1, SpaceScope::Layer);
     nlohmann::json cands = lf.raw("candidates");
     if (!cands.is_array() || cands.empty())
       throw SpecError(lf.path_of("candidates"), "must be a non-empty array of candidate ops");
@@ -291,12 +306,12 @@ SearchSpace parse_search_space(const JobSpec& job) {
     throw SpecError("search_space", "needs exactly one of \"builtin\" (" + joined(names.builtins) +
                                     ") or \"layers\" (a custom list)");
   sp.kind = builtin ? f.choice("builtin", names.builtins) : "custom";
-  sp.replication = f.integer<int>("replication", 1, 64, 1);
+  sp.replication = ranged_int(f, "replication", 1);
   if (sp.replication > 1 && sp.kind != "evolved-transformer")
     throw SpecError(f.path_of("replication"), "only the evolved-transformer space is replicated");
-  sp.window = f.integer<int>("window", 1, 4096, 32);
+  sp.window = ranged_int(f, "window", 32);
   sp.partition = f.choice("partition", names.partitions, names.partitions.front());
-  sp.device_budget_bytes = f.number("device_budget_gb", 0, bounds::kMemoryGb, 0.0) * 1024 * MB;
+  sp.device_budget_bytes = ranged_number(f, "device_budget_gb", 0.0) * 1024 * MB;
   sp.shared = f.choice("shared", names.shared, names.shared.front()) == "train" ? SharedRule::Train : SharedRule::Frozen;
   sp.sampler = f.choice("sampler", names.samplers, names.samplers.front());
   sp.subnet_file = f.str("subnet_file", "");

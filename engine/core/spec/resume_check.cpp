@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/nas/search_space_fields.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -14,6 +15,12 @@ void same(const std::string& path, const T& saved, const T& now, const std::stri
   if (saved == now) return;
   throw SpecError(path, "differs from the checkpoint's " + nlohmann::json(saved).dump() + " (now " +
                             nlohmann::json(now).dump() + "); a resume cannot change " + what);
+}
+
+bool may_change_on_resume(const std::string& key) {
+  for (const auto& r : nas::search_space_fields())
+    if (r.scope == nas::SpaceScope::Space && r.key == key) return r.resume_may_change;
+  return false;  // a key the parser refuses: compared like the supernet's
 }
 
 }  // namespace
@@ -48,8 +55,9 @@ void check_resume_compatible(const JobSpec& checkpoint, const JobSpec& resumed) 
   // A supernet job (docs/nas.md): the search space and the seed make its
   // candidates (initialised from (seed, layer, choice)), the subnet sequence
   // and the partition; a checkpoint holds that supernet at a point of that
-  // sequence. The window only orders the work (CSP gives the sequential
-  // result for any window) and `search` runs after training: both may change.
+  // sequence. What may change (the window only orders the work, `search`
+  // runs after training) is the bounds table's resume_may_change, not a
+  // list of this file's.
   const nlohmann::json none = nlohmann::json::object();
   const nlohmann::json& a_space = checkpoint.raw.is_object() && checkpoint.raw.contains("search_space")
                                       ? checkpoint.raw["search_space"] : none;
@@ -64,7 +72,7 @@ void check_resume_compatible(const JobSpec& checkpoint, const JobSpec& resumed) 
   for (const auto& [k, v] : a_space.items()) keys.insert(k);
   for (const auto& [k, v] : b_space.items()) keys.insert(k);
   for (const auto& k : keys) {
-    if (k == "window" || k == "search") continue;
+    if (may_change_on_resume(k)) continue;
     const nlohmann::json a = a_space.value(k, nlohmann::json()), b = b_space.value(k, nlohmann::json());
     if (a != b)
       throw SpecError("search_space." + k, "differs from the checkpoint's " + a.dump() + " (now " + b.dump() +
