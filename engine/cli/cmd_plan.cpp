@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -30,6 +31,9 @@ std::string layer_list(const std::vector<int>& layers) {
 void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Plan& plan) {
   std::cout << "plan by " << plan.planner << " for " << job.name << ": " << profile.size() << " layers on "
             << plan.stages.size() << " stages, "
+            << (job.parallel.tensor > 1 ? "each split over " + std::to_string(job.parallel.tensor) + " devices (tensor" +
+                                              (job.parallel.sequence ? " + sequence" : "") + " parallel), "
+                                        : "")
             << (job.parallel.data > 1 ? std::to_string(job.parallel.data) + " replicas of the pipeline, " : "")
             << (plan.schedule.empty() ? to_string(job.pipeline.schedule) : plan.schedule)
             << (job.pipeline.schedule_auto ? " (auto)" : "") << ", "
@@ -69,6 +73,9 @@ void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Pla
                     : "")
             << (plan.layers_moved ? ", " + std::to_string(plan.layers_moved) + " layers moved" : "")
             << (plan.feasible ? "" : "\n  INFEASIBLE: " + plan.reason) << "\n";
+  const auto selective = std::count(plan.policy.begin(), plan.policy.end(), MemoryPolicy::Selective);
+  if (selective > 0)
+    std::cout << "  selective recomputation (the attention core) on " << selective << " layers\n";
 }
 
 // Under training.microbatch_size "auto": the best plan of every size tried.
@@ -90,21 +97,29 @@ void print_microbatch_search(const Plan& plan) {
   std::cout << "\n";
 }
 
-// Under pipeline.stages / parallel.data "auto": the best plan of every
-// (stages, replicas) split tried.
+// Under pipeline.stages / parallel.data / parallel.tensor "auto": the best
+// plan of every (tensor, stages, replicas) split tried; the tensor column
+// only where some split has tensor parallelism.
 void print_parallel_search(const JobSpec& job, const Plan& plan) {
   if (plan.parallel_search.empty()) return;
-  std::cout << "stages x replicas (auto): the best " << plan.planner << " plan of each split\n\n"
+  const bool tensor = std::any_of(plan.parallel_search.begin(), plan.parallel_search.end(),
+                                  [](const ParallelChoice& c) { return c.tensor > 1; });
+  std::cout << (tensor ? "tensor x stages x replicas (auto): the best " : "stages x replicas (auto): the best ")
+            << plan.planner << " plan of each split\n\n"
+            << (tensor ? "  tensor" : "")
             << "  stages  replicas  microbatch  iteration ms   samples/s   sync exposed ms   peak memory   feasible\n";
   for (const auto& c : plan.parallel_search) {
     const bool planned = c.iteration_time_ms > 0;
+    if (tensor) std::cout << pad(std::to_string(c.tensor), 8);
     std::cout << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.replicas), 10)
               << pad(planned ? std::to_string(c.microbatch_size) + " x " + std::to_string(c.microbatches) : "-", 12)
               << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 14)
               << pad(planned ? fixed(c.throughput_samples_per_s, 1) : "-", 12)
               << pad(planned ? fixed(c.sync_exposed_ms, 2) : "-", 18) << pad(planned ? gib(c.peak_memory_bytes) : "-", 14)
               << "   " << (c.feasible ? "yes" : planned ? "no: " + c.reason.substr(0, c.reason.find(" (")) : c.reason)
-              << (c.replicas == job.parallel.data && c.stages == job.pipeline.stages ? "   <- chosen" : "")
+              << (c.replicas == job.parallel.data && c.stages == job.pipeline.stages && c.tensor == job.parallel.tensor
+                      ? "   <- chosen"
+                      : "")
               << "\n";
   }
   std::cout << "\n";

@@ -32,13 +32,15 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
                       {"peak_memory_bytes", st.peak_memory_bytes},
                       {"memory_budget_bytes", st.memory_budget_bytes},
                       {"sync_ms", st.sync_ms},
-                      {"sync_exposed_ms", st.sync_exposed_ms}});
+                      {"sync_exposed_ms", st.sync_exposed_ms},
+                      {"tensor_ms", st.tensor_ms}});
   }
   nlohmann::json j{{"job", p.job.name},
                    {"schedule", to_string(p.job.pipeline.schedule)},
                    {"planner", p.plan.planner},
                    {"stages_count", p.job.pipeline.stages},
                    {"replicas", r.replicas},
+                   {"tensor", r.tensor},
                    {"microbatches", p.job.pipeline.microbatches},
                    {"throughput_samples_per_s", r.throughput_samples_per_s},
                    {"iteration_time_ms", r.iteration_time_ms},
@@ -60,6 +62,8 @@ void print_human(const PreparedJob& p, const SimResult& r) {
   const auto& job = p.job;
   std::cout << "job " << job.name << ": " << job.model.kind << ", " << p.profile.size() << " layers, "
             << job.pipeline.stages << " stages x " << job.cluster.device.preset << ", "
+            << (r.tensor > 1 ? "tensor " + std::to_string(r.tensor) + (job.parallel.sequence ? " + sequence" : "") + ", "
+                             : "")
             << (r.replicas > 1 ? std::to_string(r.replicas) + " replicas, " : "")
             << to_string(job.pipeline.schedule) << ", " << job.pipeline.microbatches << " microbatches of "
             << job.training.microbatch_size << (r.replicas > 1 ? " per replica" : "") << ", planner "
@@ -70,8 +74,9 @@ void print_human(const PreparedJob& p, const SimResult& r) {
             << "  bubble          " << pct(r.bubble_fraction) << "\n"
             << "  events          " << r.events << "\n\n";
   const bool sync = r.replicas > 1;
+  const bool tensor = r.tensor > 1;
   std::cout << "  stage  layers       busy   time/mb ms   peak memory      budget"
-            << (sync ? "   sync ms  exposed" : "") << "\n";
+            << (sync ? "   sync ms  exposed" : "") << (tensor ? "   tensor all-reduce ms" : "") << "\n";
   for (size_t s = 0; s < r.stages.size(); ++s) {
     const auto& st = r.stages[s];
     std::string layers;
@@ -82,6 +87,7 @@ void print_human(const PreparedJob& p, const SimResult& r) {
               << pad(pct(st.busy_fraction), 7) << pad(fixed(st.time_ms, 2), 13) << pad(gib(st.peak_memory_bytes), 14)
               << pad(gib(st.memory_budget_bytes), 12)
               << (sync ? pad(fixed(st.sync_ms, 2), 10) + pad(fixed(st.sync_exposed_ms, 2), 9) : "")
+              << (tensor ? pad(fixed(st.tensor_ms, 2), 12) : "")
               << (st.peak_memory_bytes > st.memory_budget_bytes ? "  OOM" : "") << "\n";
   }
   if (!r.feasible) std::cout << "\nINFEASIBLE: " << r.reason << "\n";
