@@ -11,6 +11,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/analysis/idle_attribution.h"
 #include "core/cluster/topology.h"
 #include "core/cost/stage_cost.h"
 #include "core/cost/tensor_parallel.h"
@@ -299,4 +300,30 @@ TEST(TensorSearch, PlannerSearchesTensorInsideANode) {
     EXPECT_NEAR(prepare_job(parse_job(pinned)).plan.iteration_time_ms, row.iteration_time_ms, 1e-9)
         << row.tensor << " " << row.stages;
   }
+}
+
+TEST(TensorSim, ExplainCountsTheAllReducesAsTensorSyncNotComputeNorIdle) {
+  auto d = gpt_job(2);
+  d["pipeline"]["stages"] = 2;
+  PreparedJob p = prepare_job(parse_job(d));
+  Collect c;
+  SimResult r = simulate(p.sim_input(), &c);
+  std::vector<std::int64_t> tensor_ns(2, 0), compute_ns(2, 0);
+  for (const Event& e : c.all) {
+    if (e.kind == EventKind::TensorAllReduce) tensor_ns[e.stage] += e.end_ns - e.start_ns;
+    if (is_compute(e.kind)) compute_ns[e.stage] += e.end_ns - e.start_ns;
+  }
+  Attribution a = attribute_idle(c.all);
+  ASSERT_EQ(a.iterations, 1);
+  for (const StageIteration& it : a.stage_iterations) {
+    SCOPED_TRACE(it.stage);
+    EXPECT_GT(tensor_ns[it.stage], 0);
+    EXPECT_EQ(it.cause_ns[static_cast<int>(IdleCause::TensorSync)], tensor_ns[it.stage]);
+    EXPECT_EQ(it.compute_ns, compute_ns[it.stage]);
+    std::int64_t sum = it.compute_ns;
+    for (auto ns : it.cause_ns) sum += ns;
+    EXPECT_EQ(sum, it.wall_ns());  // compute + causes = wall, to the nanosecond
+  }
+  EXPECT_STREQ(to_string(IdleCause::TensorSync), "tensor_sync");
+  (void)r;
 }
