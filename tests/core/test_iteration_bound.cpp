@@ -38,13 +38,20 @@ TEST(IterationBound, ClosedForms) {
   r.profile = &prof;
   r.stages = 2;
   r.schedule = ScheduleKind::OneFOneB;
-  // One microbatch: its forward then its input gradients, 4 x (1 + 1) ms,
-  // beat 12 ms of work over 2 devices.
+  // One microbatch under 1F1B: its forward then its whole backward through
+  // both stages, 12 ms (the fill-drain term, work / (1 - 0^2)).
   r.microbatches = 1;
-  EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 8.0);
-  // Four: 48 ms of work over 2 devices.
+  EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 12.0);
+  // Four: the best split of 12 ms per microbatch over 2 stages, w_0 = 12 x
+  // 4 / 7 and w_1 = 12 x 3 / 7, waits m w_0 = 4 w_0 at stage 0 and w_0 +
+  // 4 w_1 at stage 1, both 48 / (1 - (3/4)^2) / 4 = 192 / 7 ms; above the
+  // 48 ms of work over 2 devices.
   r.microbatches = 4;
+  EXPECT_NEAR(iteration_lower_bound_ms(r), 192.0 / 7.0, 1e-12);
+  // Zero Bubble's H1 has no such fill: the work over the devices.
+  r.schedule = ScheduleKind::ZBH1;
   EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 24.0);
+  r.schedule = ScheduleKind::OneFOneB;
   // A device three times slower does a third of the work per ms.
   r.slowdown = {1.0, 3.0};
   EXPECT_DOUBLE_EQ(iteration_lower_bound_ms(r), 48.0 / (1.0 + 1.0 / 3.0));

@@ -166,13 +166,16 @@ double split_lower_bound(const JobSpec& at) {
     return iteration_lower_bound_ms(plan_request(at, profile));
   }
   double best = std::numeric_limits<double>::infinity();
-  for (int b : microbatch_candidates(at)) {
+  const std::vector<int> sizes = microbatch_candidates(at);
+  for (int b : sizes) {
     JobSpec sized = at;
     resolve_auto_microbatch(sized, b);
     ModelProfile profile = job_profile(sized);
     best = std::min(best, iteration_lower_bound_ms(plan_request(sized, profile)));
   }
-  return std::isfinite(best) ? best : 0.0;
+  // Infinite where no size fits the weights (iteration_bound.h): pruned
+  // once a feasible split is found. No size at all: planned, to say why.
+  return sizes.empty() ? 0.0 : best;
 }
 
 }  // namespace

@@ -12,10 +12,21 @@ namespace pw {
 //    iteration contains one microbatch's forward through every layer and
 //    then its input gradients back through every layer, one after another
 //    (the weight gradients may wait: split backward), on the fastest device
-//    at best.
+//    at best;
+//  - under 1F1B and GPipe (one chunk per device, equal devices) the fill
+//    and drain: stage k waits for the forwards before it and its last
+//    backward passes back through them, so at least work / (1 - (1 -
+//    1/m)^p) for the work of one microbatch (iteration_bound.cpp).
 // Recompute, swaps, transfers, the optimizer step and the other bubbles
-// only add to it. Used to skip microbatch sizes that cannot beat a plan
-// already found (microbatch_search.h).
+// only add to it. Infinite where no plan fits: the model's weights,
+// gradients and optimizer state alone (which every partition and policy
+// keeps on some device) exceed the stages' memory together. Used to skip
+// microbatch sizes and (tensor, stages, replicas) splits that cannot beat
+// a plan already found (microbatch_search.h, parallel_search.h).
 double iteration_lower_bound_ms(const PlanRequest& req);
+
+// Whether the model's weights, gradients and optimizer state fit in the
+// stages' memory together (a necessary condition for any plan).
+bool static_memory_fits(const PlanRequest& req);
 
 }  // namespace pw

@@ -1,5 +1,6 @@
 #include "core/plan/plan.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace pw {
@@ -84,7 +85,8 @@ nlohmann::json to_json(const Plan& plan) {
       if (!c.schedule.empty()) row["schedule"] = c.schedule;
       if (!c.reason.empty()) row["reason"] = c.reason;
       if (c.pruned) row["pruned"] = true;
-      if (c.lower_bound_ms > 0) row["lower_bound_ms"] = c.lower_bound_ms;
+      // Infinite where nothing fits (iteration_bound.h): JSON has no infinity.
+      if (c.lower_bound_ms > 0 && std::isfinite(c.lower_bound_ms)) row["lower_bound_ms"] = c.lower_bound_ms;
       rows.push_back(row);
     }
     j["microbatch_search"] = rows;
