@@ -2,6 +2,7 @@
 
 #include "core/cluster/topology.h"
 #include "core/model/analytic_profile.h"
+#include "core/job/profile_host_costs.h"
 #include "core/model/graph_order.h"
 #include "core/model/profile_io.h"
 #include "core/model/profile_retarget.h"
@@ -183,6 +184,15 @@ double split_lower_bound(const JobSpec& at) {
 PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   PreparedJob p;
   p.job = job;
+  // A calibrated profile's host costs plan with it (profile_host_costs.h);
+  // what taking them said is kept for the profile the plan ends with.
+  std::vector<std::string> host_notes;
+  if (!job.model.profile.empty()) {
+    ModelProfile measured = job_profile(job);
+    const std::size_t before = measured.assumptions.size();
+    apply_profile_host_costs(p.job, measured);
+    host_notes.assign(measured.assumptions.begin() + static_cast<std::ptrdiff_t>(before), measured.assumptions.end());
+  }
   const std::string name = planner.empty() ? job.pipeline.planner : planner;
   if (job.parallel_searched()) {
     // Every split gets a share of the planner's budget, as sizes do.
@@ -203,6 +213,9 @@ PreparedJob prepare_job(const JobSpec& job, const std::string& planner) {
   } else {
     plan_one_split(p, name, 1.0);
   }
+  p.profile.assumptions.insert(p.profile.assumptions.end(), host_notes.begin(), host_notes.end());
+  if (job.training.microbatch_size_auto)
+    if (auto note = missing_host_costs_note(p.job, p.profile)) p.profile.assumptions.push_back(*note);
   resolve_auto_schedule(p.job, p.plan);
   p.schedule = make_plan_schedule(p.job.pipeline.schedule, p.job.pipeline.stages, p.job.pipeline.microbatches,
                                   p.job.pipeline.chunks, p.plan);

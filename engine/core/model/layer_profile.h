@@ -1,7 +1,10 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/model/profile_host_costs.h"
 
 namespace pw {
 
@@ -116,6 +119,9 @@ struct ModelProfile {
   // What loading assumed (profiled minibatch, device re-targeting); the
   // CLI prints these.
   std::vector<std::string> assumptions;
+  // What `profile --in-situ` fitted on the host beside this profile's
+  // compute (send hold, host time per action); absent when not measured.
+  std::optional<ProfileHostCosts> host_costs;
 
   int size() const { return static_cast<int>(layers.size()); }
   // Whether some layer's times were measured at more than one microbatch size.

@@ -54,6 +54,7 @@ nlohmann::json profile_to_json(const ModelProfile& p) {
   // What was done to the costs after measuring (an in-situ calibration):
   // it travels with the file so every later plan says so.
   if (!p.assumptions.empty()) j["notes"] = p.assumptions;
+  if (p.host_costs && !p.host_costs->empty()) j["host_costs"] = host_costs_to_json(*p.host_costs);
   return j;
 }
 
@@ -71,6 +72,7 @@ ModelProfile profile_from_json(const nlohmann::json& j) {
   p.device = j.value("device", "");
   p.source = j.value("source", "measured");
   if (j.contains("notes")) p.assumptions = j.at("notes").get<std::vector<std::string>>();
+  if (j.contains("host_costs")) p.host_costs = host_costs_from_json(j.at("host_costs"));
   int i = 0;
   for (const auto& e : j.at("layers")) {
     try {

@@ -10,6 +10,7 @@ namespace pw {
 // "version": 2, "microbatch_size", "device", "source", "layers": [...] (each
 // with an optional "by_microbatch" table of sizes measured, fixed parts and
 // tensor count; version 1 files lack them and read as linear),
+// "host_costs" (optional: what `profile --in-situ` fitted, profile_host_costs.h),
 // "cut_bytes": [...]}.
 nlohmann::json profile_to_json(const ModelProfile& p);
 ModelProfile profile_from_json(const nlohmann::json& j);
