@@ -3,12 +3,12 @@
 //     Large-Scale Language Model Training on GPU Clusters Using
 //     Megatron-LM", SC'21, arXiv 2104.04473, Table 1): every row simulated
 //     at its own (t, p, d) and batch with the a100-80g preset and nothing
-//     tuned per row (uniform partition, full recomputation, the interleaved
-//     schedule with 2 chunks where p > 1, the best of microbatch 1, 2, 4, 8),
+//     tuned per row (whole layers per stage, full recomputation, the
+//     interleaved schedule where p > 1, the best of microbatch 1, 2, 4, 8),
 //     its teraFLOP/s per GPU by the paper's own FLOP count beside the
 //     published figure; then what our planner chooses for the same GPU
-//     count and batch (tensor, stages, replicas, microbatch, schedule and
-//     per-layer memory policy searched) and its simulated gain.
+//     count and batch (tensor, stages, replicas, microbatch and per-layer
+//     memory policy searched, 1F1B) and its simulated gain.
 //  2. Korthikanti et al. ("Reducing Activation Recomputation in Large
 //     Transformer Models", arXiv 2205.05198): selective recomputation +
 //     sequence parallelism against full recomputation at their 22B, 175B,
@@ -148,8 +148,9 @@ Pinned simulate_pinned(nlohmann::json doc, int t, int p, bool sequence, const st
 
 void megatron_weak_scaling() {
   std::printf("Megatron-LM SC'21 Table 1 (weak scaling, A100-80GB): published configuration simulated with the\n"
-              "a100-80g preset (effective %.1f TF/s = 45%% of 312), uniform partition, full recomputation,\n"
-              "interleaved (2 chunks) where p > 1, best of microbatch 1/2/4/8; TF/s per GPU by the paper's FLOPs\n\n",
+              "a100-80g preset (effective %.1f TF/s = 45%% of 312), whole layers per stage (Megatron's partition),\n"
+              "full recomputation, interleaved where p > 1 (the fewest chunks v > 1 splitting a stage's layers\n"
+              "evenly), best of microbatch 1/2/4/8; TF/s per GPU by the paper's FLOP count\n\n",
               device_preset("a100-80g")->tflops);
   std::printf("  params     t   p     d   v  GPUs  batch  mb   iteration s   predicted TF/s  published  deviation\n");
   double worst = 0;
