@@ -327,3 +327,39 @@ TEST(TensorSim, ExplainCountsTheAllReducesAsTensorSyncNotComputeNorIdle) {
   EXPECT_STREQ(to_string(IdleCause::TensorSync), "tensor_sync");
   (void)r;
 }
+
+TEST(TensorSearch, PlannersTurnRecomputedAttentionSelectiveWhereItFits) {
+  // Memory from what only full recomputation fits to what keeps it all:
+  // somewhere between, a tensor-parallel plan keeps recomputed attention
+  // blocks but their core (faster than recomputing them, and fitting);
+  // without tensor parallelism the planners' policies are as they were.
+  int selective_plans = 0;
+  for (double gb = 0.5; gb <= 3.0; gb += 0.125) {
+    for (int t : {1, 2}) {
+      auto d = gpt_job(t);
+      d["pipeline"] = {{"stages", 2}, {"schedule", "1f1b"}, {"planner", "vpipe"}};
+      d["cluster"]["memory_gb"] = gb;
+      d["training"] = {{"batch_size", 32}, {"microbatch_size", 4}};
+      PreparedJob p = prepare_job(parse_job(d));
+      const auto n = std::count(p.plan.policy.begin(), p.plan.policy.end(), MemoryPolicy::Selective);
+      if (t == 1) {
+        EXPECT_EQ(n, 0) << gb;
+        continue;
+      }
+      if (n == 0 || !p.plan.feasible) continue;
+      ++selective_plans;
+      SimResult r = simulate(p.sim_input());
+      EXPECT_TRUE(r.feasible) << gb << ": " << r.reason;
+      for (int l = 0; l < p.profile.size(); ++l)
+        if (p.plan.policy[l] == MemoryPolicy::Selective) EXPECT_EQ(p.profile.layers[l].type, "attention");
+      // The same plan with those blocks fully recomputed is slower.
+      Plan full = p.plan;
+      for (auto& pol : full.policy)
+        if (pol == MemoryPolicy::Selective) pol = MemoryPolicy::Recompute;
+      SimInput in = p.sim_input();
+      in.plan = &full;
+      EXPECT_LT(r.iteration_time_ms, simulate(in).iteration_time_ms) << gb;
+    }
+  }
+  EXPECT_GT(selective_plans, 0);
+}

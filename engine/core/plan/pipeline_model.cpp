@@ -215,8 +215,72 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   thread_local std::vector<MemoryPolicy> pol;
   PolicyProblem prob = problem(stage, a, b, items);
   PolicySolution x = solve_policy(prob, items, pol);
+  RangeChoice r = finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
+  if (req_.sync.tensor > 1) r = prefer_selective(stage, a, b, pol, x.swap, r);
   if (out) std::copy(pol.begin(), pol.end(), out);
-  return finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
+  return r;
+}
+
+// With tensor parallelism, Megatron's selective recomputation (Korthikanti
+// et al. 2022) is in the plan space: a recomputed attention block may keep
+// all but its core and recompute only that. Each such switch costs memory
+// (the block's activations less the core, over its input) and saves time
+// (its forward less the core's); the most time per byte first, as many as
+// fit (the bound grows with every switch, so the count is found by
+// bisection). Without tensor parallelism the policies stay the solver's.
+RangeChoice PipelineModel::prefer_selective(int stage, int a, int b, std::vector<MemoryPolicy>& pol,
+                                            std::uint64_t swap, const RangeChoice& solved) const {
+  const auto& layers = req_.profile->layers;
+  std::vector<int> cand;
+  for (int l = a; l <= b; ++l)
+    if (pol[l - a] == MemoryPolicy::Recompute && layers[l].core_activation_bytes > 0 &&
+        layers[l].core_fwd_ms < layers[l].fwd_ms)
+      cand.push_back(l);
+  if (cand.empty()) return solved;
+  auto extra = [&](int l) {
+    const auto& L = layers[l];
+    const double kept = static_cast<double>(L.activation_bytes - std::min(L.activation_bytes, L.core_activation_bytes));
+    return std::max(1.0, kept - static_cast<double>(L.input_bytes));
+  };
+  std::sort(cand.begin(), cand.end(), [&](int x, int y) {
+    return (layers[x].fwd_ms - layers[x].core_fwd_ms) / extra(x) > (layers[y].fwd_ms - layers[y].core_fwd_ms) / extra(y);
+  });
+  // The range under the first k switches.
+  auto with = [&](std::size_t k) {
+    for (std::size_t i = 0; i < cand.size(); ++i) pol[cand[i] - a] = i < k ? MemoryPolicy::Selective : MemoryPolicy::Recompute;
+    double rec = 0;
+    std::uint64_t kept = 0, peak = 0;
+    for (int l = a; l <= b; ++l) {
+      const auto& L = layers[l];
+      switch (pol[l - a]) {
+        case MemoryPolicy::Keep: kept += L.activation_bytes; break;
+        case MemoryPolicy::Recompute:
+          kept += L.input_bytes;
+          rec += L.fwd_ms;
+          peak = std::max(peak, L.activation_bytes);
+          break;
+        case MemoryPolicy::Swap: break;
+        case MemoryPolicy::Selective:
+          kept += L.activation_bytes - std::min(L.activation_bytes, L.core_activation_bytes);
+          rec += L.core_fwd_ms;
+          peak = std::max(peak, L.core_activation_bytes);
+          break;
+      }
+    }
+    return finish(stage, a, b, rec, kept, swap, peak);
+  };
+  std::size_t lo = 0, hi = cand.size();  // with(lo) fits (the solver's own, when it fits)
+  if (!solved.fits) {
+    with(0);
+    return solved;
+  }
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi + 1) / 2;
+    if (with(mid).fits) lo = mid;
+    else hi = mid - 1;
+  }
+  RangeChoice r = with(lo);
+  return r;
 }
 
 std::vector<FrontPolicy> PipelineModel::policy_front(int stage, int a, int b) const {

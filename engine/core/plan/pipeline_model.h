@@ -69,6 +69,10 @@ class PipelineModel {
   // cheapest policy (least recompute and exposed swap time) whose bound
   // fits. Writes the per-layer policy to out[0 .. b-a] when out is given.
   RangeChoice solve(int stage, int a, int b, MemoryPolicy* out = nullptr) const;
+  // solve's selective-recomputation pass (tensor-parallel plans): `pol`
+  // (the range's policies, from a) rewritten, the range's cost returned.
+  RangeChoice prefer_selective(int stage, int a, int b, std::vector<MemoryPolicy>& pol, std::uint64_t swap,
+                               const RangeChoice& solved) const;
 
   // Short ranges (<= 6 layers): the fitting policies on the Pareto front
   // of recompute and swap, cheapest first (see pw::policy_front).
