@@ -19,7 +19,7 @@ std::vector<std::unique_ptr<CoordinatorExtension>> coordinator_extensions() {
 std::vector<std::unique_ptr<StageExtension>> stage_extensions(const StageContext& c, EventSink* events) {
   std::vector<std::unique_ptr<StageExtension>> out;
   out.push_back(std::make_unique<migration::WorkerAgent>(c.job, c.plan, c.schedule, c.rank, c.store, c.pg, c.data,
-                                                         events));
+                                                         events, c.replicas));
   return out;
 }
 

@@ -26,6 +26,10 @@ struct StageContext {
   c10::intrusive_ptr<c10d::Store> store;
   StageExecutor::PG pg;
   TrainData& data;
+  // With parallel.data > 1: this stage's replicas (a StageExecutor an
+  // extension builds must sync its gradients with them too); `rank` above
+  // is the stage, the same on every replica.
+  ReplicaSet replicas = {};
 };
 
 // A feature that takes part in a worker's run (live migration) without the

@@ -229,7 +229,7 @@ int run_worker(const WorkerEnv& env) {
       replica_set.group = make_process_group(placement.backend, store, role.replica, replicas, o);
     }
     EventLog log(run_dir.empty() ? "" : run_dir + "/events/" + role.events_file(), role.replica);
-    auto extensions = stage_extensions({job, plan, *schedule, role.stage, store, pg, data}, &log);
+    auto extensions = stage_extensions({job, plan, *schedule, role.stage, store, pg, data, replica_set}, &log);
     EventSink* sink = &log;
     for (auto& e : extensions)
       if (EventSink* s = e->sink()) sink = s;
@@ -253,7 +253,12 @@ int run_worker(const WorkerEnv& env) {
     };
     if (!stage.flushes()) {
       if (ckpt_every > 0) throw std::runtime_error("checkpoints need a schedule with a flush (gpipe, 1f1b)");
-      stage.run_async(first_it, iterations, report);
+      // The last stage's replicas each report every iteration (NaN where a
+      // microbatch's loss was), in the same order: their mean is the run's.
+      stage.run_async(first_it, iterations, [&](std::int64_t it, double loss) {
+        loss = mean_over_replicas(replica_set, placement, loss);
+        if (!std::isnan(loss)) report(it, loss);
+      });
     }
     // Replicas are one model: their weights' hashes compared, the check
     // logged by replica 0 (a mismatch fails the run naming stage and replicas).
@@ -291,7 +296,9 @@ int run_worker(const WorkerEnv& env) {
       if (stop.due_after(it)) iterations = it + 1;
     }
     // The last iteration's weights, checked whatever the interval left.
-    if (replicas > 1 && iterations > first_it && iterations % kReplicaCheckEvery != 0) check_replicas(iterations - 1);
+    // (The async schedule has no per-iteration check: always here.)
+    if (replicas > 1 && iterations > first_it && (!stage.flushes() || iterations % kReplicaCheckEvery != 0))
+      check_replicas(iterations - 1);
     double accuracy = NAN;
     if (cfg.value("eval", false)) accuracy = stage.evaluate(data.test());
 

@@ -204,17 +204,8 @@ INSTANTIATE_TEST_SUITE_P(Runtime, DataParallel,
                                   std::to_string(info.param.replicas) + "_" + s;
                          });
 
-// PipeDream's async 1F1B steps after every microbatch: replicas stepping
-// apart would not stay one model, so the run is refused naming the field.
-TEST(DataParallel, AsyncScheduleIsRefusedNamingParallelData) {
-  auto doc = dp_job("cnn", 2, 2, "pipedream");
-  try {
-    run_job(options(doc, temp_dir("dp-async")));
-    FAIL() << "a pipedream run with replicas started";
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.path(), "parallel.data");
-  }
-}
+// PipeDream's async schedule and live migration with replicas:
+// tests/runtime/test_replica_migration.cpp.
 
 // Replica 0 of each stage writes the checkpoint, every replica loads it: a
 // resumed 2 x 2 run ends bitwise where the uninterrupted one did.

@@ -1,5 +1,5 @@
 // Replicas of the pipeline (parallel.data) in the coordinator: what a run
-// with them cannot do yet is refused before any worker starts, naming the
+// with them cannot do is refused before any worker starts, naming the
 // field; each worker is named by stage and replica (WORLD rank = stage x
 // replicas + replica, runtime/replica_layout.h).
 #include "runtime/coordinator/coordinator_impl.h"
@@ -22,19 +22,12 @@ void Coordinator::check_replicas_supported(const PreparedJob& prepared) const {
   if (plan.data_parallel != job.parallel.data)
     throw SpecError("parallel.data", "the plan was made for " + std::to_string(plan.data_parallel) +
                                          " replicas, the job asks for " + std::to_string(job.parallel.data));
-  if (job.parallel.data <= 1) return;
-  if (!prepared.schedule->flushes())
-    throw SpecError("parallel.data", "replicas need a schedule with a flush (gpipe, 1f1b, interleaved, the "
-                                     "zero-bubble ones): pipeline.schedule \"" + to_string(job.pipeline.schedule) +
-                                     "\" updates after every microbatch, and replicas stepping apart would not "
-                                     "stay one model");
-  // The migration agent (engine/runtime/migration) moves one pipeline's
-  // layers and measures its stages by stage number; every replica moving
-  // the same layers at the same iteration is not built, so it is refused.
-  if (job.runtime.present)
-    throw SpecError("parallel.data", "live migration (the job's \"runtime\" section: replan, migrate, slowdown) "
-                                     "runs one pipeline and is not supported with replicas: set parallel.data to 1 "
-                                     "or leave \"runtime\" out");
+  // Everything else runs with replicas: flush schedules all-reduce each
+  // iteration's gradients before the step; PipeDream's async schedule
+  // all-reduces each microbatch's before its update, as PipeDream's runtime
+  // does for a replicated stage (stage/gradient_sync.h); live migration
+  // moves the same layers in every replica at the same iteration
+  // (runtime/migration/worker_agent.h).
 }
 
 std::string Coordinator::worker_name(int rank) const { return role_of_rank(rank, replicas_).name(); }

@@ -73,7 +73,7 @@ std::vector<Migration> MigrationEvent::records() const {
 
 Controller::Controller(const PreparedJob& job, c10::intrusive_ptr<c10d::Store> store, RunObserver* observer, bool quiet)
     : job_(job), store_(std::move(store)), obs_(observer), quiet_(quiet), plan_(job.plan),
-      world_(job.schedule->devices()) {
+      world_(job.schedule->devices()), replicas_(std::max(1, job.job.parallel.data)) {
   settings_ = job.job.runtime;
   check_runtime_layers(settings_, job.profile.size());  // a measured profile may differ from the analytic one
   trigger_ = ReplanTrigger(settings_.trigger);
@@ -135,24 +135,28 @@ void Controller::poll() {
 void Controller::read_stats() {
   std::int64_t iterations = job_.job.training.iterations;
   while (next_stat_ < iterations) {
+    // One key per worker (WORLD rank = stage x replicas + replica); a
+    // stage's replicas run the same layers, so the stage is as slow (and
+    // as full) as its slowest replica: the planner sees that.
     std::vector<std::string> ks;
-    for (int r = 0; r < world_; ++r) ks.push_back(keys::stat(next_stat_, r));
+    for (int r = 0; r < world_ * replicas_; ++r) ks.push_back(keys::stat(next_stat_, r));
     if (!store_->check(ks)) return;
     std::vector<StageObservation> obs(world_);
     nlohmann::json entry{{"iteration", next_stat_}};
     auto compute = nlohmann::json::array();
     double iter_ms = 0;
     std::int64_t t_ns = 0;
-    for (int r = 0; r < world_; ++r) {
+    for (int r = 0; r < world_ * replicas_; ++r) {
       auto j = nlohmann::json::parse(from_bytes(store_->get(ks[r])));
-      obs[r].compute_ms = j.at("compute_ms").get<double>();
-      obs[r].peak_memory_bytes = j.at("peak").get<std::uint64_t>();
-      obs[r].memory_budget_bytes = j.at("budget").get<std::uint64_t>();
+      StageObservation& o = obs[r / replicas_];
+      o.compute_ms = std::max(o.compute_ms, j.at("compute_ms").get<double>());
+      o.peak_memory_bytes = std::max(o.peak_memory_bytes, j.at("peak").get<std::uint64_t>());
+      o.memory_budget_bytes = j.at("budget").get<std::uint64_t>();
       iter_ms = std::max(iter_ms, j.at("iter_ms").get<double>());
       t_ns = std::max(t_ns, j.at("t_ns").get<std::int64_t>());
-      compute.push_back(obs[r].compute_ms);
       store_->deleteKey(ks[r]);
     }
+    for (const auto& o : obs) compute.push_back(o.compute_ms);
     entry["iter_ms"] = iter_ms;
     entry["compute_ms"] = compute;
     entry["t_ns"] = t_ns;  // the iteration's end on the last worker (steady clock, shared by local processes)
@@ -206,6 +210,13 @@ void Controller::replan(std::int64_t it, const std::vector<StageObservation>& ob
                  : (manual || trigger_.worth_it(current.throughput_samples_per_s, next.throughput_samples_per_s))
                      ? ""
                      : " - below runtime.replan.min_gain, kept");
+  // The workers run parallel.data replicas of one partition: a plan that
+  // changed the replication is not one they can switch to.
+  if (next.data_parallel != plan_.data_parallel || !next.replicas.empty()) {
+    if (!quiet_) std::fprintf(stderr, "replan at iteration %lld: the planner changed the replication, kept\n",
+                              static_cast<long long>(it));
+    return;
+  }
   if (!next.feasible || !moves) return;
   if (!manual && !trigger_.worth_it(current.throughput_samples_per_s, next.throughput_samples_per_s)) return;
   Pending p;
@@ -224,7 +235,7 @@ void Controller::replan(std::int64_t it, const std::vector<StageObservation>& ob
 
 void Controller::advance(Pending& p) {
   std::vector<std::string> acks, dones;
-  for (int r = 0; r < world_; ++r) {
+  for (int r = 0; r < world_ * replicas_; ++r) {  // every replica's workers
     acks.push_back(keys::ack(p.version, r));
     dones.push_back(keys::done(p.version, r));
   }
@@ -245,7 +256,7 @@ void Controller::advance(Pending& p) {
   e.predicted_gain = p.predicted_gain;
   e.slowdown = p.slowdown;
   e.start_ns = 0;
-  for (int r = 0; r < world_; ++r) {
+  for (int r = 0; r < world_ * replicas_; ++r) {
     auto a = nlohmann::json::parse(from_bytes(store_->get(acks[r])));
     auto d = nlohmann::json::parse(from_bytes(store_->get(dones[r])));
     e.iteration = a.at("iteration").get<std::int64_t>();

@@ -96,7 +96,8 @@ class Controller {
   Settings settings_;
   ReplanTrigger trigger_;
   Plan plan_;  // in force (after the last commit)
-  int world_;
+  int world_;     // the pipeline's stages
+  int replicas_;  // parallel.data: each stage's workers (WORLD = world_ x replicas_)
   int version_ = 0;
   std::int64_t proposals_ = 0;
   std::int64_t rebalance_seen_ = 0;

@@ -18,6 +18,7 @@
 #include "runtime/migration/keys.h"
 #include "runtime/migration/layer_state.h"
 #include "runtime/protocol.h"
+#include "runtime/replica_layout.h"
 
 namespace pw::rt::migration {
 namespace {
@@ -66,20 +67,22 @@ struct WorkerAgent::Impl {
   JobSpec job;
   Plan plan;
   const Schedule& schedule;
-  int rank, world;
+  int rank, world;  // the stage, and the pipeline's stages (one replica's)
   c10::intrusive_ptr<c10d::Store> store;
   StageExecutor::PG pg;
   TrainData& data;
   EventSink* log;
+  ReplicaSet replicas;
+  int worker;  // WORLD rank (stage x replicas + replica): names this worker's store keys
   Settings settings;
   std::unique_ptr<MeasuringSink> measuring;
   std::int64_t scheduled = 0;  // rank 0: online proposals already given an iteration
   std::int64_t iter_start = 0;
 
   Impl(const JobSpec& j, const Plan& p, const Schedule& s, int r, c10::intrusive_ptr<c10d::Store> st,
-       StageExecutor::PG g, TrainData& d, EventSink* l)
+       StageExecutor::PG g, TrainData& d, EventSink* l, ReplicaSet rs)
       : job(j), plan(p), schedule(s), rank(r), world(s.devices()), store(std::move(st)), pg(std::move(g)), data(d),
-        log(l) {
+        log(l), replicas(std::move(rs)), worker(WorkerRole{r, replicas.index, replicas.count}.rank()) {
     settings = job.runtime;
     if (!settings.present) return;
     double f = rank < static_cast<int>(settings.slowdown.size()) ? settings.slowdown[rank] : 1.0;
@@ -93,7 +96,11 @@ struct WorkerAgent::Impl {
     // Rank 0 finishes every iteration last and starts the next one first,
     // and no other rank can finish iteration `it` before rank 0's sends of
     // `it`: a key written now for it + 1 is seen by every rank in time.
-    if (rank == 0 && settings.replan) {
+    // With replicas, stage 0 of replica 0 alone schedules: another
+    // replica's worker of stage s ends iteration `it` with the all-reduce
+    // that waits for replica 0's stage s, which waited for replica 0's
+    // stage 0 (its activations), so it too has passed this point.
+    if (rank == 0 && replicas.index == 0 && settings.replan) {
       std::int64_t n = store->add(keys::kProposals, 0);
       if (n > scheduled) {
         scheduled = n;
@@ -111,7 +118,7 @@ struct WorkerAgent::Impl {
                      {"peak", stage.memory().peak_bytes()},
                      {"budget", stage.memory().budget()},
                      {"t_ns", steady_now_ns()}};
-    store->set(keys::stat(it, rank), to_bytes(j.dump()));
+    store->set(keys::stat(it, worker), to_bytes(j.dump()));
   }
 
   int device_of(const Plan& p, int layer) const { return p.stage_of(layer) % world; }
@@ -171,14 +178,17 @@ struct WorkerAgent::Impl {
       blobs[l] = std::string(static_cast<const char*>(t.data_ptr()), t.numel());
       received += t.numel();
     }
-    if (settings.fail_in_migration == rank) std::raise(SIGKILL);  // test hook: die while prepared
+    // Test hook: die while prepared (replica 0 of that stage).
+    if (settings.fail_in_migration == rank && replicas.index == 0) std::raise(SIGKILL);
     // The new owner builds every layer from the job seed (StageExecutor does)
     // and only loads state: received layers, and the layers it keeps.
     // The process's bytes before any model existed: the new stage's account
     // starts from there once the old stage is freed (not from now, which
     // still counts the old stage).
     std::int64_t baseline = stage.memory().baseline();
-    StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get(), stage.placement());
+    // The same replica group: its gradient buckets are cut anew from the
+    // new plan's layers, by the same rule on every replica (gradient_sync.h).
+    StageExecutor fresh(job, next, schedule, rank, pg, data, measuring.get(), stage.placement(), replicas);
     for (int l = 0; l < next.layer_count(); ++l) {
       if (device_of(next, l) != rank) continue;
       if (device_of(plan, l) == rank)
@@ -187,7 +197,7 @@ struct WorkerAgent::Impl {
         import_layer(fresh, l, blobs.at(l), job.training.optimizer);
     }
     std::int64_t prepared = steady_now_ns();
-    store->set(keys::ack(version, rank),
+    store->set(keys::ack(version, worker),
                to_bytes(nlohmann::json{{"iteration", it}, {"sent", sent}, {"received", received},
                                        {"prepare_ms", (prepared - t0) * 1e-6}, {"start_ns", t0}}
                             .dump()));
@@ -205,15 +215,17 @@ struct WorkerAgent::Impl {
     stage.memory().set_baseline(baseline);
     plan = next;
     std::int64_t t1 = steady_now_ns();
-    store->set(keys::done(version, rank),
+    store->set(keys::done(version, worker),
                to_bytes(nlohmann::json{{"stall_ms", (t1 - t0) * 1e-6}, {"end_ns", t1}}.dump()));
     iter_start = steady_now_ns();  // the stall is reported separately from the iteration's time
   }
 };
 
 WorkerAgent::WorkerAgent(const JobSpec& job, const Plan& plan, const Schedule& schedule, int rank,
-                         c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log)
-    : impl_(std::make_unique<Impl>(job, plan, schedule, rank, std::move(store), std::move(pg), data, log)) {}
+                         c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log,
+                         ReplicaSet replicas)
+    : impl_(std::make_unique<Impl>(job, plan, schedule, rank, std::move(store), std::move(pg), data, log,
+                                   std::move(replicas))) {}
 WorkerAgent::~WorkerAgent() = default;
 EventSink* WorkerAgent::sink() { return impl_->measuring ? impl_->measuring.get() : impl_->log; }
 void WorkerAgent::before_iteration(std::int64_t it, StageExecutor& stage) { impl_->before(it, stage); }

@@ -30,10 +30,16 @@ namespace pw::rt::migration {
 // commit, swap), and reports per-iteration compute to the coordinator.
 // Its event sink measures forward/backward time and applies the provoked
 // slowdown. Inactive (a pass-through) when the job has no runtime section.
+// With replicas (parallel.data): every replica's agent applies the same
+// plan at the same iteration, moving layers among its own pipeline's
+// stages (`pg`), and the stage it builds syncs gradients with the same
+// replica group (`replicas`), its buckets cut for its new layers; store
+// keys are per worker (WORLD rank).
 class WorkerAgent final : public StageExtension {
  public:
   WorkerAgent(const JobSpec& job, const Plan& plan, const Schedule& schedule, int rank,
-              c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log);
+              c10::intrusive_ptr<c10d::Store> store, StageExecutor::PG pg, TrainData& data, EventSink* log,
+              ReplicaSet replicas = {});
   ~WorkerAgent() override;
   EventSink* sink() override;
   void before_iteration(std::int64_t it, StageExecutor& stage) override;

@@ -34,8 +34,9 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
     if (++backwards[k] < microbatches) continue;
     backwards.erase(k);
     telemetry.flush_events();
-    // As before: the mean over the iteration's microbatches, reported when
-    // none of them is NaN.
+    // As before: the mean over the iteration's microbatches, NaN when one
+    // of them is (the caller leaves those out; with replicas it averages
+    // first, so every replica calls for every iteration, in step).
     std::vector<double> ls = take_losses(k * microbatches, (k + 1) * microbatches);
     double mean = 0;
     int counted = 0;
@@ -44,7 +45,7 @@ void StageExecutor::Impl::run_async(std::int64_t first, std::int64_t iterations,
         mean += l / microbatches;
         ++counted;
       }
-    if (counted == microbatches) on_loss(first + k, mean);
+    if (computes_loss()) on_loss(first + k, counted == microbatches ? mean : NAN);
   }
   messaging.prefetch(run, n, total);  // ordered messaging: the sends of the last actions
   messaging.wait_sends();

@@ -17,7 +17,7 @@ ReplicaGradientSync::ReplicaGradientSync(const JobSpec& job, const Plan& plan, c
                            const std::vector<torch::nn::Sequential>& layers, ReplicaSet replicas,
                            const StageDevice& placement, StageTelemetry& telemetry)
     : replicas_(std::move(replicas)), placement_(placement), telemetry_(telemetry),
-      microbatches_(schedule.microbatches()), backwards_(schedule.chunks(), 0) {
+      microbatches_(schedule.microbatches()), per_microbatch_(!schedule.flushes()), backwards_(schedule.chunks(), 0) {
   if (!replicas_.group || replicas_.count < 2) throw std::invalid_argument("gradient sync needs a group of replicas");
   // The bucket rule reads parameter bytes per layer: those of the layers
   // built here (what is really sent), in the cost model's profile shape.
@@ -46,7 +46,10 @@ ReplicaGradientSync::ReplicaGradientSync(const JobSpec& job, const Plan& plan, c
 
 ReplicaGradientSync::~ReplicaGradientSync() = default;
 
-bool ReplicaGradientSync::begins_last_backward(int chunk) { return ++backwards_.at(chunk) == microbatches_; }
+bool ReplicaGradientSync::begins_last_backward(int chunk) {
+  if (per_microbatch_) return false;
+  return ++backwards_.at(chunk) == microbatches_;
+}
 
 void ReplicaGradientSync::layer_done(const ActiveSchedule& run, int chunk, int layer) {
   // The backward runs from the last layer back: a bucket is complete once

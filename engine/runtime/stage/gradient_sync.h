@@ -7,6 +7,14 @@
 // gradient_sync.h, sync_buckets: from the last layer back, closed at
 // parallel.bucket_mb, PyTorch DDP's rule), so the engine and the simulator
 // bucket alike.
+//
+// PipeDream's async schedule (no flush) updates after every backward: there
+// each microbatch's gradient is all-reduced before its update, as
+// PipeDream's runtime does for a replicated stage (DDP over the stage's
+// replicas, one backward per step), so the replicas keep the same weight
+// versions and the same stashes. The buckets start at the step, not layer
+// by layer: a stashed version's gradients reach the live weights only
+// when the backward ends (WeightStash::fold_gradients).
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/nn/modules/container/sequential.h>
@@ -37,7 +45,8 @@ class ReplicaGradientSync {
 
   // A backward (the fused one, or W of a split one) of `chunk` begins: true
   // when it is the chunk's last of the iteration, whose layers' gradients
-  // are then complete one by one (layer_done).
+  // are then complete one by one (layer_done); always false for the async
+  // schedule (its buckets start in finish()).
   bool begins_last_backward(int chunk);
   // Layer `layer`'s gradients of the iteration are complete: every bucket
   // whose layers all are starts its all-reduce now.
@@ -67,6 +76,7 @@ class ReplicaGradientSync {
   const StageDevice& placement_;
   StageTelemetry& telemetry_;
   int microbatches_;
+  bool per_microbatch_;  // PipeDream's async schedule: a sync before every update
   std::vector<Bucket> buckets_;           // per chunk, in the order they become ready
   std::vector<int> backwards_;            // per chunk: backwards begun this iteration
 };

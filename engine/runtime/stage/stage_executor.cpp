@@ -49,11 +49,9 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
     optimizer = std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(t.lr).momentum(t.optimizer == "momentum" ? 0.9 : 0.0));
   if (replicas.count > 1) {
-    // PipeDream's async 1F1B steps after every backward, each replica on its
-    // own microbatches: its weights would not stay one model.
-    if (!schedule.flushes())
-      throw std::invalid_argument("parallel.data: replicas need a schedule with a flush (gpipe, 1f1b, interleaved, "
-                                  "the zero-bubble ones), not \"" + to_string(schedule.kind()) + "\"");
+    // Flush schedules all-reduce once per iteration; PipeDream's async one
+    // before every per-microbatch update (gradient_sync.h), so every
+    // replica keeps the same weight versions and stashes.
     replica_sync = std::make_unique<stage_impl::ReplicaGradientSync>(job, plan, schedule, device, layers,
                                                                       std::move(replicas), placement, telemetry);
   }
