@@ -16,65 +16,11 @@
 #include "core/spec/spec_error.h"
 #include "core/model/analytic_profile.h"
 #include "runtime/model_family.h"
+#include "runtime/transformer_blocks.h"
 
 namespace pw::rt {
 namespace {
 namespace nn = torch::nn;
-
-// GPT-style blocks, split as the analytic profile splits a transformer:
-// embedding, one attention and one FFN block per layer, the output head.
-// Pre-norm residual blocks, no dropout (so recompute is exact).
-// Cloneable so that weight stashing (async 1F1B) can copy any layer.
-struct EmbeddingImpl : nn::Cloneable<EmbeddingImpl> {
-  EmbeddingImpl(int vocab, int seq, int hidden) : vocab(vocab), seq(seq), hidden(hidden) { reset(); }
-  void reset() override {
-    tok = register_module("tok", nn::Embedding(vocab, hidden));
-    pos = register_module("pos", nn::Embedding(seq, hidden));
-  }
-  at::Tensor forward(const at::Tensor& tokens) {
-    auto positions = torch::arange(tokens.size(1), tokens.options().dtype(at::kLong));
-    return tok(tokens) + pos(positions).unsqueeze(0);
-  }
-  int vocab, seq, hidden;
-  nn::Embedding tok{nullptr}, pos{nullptr};
-};
-TORCH_MODULE(Embedding);
-
-struct AttentionImpl : nn::Cloneable<AttentionImpl> {
-  AttentionImpl(int hidden, int heads, bool causal) : hidden(hidden), heads(heads), causal(causal) { reset(); }
-  void reset() override {
-    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({hidden})));
-    qkv = register_module("qkv", nn::Linear(hidden, 3 * hidden));
-    proj = register_module("proj", nn::Linear(hidden, hidden));
-  }
-  at::Tensor forward(const at::Tensor& x) {
-    int64_t b = x.size(0), s = x.size(1), h = x.size(2), d = h / heads;
-    auto parts = qkv(ln(x)).view({b, s, 3, heads, d}).permute({2, 0, 3, 1, 4});
-    auto att = torch::matmul(parts[0], parts[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-    if (causal) att = att.masked_fill(torch::ones({s, s}, x.options().dtype(at::kBool)).triu(1), -INFINITY);
-    auto y = torch::matmul(torch::softmax(att, -1), parts[2]).permute({0, 2, 1, 3}).reshape({b, s, h});
-    return x + proj(y);
-  }
-  int64_t hidden, heads;
-  bool causal;
-  nn::LayerNorm ln{nullptr};
-  nn::Linear qkv{nullptr}, proj{nullptr};
-};
-TORCH_MODULE(Attention);
-
-struct FeedForwardImpl : nn::Cloneable<FeedForwardImpl> {
-  FeedForwardImpl(int hidden, int mult) : hidden(hidden), mult(mult) { reset(); }
-  void reset() override {
-    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({hidden})));
-    up = register_module("up", nn::Linear(hidden, mult * hidden));
-    down = register_module("down", nn::Linear(mult * hidden, hidden));
-  }
-  at::Tensor forward(const at::Tensor& x) { return x + down(torch::gelu(up(ln(x)))); }
-  int hidden, mult;
-  nn::LayerNorm ln{nullptr};
-  nn::Linear up{nullptr}, down{nullptr};
-};
-TORCH_MODULE(FeedForward);
 
 void transformer(const ModelSpec& m, std::vector<nn::Sequential>& out) {
   if (m.kind == "transformer")

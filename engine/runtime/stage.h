@@ -16,6 +16,7 @@
 
 #include <c10/util/intrusive_ptr.h>
 
+#include "runtime/tensor_parallel/tensor_set.h"
 #include "runtime/torch_compat.h"  // compat::CommGroup
 
 namespace torch::optim {
@@ -50,9 +51,12 @@ class StageExecutor {
  public:
   using PG = c10::intrusive_ptr<compat::CommGroup>;
   // `placement`: where this stage computes and how its tensors reach the
-  // transport (device_placement.h); the default is a CPU stage.
+  // transport (device_placement.h); the default is a CPU stage. `tensors`:
+  // with parallel.tensor > 1, this worker's tensor rank and its group; the
+  // stage then holds that rank's shard of its layers (tensor_parallel/).
   StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                TrainData& data, EventSink* sink = nullptr, StageDevice placement = {}, ReplicaSet replicas = {});
+                TrainData& data, EventSink* sink = nullptr, StageDevice placement = {}, ReplicaSet replicas = {},
+                TensorSet tensors = {});
   ~StageExecutor();
 
   // Runs this device's actions for one iteration (all microbatches and the
@@ -73,6 +77,9 @@ class StageExecutor {
   double evaluate(const Dataset& test);
 
   std::vector<at::Tensor> parameters() const;
+  // The parameters every tensor rank holds whole (all of them without
+  // tensor parallelism): layer norms, row-parallel biases, embedding, head.
+  std::vector<at::Tensor> replicated_parameters() const;
   StageMemory& memory();
   const StageDevice& placement() const;
   // Checkpoint: parameters and optimizer state.

@@ -38,6 +38,8 @@
 #include "runtime/rendezvous.h"
 #include "runtime/run_extensions.h"
 #include "runtime/stage.h"
+#include "runtime/tensor_parallel/tensor_agreement.h"
+#include "runtime/tensor_parallel/tensor_layers.h"
 #include "runtime/transport_agreement.h"
 
 namespace pw::rt {
@@ -119,15 +121,16 @@ class EventLog final : public EventSink {
 // Saves this stage's state for iteration `iteration` (after it) into its
 // own directory, so a stage that is an iteration ahead never overwrites a
 // checkpoint another stage has not completed yet. Replicas hold one model
-// (checked, replica_agreement.h): replica 0 of each stage writes it.
+// (checked, replica_agreement.h): replica 0 of each stage writes it, each of
+// its tensor ranks its own shard (WorkerRole::state_file).
 void save_checkpoint(StageExecutor& stage, const Plan& plan, const std::string& run_dir, const WorkerRole& role,
                      std::int64_t iteration) {
   if (role.replica != 0) return;
   namespace fs = std::filesystem;
   fs::path dir = fs::path(run_dir) / "checkpoint" / std::to_string(iteration);
   fs::create_directories(dir);
-  stage.save((dir / ("stage" + std::to_string(role.stage) + ".pt")).string());  // atomic, checked
-  if (role.stage == 0)  // the partition this checkpoint's stage files follow (live migration changes it)
+  stage.save((dir / role.state_file()).string());  // atomic, checked
+  if (role.stage == 0 && role.tensor == 0)  // the partition this checkpoint's stage files follow (live migration changes it)
     write_file_atomically((dir / "plan.json").string(), to_json(plan).dump(2) + "\n", "checkpoint plan");
 }
 
@@ -188,13 +191,16 @@ int run_worker(const WorkerEnv& env) {
     // the simulator ran too (core/plan/plan_order.h).
     auto schedule = make_plan_schedule(job.pipeline.schedule, job.pipeline.stages, job.pipeline.microbatches,
                                        job.pipeline.chunks, plan);
-    // WORLD rank = stage x parallel.data + replica (replica_layout.h).
-    const int replicas = job.parallel.data;
-    role = role_of_rank(env.rank, replicas);
-    if (static_cast<long long>(schedule->devices()) * replicas != env.world_size)
+    // WORLD rank = (stage x parallel.data + replica) x parallel.tensor +
+    // tensor rank (replica_layout.h).
+    const int replicas = job.parallel.data, tensors = job.parallel.tensor;
+    check_tensor_parallel(job);
+    role = role_of_rank(env.rank, replicas, tensors);
+    if (static_cast<long long>(schedule->devices()) * replicas * tensors != env.world_size)
       throw std::runtime_error("WORLD_SIZE " + std::to_string(env.world_size) + " but the job has " +
                                std::to_string(schedule->devices()) + " stages x " + std::to_string(replicas) +
-                               " replicas (parallel.data)");
+                               " replicas (parallel.data)" +
+                               (tensors > 1 ? " x " + std::to_string(tensors) + " tensor ranks (parallel.tensor)" : ""));
     if (!plan.replicas.empty())
       throw std::runtime_error("the plan's per-stage \"replicas\" cannot run (stages replicated unequally); "
                                "use parallel.data");
@@ -215,20 +221,34 @@ int run_worker(const WorkerEnv& env) {
     TensorBytes::install();
     // Each replica's pipeline is a group of its stages (rank = stage), and
     // each stage's replicas a group of their own (rank = replica), apart in
-    // the store by their prefixes.
-    const GlooGroupOptions group_options{.prefix = replicas > 1 ? "pg.r" + std::to_string(role.replica) : "pg",
-                                         .timeout = std::chrono::seconds(300), .threads = 2,
-                                         .device = placement.backend == "gloo" ? gloo_device(env) : nullptr};
+    // the store by their prefixes. A split stage's tensor rank k belongs to
+    // tensor rank k's pipeline and replicas (each rank k a whole pipeline of
+    // shards), and to its stage's tensor group (rank = k).
+    const std::string tensor_suffix = tensors > 1 ? ".t" + std::to_string(role.tensor) : "";
+    const GlooGroupOptions group_options{
+        .prefix = (replicas > 1 ? "pg.r" + std::to_string(role.replica) : "pg") + tensor_suffix,
+        .timeout = std::chrono::seconds(300), .threads = 2,
+        .device = placement.backend == "gloo" ? gloo_device(env) : nullptr};
     auto pg = make_process_group(placement.backend, store, role.stage, schedule->devices(), group_options);
     ReplicaSet replica_set;
     replica_set.index = role.replica;
     replica_set.count = replicas;
     if (replicas > 1) {
       GlooGroupOptions o = group_options;
-      o.prefix = "dp.s" + std::to_string(role.stage);
+      o.prefix = "dp.s" + std::to_string(role.stage) + tensor_suffix;
       replica_set.group = make_process_group(placement.backend, store, role.replica, replicas, o);
     }
-    EventLog log(run_dir.empty() ? "" : run_dir + "/events/" + role.events_file(), role.replica);
+    TensorSet tensor_set;
+    tensor_set.index = role.tensor;
+    tensor_set.count = tensors;
+    tensor_set.placement = placement;
+    if (tensors > 1) {
+      GlooGroupOptions o = group_options;
+      o.prefix = "tp.s" + std::to_string(role.stage) + ".r" + std::to_string(role.replica);
+      tensor_set.group = make_process_group(placement.backend, store, role.tensor, tensors, o);
+    }
+    EventLog log(run_dir.empty() || !role.records_events() ? "" : run_dir + "/events/" + role.events_file(),
+                 role.replica);
     auto extensions = stage_extensions({job, plan, *schedule, role.stage, store, pg, data, replica_set}, &log);
     EventSink* sink = &log;
     for (auto& e : extensions)
@@ -240,15 +260,15 @@ int run_worker(const WorkerEnv& env) {
         if (const Plan* q = e->plan()) p = q;
       return *p;
     };
-    StageExecutor stage(job, plan, *schedule, role.stage, pg, data, sink, placement, replica_set);
-    if (cfg.contains("resume_file")) {  // every replica loads its stage's one file
-      std::string f = cfg["resume_file"].get<std::string>() + "/stage" + std::to_string(role.stage) + ".pt";
+    StageExecutor stage(job, plan, *schedule, role.stage, pg, data, sink, placement, replica_set, tensor_set);
+    if (cfg.contains("resume_file")) {  // every replica loads its stage's one file (its tensor rank's shard)
+      std::string f = cfg["resume_file"].get<std::string>() + "/" + role.state_file();
       stage.load(f);
     }
     store->set(keys::ready(env.rank), to_bytes("1"));
 
     auto report = [&](std::int64_t it, double loss) {
-      if (role.replica != 0) return;  // the replicas' mean, reported once
+      if (role.replica != 0 || role.tensor != 0) return;  // the replicas' mean, reported once
       store->set(keys::loss(it), to_bytes(nlohmann::json{{"loss", loss}, {"t_ns", steady_now_ns()}}.dump()));
     };
     if (!stage.flushes()) {
@@ -264,6 +284,8 @@ int run_worker(const WorkerEnv& env) {
     // logged by replica 0 (a mismatch fails the run naming stage and replicas).
     std::string weights_hash;
     auto check_replicas = [&](std::int64_t it) {
+      if (tensors > 1) check_tensor_ranks_agree(tensor_set, role, stage.replicated_parameters(), it + 1);
+      if (replicas < 2) return;
       auto hashes = check_replicas_agree(replica_set, placement, role, stage.parameters(), it + 1);
       weights_hash = hex64(hashes[0]);
       if (role.replica == 0)
@@ -278,7 +300,7 @@ int run_worker(const WorkerEnv& env) {
       double loss = stage.run_iteration(it);
       if (stage.computes_loss()) loss = mean_over_replicas(replica_set, placement, loss);
       for (auto& e : extensions) e->after_iteration(it, stage);
-      if (replicas > 1 && (it + 1) % kReplicaCheckEvery == 0) check_replicas(it);
+      if ((replicas > 1 || tensors > 1) && (it + 1) % kReplicaCheckEvery == 0) check_replicas(it);
       log.flush();
       if (stage.computes_loss()) report(it, loss);
       bool asked = checkpoint.due_after(it);
@@ -297,7 +319,8 @@ int run_worker(const WorkerEnv& env) {
     }
     // The last iteration's weights, checked whatever the interval left.
     // (The async schedule has no per-iteration check: always here.)
-    if (replicas > 1 && iterations > first_it && (!stage.flushes() || iterations % kReplicaCheckEvery != 0))
+    if ((replicas > 1 || tensors > 1) && iterations > first_it &&
+        (!stage.flushes() || iterations % kReplicaCheckEvery != 0))
       check_replicas(iterations - 1);
     double accuracy = NAN;
     if (cfg.value("eval", false)) accuracy = stage.evaluate(data.test());
@@ -306,6 +329,7 @@ int run_worker(const WorkerEnv& env) {
     nlohmann::json result{{"rank", env.rank},
                           {"stage", role.stage},
                           {"replica", role.replica},
+                          {"tensor", role.tensor},
                           {"peak_bytes", stage.memory().peak_bytes()},
                           {"budget_bytes", stage.memory().budget()},
                           {"params_bytes", mem.params},
@@ -320,7 +344,7 @@ int run_worker(const WorkerEnv& env) {
     if (!run_dir.empty() && role.replica == 0) {  // the replicas' one model (their hashes agree)
       namespace fs = std::filesystem;
       fs::create_directories(fs::path(run_dir) / "weights");
-      stage.save((fs::path(run_dir) / "weights" / ("stage" + std::to_string(role.stage) + ".pt")).string());
+      stage.save((fs::path(run_dir) / "weights" / role.state_file()).string());
     }
     log.flush();
     store->set(keys::result(env.rank), to_bytes(result.dump()));

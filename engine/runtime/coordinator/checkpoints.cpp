@@ -14,11 +14,13 @@
 namespace pw::rt::coordinator_impl {
 namespace {
 
-// What every complete checkpoint holds: a state file per stage process and
-// stage 0's plan.json (the partition the files follow).
-std::vector<std::string> checkpoint_files(int stages) {
+// What every complete checkpoint holds: a state file per stage process (a
+// split stage's: one per tensor rank, its shard) and stage 0's plan.json
+// (the partition the files follow).
+std::vector<std::string> checkpoint_files(const JobSpec& job) {
   std::vector<std::string> files{"plan.json"};
-  for (int r = 0; r < stages; ++r) files.push_back("stage" + std::to_string(r) + ".pt");
+  for (int r = 0; r < job.pipeline.stages; ++r)
+    for (int k = 0; k < std::max(1, job.parallel.tensor); ++k) files.push_back(WorkerRole::state_file_of(r, k));
   return files;
 }
 
@@ -30,7 +32,7 @@ std::vector<std::string> checkpoint_files(int stages) {
 // job still has iterations after.
 void Coordinator::check_resume_point() {
   // Attached workers on other hosts save, and load, their files there.
-  resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job.pipeline.stages),
+  resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job),
                                         opt_.attach);
   const std::int64_t at = resume_point_->position, total = opt_.job.training.iterations;
   if (at >= total)
@@ -73,7 +75,7 @@ void Coordinator::note_checkpoints() {
   if (complete <= last_checkpoint_) return;
   namespace fs = std::filesystem;
   fs::path root = fs::path(opt_.run_dir) / "checkpoint";
-  write_checkpoint_index(opt_.run_dir, "iteration", complete, checkpoint_files(opt_.job.pipeline.stages),
+  write_checkpoint_index(opt_.run_dir, "iteration", complete, checkpoint_files(opt_.job),
                          opt_.attach);
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(root, ec)) {

@@ -105,6 +105,7 @@ class Coordinator {
   std::vector<std::unique_ptr<CoordinatorExtension>> extensions_;
   int world_ = 1;     // worker processes: stages x replicas
   int replicas_ = 1;  // parallel.data
+  int tensors_ = 1;   // parallel.tensor
   std::int64_t start_it_ = 0;
   std::int64_t last_checkpoint_ = 0;
   int pause_state_ = 0;  // 0 running, 1 pause requested, 2 every stage paused

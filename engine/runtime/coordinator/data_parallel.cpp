@@ -30,6 +30,6 @@ void Coordinator::check_replicas_supported(const PreparedJob& prepared) const {
   // (runtime/migration/worker_agent.h).
 }
 
-std::string Coordinator::worker_name(int rank) const { return role_of_rank(rank, replicas_).name(); }
+std::string Coordinator::worker_name(int rank) const { return role_of_rank(rank, replicas_, tensors_).name(); }
 
 }  // namespace pw::rt::coordinator_impl

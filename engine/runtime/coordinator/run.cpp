@@ -14,6 +14,7 @@
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"
 #include "runtime/run_extensions.h"
+#include "runtime/tensor_parallel/tensor_layers.h"
 #include "runtime/transport_agreement.h"
 
 namespace pw::rt::coordinator_impl {
@@ -27,7 +28,8 @@ RunResult Coordinator::run() {
   // Our own workers share this host: a backend it cannot run (nccl without
   // CUDA) is a job error (SpecError, exit 2) before anything is written or started.
   if (!opt_.attach)
-    local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages * std::max(1, opt_.job.parallel.data));
+    local_transport(opt_.job.cluster.backend, opt_.job.pipeline.stages * std::max(1, opt_.job.parallel.data) *
+                                                  std::max(1, opt_.job.parallel.tensor));
   lock_directories();
   // Before anything is written: a resume that cannot proceed leaves its
   // directory as it was (SpecError or CheckpointRefused, exit 2, naming the
@@ -50,8 +52,11 @@ RunResult Coordinator::run() {
   result_.plan = prepared.plan;
   const JobSpec& job = prepared.job;
   check_replicas_supported(prepared);
+  check_tensor_parallel(job);
   replicas_ = job.parallel.data;
-  world_ = job.pipeline.stages * replicas_;  // WORLD rank = stage x replicas + replica
+  tensors_ = job.parallel.tensor;
+  // WORLD rank = (stage x replicas + replica) x tensors + tensor rank (replica_layout.h).
+  world_ = job.pipeline.stages * replicas_ * tensors_;
   int threads = opt_.threads_per_worker;
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world_);
 
@@ -101,10 +106,12 @@ RunResult Coordinator::run() {
   }
   if (!opt_.run_dir.empty())
     for (int r = 0; r < world_; ++r) {
+      const WorkerRole role = role_of_rank(r, replicas_, tensors_);
+      if (!role.records_events()) continue;
       // A reused run directory (--overwrite, a resume) still holds the last
       // run's event logs: followed before this run's workers truncate them,
       // they would be recorded as this run's events.
-      std::string log = opt_.run_dir + "/events/" + role_of_rank(r, replicas_).events_file();
+      std::string log = opt_.run_dir + "/events/" + role.events_file();
       std::filesystem::remove(log);
       tails_.emplace_back(log);
     }

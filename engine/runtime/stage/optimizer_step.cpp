@@ -26,22 +26,29 @@ bool StageExecutor::Impl::whole_pipeline_gradient_ok() {
   // non-finite counts, all brought to the host in one copy (one wait on a
   // GPU, not two per tensor); summed there in double, in order, as before.
   std::vector<at::Tensor> norms, bad;
-  for (auto& p : params)
-    if (p.grad().defined()) {
+  // With tensor parallelism a whole (replicated) parameter's gradient is on
+  // every rank of the group: it counts 1/t on each, so that the sum over
+  // the group counts it once and every shard once.
+  std::vector<double> weight;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (const auto& p = params[i]; p.grad().defined()) {
       // Widened per tensor (exactly, as item<double>() did): dtypes may differ.
       norms.push_back(p.grad().norm().to(at::kDouble));
       bad.push_back(p.grad().isfinite().logical_not().sum().to(at::kDouble));
+      weight.push_back(tensors.count > 1 && !param_split[i] ? 1.0 / tensors.count : 1.0);
     }
   if (!norms.empty()) {
     at::Tensor host = at::cat({at::stack(norms), at::stack(bad)}).to(at::kCPU).contiguous();
     const double* v = host.data_ptr<double>();
     std::size_t k = norms.size();
     for (std::size_t i = 0; i < k; ++i) {
-      sum_sq += v[i] * v[i];
+      sum_sq += weight[i] * v[i] * v[i];
       nonfinite += v[k + i];
     }
   }
   std::vector<at::Tensor> buf{to_wire(at::tensor({sum_sq, nonfinite}, at::kDouble), placement)};  // NCCL: on the GPU
+  // The tensor group first (every rank then holds the same sum), then the pipeline.
+  if (tensors.count > 1) tensors.group->allreduce(buf)->wait();
   messaging.messenger().allreduce(buf)->wait();
   sum_sq = buf[0][0].item<double>();
   nonfinite = buf[0][1].item<double>();

@@ -13,15 +13,18 @@
 #include "core/spec/optimizer_state.h"
 #include "runtime/device_memory.h"
 #include "runtime/layers.h"
+#include "runtime/tensor_parallel/tensor_layers.h"
 
 namespace pw::rt {
 
 StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt,
-                          EventSink* es, StageDevice pl, ReplicaSet replicas)
+                          EventSink* es, StageDevice pl, ReplicaSet replicas, TensorSet tensor_set)
     : job(j), plan(p), schedule(s), device(d), devices(s.devices()), vstages(s.virtual_stages()),
       microbatches(s.microbatches()), data(dt), placement(std::move(pl)),
       telemetry(d, static_cast<std::int64_t>(j.cluster.device.memory_bytes), placement, es),
-      messaging(std::move(g), messaging_mode_from_string(cluster_messaging(j)).value(), placement, telemetry) {
+      messaging(std::move(g), messaging_mode_from_string(cluster_messaging(j)).value(), placement, telemetry),
+      tensors(std::move(tensor_set)) {
+  if (tensors.count > 1) telemetry.watch_tensor_comm(tensors.log);
   if (static_cast<int>(plan.stages.size()) != vstages)
     throw std::invalid_argument("plan has " + std::to_string(plan.stages.size()) + " stages, schedule needs " +
                                 std::to_string(vstages));
@@ -37,9 +40,17 @@ StageExecutor::Impl::Impl(const JobSpec& j, const Plan& p, const Schedule& s, in
       layers[l] = nullptr;
       continue;
     }
-    // Built on the CPU from the job's seed (the same weights on any device), then moved.
+    // Built on the CPU from the job's seed (the same weights on any device),
+    // split (this tensor rank's shard of the whole layer), then moved.
+    std::vector<bool> split(layers[l]->parameters().size(), false);
+    if (tensors.count > 1) {
+      auto shard = shard_layer(layers[l], tensors);
+      split = split_parameters(layers[l], shard);
+      layers[l] = shard;
+    }
     if (!placement.device.is_cpu()) layers[l]->to(placement.device);
     for (auto& t : layers[l]->parameters()) params.push_back(t);
+    param_split.insert(param_split.end(), split.begin(), split.end());
     for (auto& t : layers[l]->buffers()) buffers.push_back(t);
   }
   const auto& t = job.training;
@@ -68,9 +79,10 @@ void StageExecutor::Impl::update_static() {
 }
 
 StageExecutor::StageExecutor(const JobSpec& job, const Plan& plan, const Schedule& schedule, int device, PG pg,
-                             TrainData& data, EventSink* sink, StageDevice placement, ReplicaSet replicas)
+                             TrainData& data, EventSink* sink, StageDevice placement, ReplicaSet replicas,
+                             TensorSet tensors)
     : impl_(std::make_unique<Impl>(job, plan, schedule, device, std::move(pg), data, sink, std::move(placement),
-                                   std::move(replicas))) {
+                                   std::move(replicas), std::move(tensors))) {
   if (schedule.kind() == ScheduleKind::PipeDream && schedule.chunks() != 1)
     throw std::invalid_argument("async 1F1B runs with one chunk per device");
 }
@@ -87,6 +99,12 @@ void StageExecutor::run_async(std::int64_t first, std::int64_t iterations,
 }
 double StageExecutor::evaluate(const Dataset& test) { return impl_->evaluate(test); }
 std::vector<at::Tensor> StageExecutor::parameters() const { return impl_->params; }
+std::vector<at::Tensor> StageExecutor::replicated_parameters() const {
+  std::vector<at::Tensor> out;
+  for (std::size_t i = 0; i < impl_->params.size(); ++i)
+    if (!impl_->param_split[i]) out.push_back(impl_->params[i]);
+  return out;
+}
 StageMemory& StageExecutor::memory() { return impl_->telemetry.memory(); }
 const StageDevice& StageExecutor::placement() const { return impl_->placement; }
 // For stage extensions (stage_extension.h).

@@ -47,6 +47,10 @@ struct StageExecutor::Impl {
   std::vector<std::vector<int64_t>> shapes;   // layer input shapes (+ model output)
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<at::Tensor> params;
+  // With parallel.tensor > 1: this rank's group, and per parameter whether
+  // it is a shard (tensor_parallel/tensor_layers.h) or held whole.
+  TensorSet tensors;
+  std::vector<bool> param_split;
   std::vector<at::Tensor> buffers;  // batch-norm running statistics and the like: trained state too
   bool stepped = false;             // the optimizer holds state (the memory account counts it)
   stage_impl::WeightStash stash;
@@ -60,7 +64,7 @@ struct StageExecutor::Impl {
 
   // stage_executor.cpp: construction, the static memory account.
   Impl(const JobSpec& j, const Plan& p, const Schedule& s, int d, PG g, TrainData& dt, EventSink* es, StageDevice pl,
-       ReplicaSet replicas);
+       ReplicaSet replicas, TensorSet tensor_set);
   void update_static();
   bool computes_loss() const { return schedule.device_of_virtual_stage(vstages - 1) == device; }
 

@@ -13,6 +13,7 @@
 #include "runtime/device_placement.h"
 #include "runtime/event_clock.h"
 #include "runtime/memory.h"
+#include "runtime/tensor_parallel/tensor_set.h"
 
 namespace pw::rt::stage_impl {
 
@@ -23,8 +24,13 @@ class StageTelemetry {
 
   StageMemory& memory() { return memory_; }
   EventClock::Mark mark() { return clock_->mark(); }
-  // `e` ran from mark `t0` to now.
+  // `e` ran from mark `t0` to now. A compute action of a tensor-parallel
+  // stage (watch_tensor_comm) is emitted as the simulator draws it: its
+  // compute, then one TensorAllReduce event of the all-reduces it ran (their
+  // summed time, at its end; core/sim/simulator.cpp, emit_with_tensor).
   void emit(Event e, EventClock::Mark t0);
+  // The log a tensor-parallel stage's conjugate ops write (tensor_set.h).
+  void watch_tensor_comm(std::shared_ptr<TensorCommLog> log) { tensor_log_ = std::move(log); }
   // `e` ran from mark `t0` to mark `t1` (work that ended off the stage's
   // thread: a replica all-reduce, stage/gradient_sync.h).
   void emit_span(Event e, EventClock::Mark t0, EventClock::Mark t1);
@@ -43,6 +49,7 @@ class StageTelemetry {
 
  private:
   EventSink* sink_;
+  std::shared_ptr<TensorCommLog> tensor_log_;
   StageMemory memory_;  // before the clock, as the stage always built them
   std::unique_ptr<EventClock> clock_;
   struct PendingEvent {
