@@ -277,6 +277,32 @@ void planning_time() {
               searched.plan.parallel_search.size(), searched.job.parallel.tensor, searched.job.pipeline.stages,
               searched.job.parallel.data, searched.job.training.microbatch_size);
   std::printf("  one split alone   %.3f s   (ratio %.2fx)\n", one_s, search_s / one_s);
+
+  // GPT-3 175B's shape on 4096 A100s (pw_bench_parallel's job): tensor
+  // auto against the best split without tensor parallelism.
+  const int devices = bench::quick_or(512, 4096);
+  const int gpt3_layers = bench::quick_or(24, 96);
+  auto gpt3 = gpt_job("gpt3-like", 96, 12288, gpt3_layers, devices, 1536);
+  gpt3["training"]["microbatch_size"] = "auto";
+  gpt3["pipeline"] = {{"schedule", "1f1b"}, {"planner", "vpipe"}};
+  gpt3["parallel"] = {{"tensor", "auto"}};
+  t0 = std::chrono::steady_clock::now();
+  PreparedJob with_t = prepare_job(parse_job(gpt3));
+  const double with_s = seconds_since(t0);
+  gpt3["pipeline"]["stages"] = "auto";
+  gpt3["parallel"] = {{"data", "auto"}};
+  PreparedJob without_t = prepare_job(parse_job(gpt3));
+  std::printf("\nplanner: GPT-3-like (%d layers) on %d x a100-80g, batch 1536, microbatch auto (vpipe, 1f1b)\n",
+              gpt3_layers, devices);
+  std::printf("  tensor auto       %d x %d x %d, microbatch %d: %.2f s per iteration, %.1f samples/s; planned in %.3f s "
+              "(target < 2 s)\n",
+              with_t.job.parallel.tensor, with_t.job.pipeline.stages, with_t.job.parallel.data,
+              with_t.job.training.microbatch_size, with_t.plan.iteration_time_ms / 1e3,
+              with_t.plan.throughput_samples_per_s, with_s);
+  std::printf("  tensor 1          1 x %d x %d, microbatch %d: %.2f s per iteration, %.1f samples/s (x%.2f with tensor)\n",
+              without_t.job.pipeline.stages, without_t.job.parallel.data, without_t.job.training.microbatch_size,
+              without_t.plan.iteration_time_ms / 1e3, without_t.plan.throughput_samples_per_s,
+              without_t.plan.iteration_time_ms / with_t.plan.iteration_time_ms);
 }
 
 }  // namespace
