@@ -3,7 +3,9 @@
 namespace pw::cli {
 
 // Commands of optional layers register themselves here under their
-// layer's macro, so a core-only build still has a working CLI.
+// layer's macro, so a core-only build still has a working CLI. The runtime's
+// and the supernet runtime's commands are added by pipewright-train's main
+// alone: pipewright links no libtorch (cli/train_commands.h).
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = [] {
     std::vector<Command> c = {
@@ -19,12 +21,6 @@ const std::vector<Command>& commands() {
 #endif
 #ifdef PW_HAVE_IPC
     for (auto& x : ipc_commands()) c.push_back(x);
-#endif
-#ifdef PW_HAVE_RUNTIME
-    for (auto& x : runtime_commands()) c.push_back(x);
-#endif
-#ifdef PW_HAVE_NAS_RUNTIME
-    for (auto& x : nas_commands()) c.push_back(x);
 #endif
     return c;
   }();

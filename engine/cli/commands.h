@@ -5,7 +5,8 @@
 
 namespace pw::cli {
 
-// Every subcommand; each lives in its own cmd_*.cpp and declares its
+// Every subcommand but the train commands (runtime_commands, nas_commands:
+// pipewright-train's); each lives in its own cmd_*.cpp and declares its
 // arguments in a define_* function (cli/command.h).
 const std::vector<Command>& commands();
 
