@@ -40,6 +40,15 @@ pw_install_packages() {
 # nothing to do. No script passes arguments of its own (tests/build checks it):
 # an argument one script adds and another lacks reconfigures and rebuilds.
 PW_CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+# ccache where it is installed (not a package we install: a clean CI machine
+# has no cache to hit). Through `cmake -E env` so the settings live in the
+# build's configuration and hold for a plain `cmake --build` too: base_dir
+# hashes paths under the checkout relative to it, so a fresh clone in another
+# folder hits the same entries; the sloppiness lets the precompiled headers
+# (target_precompile_headers: libtorch in engine/runtime, Qt in gui) be cached.
+if command -v ccache >/dev/null 2>&1; then
+  PW_CMAKE_ARGS+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$(command -v cmake);-E;env;CCACHE_BASEDIR=$ROOT;CCACHE_NOHASHDIR=1;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache")
+fi
 
 pw_configure() {
   echo "==> configuring ($BUILD_DIR)"
