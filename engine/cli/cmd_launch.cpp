@@ -27,8 +27,9 @@ std::vector<std::string> split_hosts(const std::string& s) {
 
 struct Layout {
   std::vector<std::string> hosts;
-  int world = 0;     // worker processes: stages x replicas
+  int world = 0;     // worker processes: stages x replicas x tensor ranks
   int replicas = 1;  // parallel.data
+  int tensors = 1;   // parallel.tensor
   int per_host = 0;
   int port = 29500;
   std::string ifname;
@@ -43,8 +44,14 @@ std::string quote(const std::string& s) {
 
 std::string shell_script(const Layout& L) {
   std::ostringstream o;
-  o << "# Pipewright run across " << L.hosts.size() << " hosts, " << L.world / L.replicas << " stages x " << L.replicas
-    << " replicas (one worker each; RANK = stage x replicas + replica).\n"
+  o << "# Pipewright run across " << L.hosts.size() << " hosts, " << L.world / (L.replicas * L.tensors) << " stages x "
+    << L.replicas << " replicas";
+  if (L.tensors > 1)
+    o << " x " << L.tensors << " tensor ranks (one worker each; RANK = (stage x replicas + replica) x " << L.tensors
+      << " + tensor rank).\n";
+  else
+    o << " (one worker each; RANK = stage x replicas + replica).\n";
+  o
     << "# The coordinator on " << L.hosts[0] << " hosts the rendezvous (c10d TCPStore on port " << L.port
     << ", reachable from every host);\n# tensors flow worker to worker over Gloo.\n";
   for (size_t h = 0; h < L.hosts.size(); ++h) {
@@ -69,8 +76,10 @@ std::string sbatch_script(const Layout& L) {
     << "#SBATCH --nodes=" << L.hosts.size() << "\n"
     << "#SBATCH --ntasks=" << L.world << "\n"
     << "#SBATCH --ntasks-per-node=" << L.per_host << "\n"
-    << "# One task per stage and replica (RANK = stage x " << L.replicas
-    << " + replica); the coordinator runs on the first node.\n"
+    << (L.tensors > 1 ? "# One task per stage, replica and tensor rank (RANK = (stage x " + std::to_string(L.replicas) +
+                            " + replica) x " + std::to_string(L.tensors) + " + tensor rank)"
+                      : "# One task per stage and replica (RANK = stage x " + std::to_string(L.replicas) + " + replica)")
+    << "; the coordinator runs on the first node.\n"
     << "set -euo pipefail\n"
     << "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
     << "export MASTER_PORT=" << L.port << "\n"
@@ -97,21 +106,27 @@ int run_launch(const LaunchArgs& a) {
     throw UsageError("--set is not carried to remote hosts; write the overrides into the job file");
   L.hosts = split_hosts(a.hosts);
   if (L.hosts.empty()) throw UsageError("--hosts h1,h2,... names no host");
-  // The workers' rank layout is the core's placement rule: RANK = stage x
-  // parallel.data + replica, a stage's replicas on neighbouring ranks, so
-  // hosts filled rank by rank keep a stage's gradient all-reduce on one host
-  // where its replicas fit (docs/engine.md, "Data parallelism").
+  // The workers' rank layout is the core's placement rule: RANK = (stage x
+  // parallel.data + replica) x parallel.tensor + tensor rank, a stage's
+  // tensor ranks neighbours, then its replicas, so hosts filled rank by rank
+  // keep a tensor group (all-reduces inside every layer) on one host, and a
+  // stage's gradient all-reduce too where its replicas fit (docs/engine.md,
+  // "Data parallelism", "Tensor parallelism").
   if (job.parallel_searched())
-    throw SpecError(job.pipeline.stages_auto ? "pipeline.stages" : "parallel.data",
+    throw SpecError(job.pipeline.stages_auto ? "pipeline.stages"
+                    : job.parallel.data_auto ? "parallel.data"
+                                             : "parallel.tensor",
                     "\"auto\" is chosen by the planner: run `pipewright plan` and write the stages and replicas it "
                     "chooses into the job every host reads");
   L.replicas = job.parallel.data;
-  L.world = job.pipeline.stages * L.replicas;
+  L.tensors = job.parallel.tensor;
+  L.world = job.pipeline.stages * L.replicas * L.tensors;
   int hosts = static_cast<int>(L.hosts.size());
   L.per_host = a.per_host > 0 ? a.per_host : (L.world + hosts - 1) / hosts;
   if (L.per_host * hosts < L.world)
     throw UsageError(std::to_string(hosts) + " hosts x " + std::to_string(L.per_host) + " workers cannot hold " +
-                     std::to_string(L.world) + " workers (pipeline.stages x parallel.data)");
+                     std::to_string(L.world) + " workers (pipeline.stages x parallel.data" +
+                     (L.tensors > 1 ? " x parallel.tensor)" : ")"));
   L.port = a.port;
   L.ifname = a.ifname;
   std::string text = !a.sbatch.empty() ? sbatch_script(L) : shell_script(L);
