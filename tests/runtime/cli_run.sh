@@ -70,7 +70,29 @@ predicted = plan["iteration_time_ms"]
 print("size", b, "measured", measured, "predicted", predicted, "host time", table[b])
 sys.exit(0 if abs(predicted - measured) <= 0.01 * measured or (table[b] == 0 and predicted > measured) else 1)
 PY
+  # The same costs travel in the profile: planning with the file alone is planning with the printed line.
+  "$PW" plan "$JOB" --profile "$T/sizes.json" --set training.microbatch_size=$b --json > "$T/alone$b.json" 2> "$T/err" ||
+    fail "plan at $b with the profile alone: $(cat "$T/err")"
+  python3 - "$T/plan$b.json" "$T/alone$b.json" <<'PY' || fail "size $b: the profile's stored host costs should plan as the printed line"
+import json, sys
+a, b = (json.load(open(f))["iteration_time_ms"] for f in sys.argv[1:])
+print("with the line", a, "with the profile alone", b)
+sys.exit(0 if a == b else 1)
+PY
 done
+grep -q '"host_costs"' "$T/sizes.json" || fail "the calibrated profile should carry its host costs"
+# A job field still wins over the profile's: no host time at all plans faster than the stored one.
+"$PW" plan "$JOB" --profile "$T/sizes.json" --set training.microbatch_size=2 --set cluster.action_overhead_us=0 \
+  --set cluster.send_cpu_us=0 --json > "$T/zero.json" 2> "$T/err" || fail "plan with the host costs overridden: $(cat "$T/err")"
+python3 - "$T/zero.json" "$T/alone2.json" <<'PY' || fail "cluster fields set by the job should override the profile's host costs"
+import json, sys
+zero, stored = (json.load(open(f))["iteration_time_ms"] for f in sys.argv[1:])
+sys.exit(0 if zero < stored else 1)
+PY
+# A measured profile without host costs choosing the microbatch says what it lacks.
+"$PW" plan "$JOB" --profile "$T/prof.json" --set training.microbatch_size=auto > /dev/null 2> "$T/err" ||
+  fail "plan, microbatch auto, profile without host costs: $(cat "$T/err")"
+grep -q "note: the measured profile carries no host costs" "$T/err" || fail "plan should say the profile has no host costs: $(cat "$T/err")"
 "$PW" profile "$JOB" -o "$T/cal1.json" --in-situ 1 > /dev/null 2> "$T/err"
 [ $? -eq 2 ] || fail "--in-situ 1 should exit 2"
 "$PW" profile "$JOB" -o "$T/runs.json" --in-situ-runs 2 > /dev/null 2> "$T/err"

@@ -79,7 +79,7 @@ std::string significant(double v) {
 // (core/calibrate/host_costs.h, with the calibrated profile), printed with
 // the --set line that plans with them; the gaps counted beside each closed
 // host time. Several sizes give a table.
-void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, SizeRuns>& runs) {
+ProfileHostCosts print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const std::map<int, SizeRuns>& runs) {
   namespace fs = std::filesystem;
   const fs::path file = fs::temp_directory_path() / ("pw-in-situ-" + std::to_string(getpid()) + "-calibrated.json");
   save_profile_file(calibrated, file.string());
@@ -114,7 +114,18 @@ void print_host_costs(const JobSpec& job, const ModelProfile& calibrated, const 
     for (const auto& h : costs.per_action) table[std::to_string(h.microbatch)] = std::stod(significant(h.us));
     sets += " --set 'cluster.action_overhead_us=" + table.dump() + "'";
   }
-  if (!sets.empty()) std::cout << "  plan with" << sets << "\n";
+  if (!sets.empty())
+    std::cout << "  stored in the profile: a job planning with it takes them (its own cluster fields win); as options,\n"
+              << "  plan with" << sets << "\n";
+  // Stored as printed (6 significant digits), so planning with the file and
+  // planning with the printed line are the same plan.
+  ProfileHostCosts stored;
+  if (costs.send) {
+    stored.send_cpu_us = std::stod(significant(costs.send->per_message_us));
+    stored.send_cpu_gbps = std::stod(significant(costs.send->gbps));
+  }
+  for (const auto& h : costs.per_action) stored.action_overhead_us.emplace_back(h.microbatch, std::stod(significant(h.us)));
+  return stored;
 }
 
 // `runs` in-situ runs of the job on the profile just measured (so its plan
@@ -141,7 +152,7 @@ ModelProfile calibrate_in_situ(const JobSpec& job, const ModelProfile& isolated,
               << pad(fixed(m.fwd_ms, 3) + " (" + fixed(f, 3) + ")", 24) << pad(fixed(m.bwd_ms, 3) + " (" + fixed(b, 3) + ")", 25)
               << pad(std::to_string(m.microbatches), 15) << "\n";
   }
-  print_host_costs(job, p, {{job.training.microbatch_size, std::move(in_situ)}});
+  p.host_costs = print_host_costs(job, p, {{job.training.microbatch_size, std::move(in_situ)}});
   return p;
 }
 
@@ -176,7 +187,7 @@ ModelProfile calibrate_in_situ_at_sizes(const JobSpec& job, const ModelProfile& 
               << "   " << fixed(f.fwd_fit.alpha_ms, 3) << " + " << fixed(f.fwd_fit.beta_ms, 4) << " x b"
               << "             " << fixed(f.bwd_fit.alpha_ms, 3) << " + " << fixed(f.bwd_fit.beta_ms, 4) << " x b\n";
   }
-  print_host_costs(job, p, runs);
+  p.host_costs = print_host_costs(job, p, runs);
   return p;
 }
 
