@@ -252,17 +252,29 @@ TEST(DataParallel, ReplicasWhoseWeightsDifferFailNamingStageAndReplicas) {
   }
 }
 
-// Live migration moves one pipeline's layers: with replicas it is refused.
-TEST(DataParallel, LiveMigrationIsRefusedNamingParallelData) {
+// Online replanning (runtime.replan) with replicas: every worker reports its
+// iteration, the controller hears the whole world (a key missing from one
+// replica would stall it), and the run ends with the replicas still one
+// model. (Moving layers: tests/runtime/test_replica_migration.cpp.)
+TEST(DataParallel, OnlineReplanningRunsWithReplicas) {
   auto doc = dp_job("cnn", 2, 2, "1f1b");
+  doc["training"]["iterations"] = 6;
   doc["runtime"] = {{"replan", {{"enabled", true}}}};
-  try {
-    run_job(options(doc, temp_dir("dp-replan")));
-    FAIL() << "a migrating run with replicas started";
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.path(), "parallel.data");
-    EXPECT_NE(std::string(e.what()).find("runtime"), std::string::npos) << e.what();
+  std::string dir = temp_dir("dp-replan");
+  RunResult run = run_job(options(doc, dir));
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+  EXPECT_EQ(run.losses.size(), 6u);
+  std::ifstream in(dir + "/migration.json");
+  ASSERT_TRUE(in);
+  auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["timeline"].size(), 6u);  // every iteration heard from all four workers
+  for (const auto& t : report["timeline"]) EXPECT_EQ(t["compute_ms"].size(), 2u);  // per stage
+  std::map<int, std::string> hash_of_stage;
+  for (const auto& s : run.stages) {
+    auto [it, fresh] = hash_of_stage.emplace(s.at("stage").get<int>(), s.at("weights_fnv1a").get<std::string>());
+    EXPECT_EQ(it->second, s.at("weights_fnv1a").get<std::string>());
   }
+  std::filesystem::remove_all(dir);
 }
 
 // The worker process with WORLD rank `rank` among this test's children

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/spec/spec_error.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/data.h"
@@ -206,6 +207,27 @@ TEST(ReplicaPipeDream, ReplicasAllReduceEveryMicrobatchBeforeItsUpdate) {
   for (size_t i = 0; i < w.size(); ++i) diff = std::max(diff, (w[i] - one.weights[i]).abs().max().item<double>());
   EXPECT_GT(diff, 1e-4);
   std::filesystem::remove_all(dir);
+}
+
+// What still cannot run: stages replicated unequally (the pipedream
+// planner's per-stage replication over spare devices), refused before any
+// worker starts, naming the plan's field and saying how to get a plan that runs.
+TEST(ReplicaRefusal, UnequalPerStageReplicationIsRefusedNamingTheField) {
+  auto doc = mlp_job(2, 2, "1f1b", {32, 32, 32}, 2);
+  doc["cluster"]["devices"] = 3;
+  auto opt = options(doc, temp_dir("dp-unequal"));
+  Plan p = uniform_partition(4, 2);
+  p.replicas = {2, 1};  // stage 0 on two workers, stage 1 on one
+  opt.plan = p;
+  try {
+    run_job(opt);
+    FAIL() << "a plan with unequal per-stage replication started";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.path(), "plan.stages[].replicas");
+    EXPECT_NE(std::string(e.what()).find("set cluster.devices to pipeline.stages x parallel.data"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(opt.run_dir + "/events"));
 }
 
 }  // namespace

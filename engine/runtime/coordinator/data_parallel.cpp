@@ -16,9 +16,10 @@ void Coordinator::check_replicas_supported(const PreparedJob& prepared) const {
   // pipeline only.
   if (!plan.replicas.empty())
     throw SpecError("plan.stages[].replicas",
-                    "stages replicated unequally (PipeDream's per-stage replication) cannot run: the engine runs "
-                    "parallel.data replicas of the whole pipeline (plan with another planner, or set every "
-                    "stage's replicas to parallel.data)");
+                    "stages replicated unequally (PipeDream's per-stage replication, which the pipedream planner "
+                    "chooses when cluster.devices leaves devices spare beyond pipeline.stages x parallel.data) "
+                    "cannot run: the engine runs parallel.data replicas of the whole pipeline; set "
+                    "cluster.devices to pipeline.stages x parallel.data, or plan with another planner");
   if (plan.data_parallel != job.parallel.data)
     throw SpecError("parallel.data", "the plan was made for " + std::to_string(plan.data_parallel) +
                                          " replicas, the job asks for " + std::to_string(job.parallel.data));
