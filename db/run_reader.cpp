@@ -37,8 +37,12 @@ Event event_row(const Statement& s, int o = 0) {
 
 std::int64_t opt(const Statement& s, int col) { return s.is_null(col) ? -1 : s.int64(col); }
 
-constexpr const char* kMemoryColumns =
-    "t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, prefetched, budget";
+// As for events: the replica last, 0 where the file (before 1.3) or the
+// row has none.
+std::string memory_columns(bool has_replica) {
+  return std::string("t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, prefetched, budget, ") +
+         (has_replica ? "coalesce(replica, 0)" : "0");
+}
 
 MemorySample memory_row(const Statement& s) {
   MemorySample m;
@@ -52,6 +56,7 @@ MemorySample memory_row(const Statement& s) {
   m.swapped_out = opt(s, 7);
   m.prefetched = opt(s, 8);
   m.budget = opt(s, 9);
+  m.replica = static_cast<std::int16_t>(s.int64(10));  // bounded by check_contents
   return m;
 }
 
@@ -83,6 +88,8 @@ RunReader::RunReader(const std::string& path) : path_(path) {
     check_contents(*c_);
     has_replica_ = events_have_replica(*c_);
     event_columns_ = event_columns(has_replica_);
+    memory_has_replica_ = memory_has_replica(*c_);
+    memory_columns_ = memory_columns(memory_has_replica_);
     refresh();
   } catch (const DbRefused&) {
     throw;
@@ -204,20 +211,26 @@ std::vector<Event> RunReader::events_after(std::int64_t& after_id, std::size_t l
   return v;
 }
 
-std::vector<MemorySample> RunReader::memory(std::int64_t t0, std::int64_t t1, int stage) const {
-  std::string sql = std::string("SELECT ") + kMemoryColumns + " FROM memory WHERE t_ns >= ? AND t_ns < ?";
+std::vector<MemorySample> RunReader::memory(std::int64_t t0, std::int64_t t1, int stage, int replica) const {
+  std::string sql = "SELECT " + memory_columns_ + " FROM memory WHERE t_ns >= ? AND t_ns < ?";
   if (stage >= 0) sql += " AND stage = ?";
+  // Before 1.3 every sample is replica 0's.
+  if (replica > 0 && !memory_has_replica_) return {};
+  const bool by_replica = replica >= 0 && memory_has_replica_;
+  if (by_replica) sql += " AND coalesce(replica, 0) = ?";
   sql += " ORDER BY t_ns, stage, id";
   Statement s(*c_, sql);
   s.bind(1, t0).bind(2, t1);
-  if (stage >= 0) s.bind(3, std::int64_t(stage));
+  int k = 3;
+  if (stage >= 0) s.bind(k++, std::int64_t(stage));
+  if (by_replica) s.bind(k++, std::int64_t(replica));
   std::vector<MemorySample> v;
   while (s.step()) v.push_back(memory_row(s));
   return v;
 }
 
 void RunReader::for_each_memory(const std::function<void(const MemorySample&)>& f) const {
-  Statement s(*c_, std::string("SELECT ") + kMemoryColumns + " FROM memory ORDER BY id");
+  Statement s(*c_, "SELECT " + memory_columns_ + " FROM memory ORDER BY id");
   while (s.step()) f(memory_row(s));
 }
 

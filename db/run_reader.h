@@ -83,8 +83,9 @@ class RunReader {
   std::vector<Event> events_after(std::int64_t& after_id, std::size_t limit) const;
 
   // Memory samples of all stages with t0 <= t < t1 by time (index
-  // memory_by_time); stage < 0 means all stages.
-  std::vector<MemorySample> memory(std::int64_t t0, std::int64_t t1, int stage = -1) const;
+  // memory_by_time); stage < 0 means all stages, replica < 0 all replicas
+  // (a file before 1.3 holds replica 0's only).
+  std::vector<MemorySample> memory(std::int64_t t0, std::int64_t t1, int stage = -1, int replica = -1) const;
   void for_each_memory(const std::function<void(const MemorySample&)>& f) const;
 
   std::vector<ThroughputSample> throughput() const;
@@ -107,7 +108,9 @@ class RunReader {
   RunRecord run_;
   std::string schema_;
   bool has_replica_ = false;   // events.replica exists (1.2)
+  bool memory_has_replica_ = false;  // memory.replica exists (1.3)
   std::string event_columns_;  // what an event row is read from
+  std::string memory_columns_;  // what a memory row is read from (memory.replica from 1.3)
   nlohmann::json run_json(const char* column) const;
 };
 

@@ -76,6 +76,19 @@ CREATE TABLE logs(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, level TEXT NOT 
 // Added after kSchemaSql rather than inside it, because kSchemaSql is also
 // the list of columns every 1.x file must have (written_columns below).
 constexpr const char* kReplicaColumnSql = "ALTER TABLE events ADD COLUMN replica INTEGER;";
+// 1.3: the same for memory samples, added the same way.
+constexpr const char* kMemoryReplicaColumnSql = "ALTER TABLE memory ADD COLUMN replica INTEGER;";
+
+bool has_column(Connection& c, const char* table, const char* column) {
+  Statement s(c, std::string("SELECT count(*) FROM pragma_table_info('") + table + "') WHERE name = '" + column + "'");
+  bool yes = s.step() && s.int64(0) > 0;
+  s.reset();
+  return yes;
+}
+
+// A table's replica column (1.2 events, 1.3 memory): integers in
+// [0, kMaxReplica], NULL (a row written without it) being replica 0.
+void check_replicas(Connection& c, const std::string& table);
 
 std::uint32_t be32(const unsigned char* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
@@ -94,17 +107,14 @@ bool has_deferred_indexes(Connection& c) {
   return yes;
 }
 
-bool events_have_replica(Connection& c) {
-  Statement s(c, "SELECT count(*) FROM pragma_table_info('events') WHERE name = 'replica'");
-  bool yes = s.step() && s.int64(0) > 0;
-  s.reset();
-  return yes;
-}
+bool events_have_replica(Connection& c) { return has_column(c, "events", "replica"); }
+bool memory_has_replica(Connection& c) { return has_column(c, "memory", "replica"); }
 
 void create_schema(Connection& c) {
   Transaction t(c);
   c.exec(kSchemaSql);
   c.exec(kReplicaColumnSql);
+  c.exec(kMemoryReplicaColumnSql);
   create_search_tables(c);
   Statement m(c, "INSERT INTO meta(key, value) VALUES (?, ?)");
   m.bind(1, std::string_view("format")).bind(2, std::string_view(kFormatName)).run();
@@ -235,22 +245,27 @@ void check_contents(Connection& c) {
     }
   }
   check_rows(c, "events", "start_ns", "end_ns");
-  if (events_have_replica(c)) {
-    // Event::replica is 16 bits; NULL (a row written without it) is replica 0.
-    Statement s(c, "SELECT min(replica), max(replica), sum(replica IS NOT NULL AND typeof(replica) != 'integer') FROM events");
-    if (s.step() && !s.is_null(0)) {
-      std::int64_t lo = s.int64(0), hi = s.int64(1), untyped = s.int64(2);
-      s.reset();
-      if (untyped > 0) refuse(c, "events: " + std::to_string(untyped) + " row(s) with a replica that is not an integer");
-      if (lo < 0 || hi > kMaxReplica)
-        refuse(c, "events.replica spans " + std::to_string(lo) + ".." + std::to_string(hi) + ", outside 0.." +
-                      std::to_string(kMaxReplica));
-    } else {
-      s.reset();
-    }
-  }
+  if (events_have_replica(c)) check_replicas(c, "events");
+  if (memory_has_replica(c)) check_replicas(c, "memory");
   check_rows(c, "memory", "t_ns", nullptr);
 }
+
+namespace {
+void check_replicas(Connection& c, const std::string& table) {
+  // Event::replica and MemorySample::replica are 16 bits.
+  Statement s(c, "SELECT min(replica), max(replica), sum(replica IS NOT NULL AND typeof(replica) != 'integer') FROM " + table);
+  if (s.step() && !s.is_null(0)) {
+    std::int64_t lo = s.int64(0), hi = s.int64(1), untyped = s.int64(2);
+    s.reset();
+    if (untyped > 0) refuse(c, table + ": " + std::to_string(untyped) + " row(s) with a replica that is not an integer");
+    if (lo < 0 || hi > kMaxReplica)
+      refuse(c, table + ".replica spans " + std::to_string(lo) + ".." + std::to_string(hi) + ", outside 0.." +
+                    std::to_string(kMaxReplica));
+  } else {
+    s.reset();
+  }
+}
+}  // namespace
 
 void check_integrity(Connection& c) {
   Statement s(c, "PRAGMA integrity_check(1)");

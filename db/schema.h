@@ -10,7 +10,8 @@ class Connection;
 // only adds tables or nullable columns, so older readers still read it; a
 // new major version changes meaning, and readers refuse it.
 constexpr int kSchemaMajor = 1;
-constexpr int kSchemaMinor = 2;  // 1.1: searches, search_subnets; 1.2: events.replica
+// 1.1: searches, search_subnets; 1.2: events.replica; 1.3: memory.replica
+constexpr int kSchemaMinor = 3;
 constexpr const char* kFormatName = "pipewright-run";
 
 // Creates every table and index of the current version in an empty file.
@@ -19,6 +20,10 @@ void create_schema(Connection& c);
 // Whether the events table has the replica column (1.2): older files hold
 // one pipeline, read as replica 0.
 bool events_have_replica(Connection& c);
+// Whether the memory table has the replica column (1.3): older files' memory
+// samples are read as replica 0's (a 1.2 run with replicas recorded none of
+// theirs apart).
+bool memory_has_replica(Connection& c);
 
 // The events index is built when the run finishes (one sorted build costs
 // far less than updating a B-tree per event while recording). Until then,
@@ -45,7 +50,8 @@ constexpr std::int64_t kMaxAbsTimeNs = std::int64_t(1) << 60;  // ~36 years: dif
 //   version reads is a plain table;
 // - run.stages in [0, kMaxStages];
 // - events and memory samples: stages in [0, kMaxStages), times within
-//   +-kMaxAbsTimeNs, end_ns >= start_ns; replicas (1.2) in [0, kMaxReplica].
+//   +-kMaxAbsTimeNs, end_ns >= start_ns; replicas (events 1.2, memory 1.3)
+//   in [0, kMaxReplica].
 void check_contents(Connection& c);
 // The first part of that, which check_schema runs before it reads meta.
 void check_schema_objects(Connection& c);

@@ -85,6 +85,7 @@ void to_pb(const MemorySample& m, pb::MemorySample* o) {
   o->set_swapped_out(m.swapped_out);
   o->set_prefetched(m.prefetched);
   o->set_budget(m.budget);
+  o->set_replica(m.replica);
 }
 MemorySample from_pb(const pb::MemorySample& m) {
   MemorySample o;
@@ -98,6 +99,8 @@ MemorySample from_pb(const pb::MemorySample& m) {
   o.swapped_out = m.swapped_out();
   o.prefetched = m.prefetched();
   o.budget = m.budget();
+  // As an event's: beyond 16 bits is a damaged message, read as replica 0.
+  o.replica = m.replica() >= 0 && m.replica() <= INT16_MAX ? static_cast<std::int16_t>(m.replica()) : std::int16_t(0);
   return o;
 }
 void to_pb(const ThroughputSample& t, pb::Throughput* o) {

@@ -50,6 +50,8 @@ class RunObserver {
   virtual void on_iteration(std::int64_t iteration, double loss, double samples_per_s, double eta_s) {}
   // Events as the stages write them (streamed while the run goes on).
   virtual void on_events(const std::vector<Event>& events) {}
+  // Each worker's memory samples (stage and replica), one per iteration end.
+  virtual void on_memory(const std::vector<MemorySample>& samples) {}
   // Every stage stopped at the agreed iteration (true), or resumed (false).
   virtual void on_paused(bool paused) {}
   // A checkpoint every stage has written completely (run_dir/checkpoint/N).

@@ -30,6 +30,7 @@
 #include "runtime/failure_kind.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/memory.h"
+#include "runtime/memory_samples.h"
 #include "runtime/host_allocator.h"
 #include "runtime/protocol.h"
 #include "runtime/process_group.h"
@@ -249,6 +250,9 @@ int run_worker(const WorkerEnv& env) {
     }
     EventLog log(run_dir.empty() || !role.records_events() ? "" : run_dir + "/events/" + role.events_file(),
                  role.replica);
+    // What the stage holds at each iteration's end, beside its events (memory_samples.h).
+    MemorySampleLog memory_log(run_dir.empty() || !role.records_events() ? "" : run_dir + "/events/" + role.events_file(),
+                               role.stage, role.replica);
     auto extensions = stage_extensions({job, plan, *schedule, role.stage, store, pg, data, replica_set}, &log);
     EventSink* sink = &log;
     for (auto& e : extensions)
@@ -279,6 +283,7 @@ int run_worker(const WorkerEnv& env) {
         loss = mean_over_replicas(replica_set, placement, loss);
         if (!std::isnan(loss)) report(it, loss);
       });
+      memory_log.sample(stage.memory());  // no iteration boundary: once, at the end
     }
     // Replicas are one model: their weights' hashes compared, the check
     // logged by replica 0 (a mismatch fails the run naming stage and replicas).
@@ -301,6 +306,7 @@ int run_worker(const WorkerEnv& env) {
       if (stage.computes_loss()) loss = mean_over_replicas(replica_set, placement, loss);
       for (auto& e : extensions) e->after_iteration(it, stage);
       if ((replicas > 1 || tensors > 1) && (it + 1) % kReplicaCheckEvery == 0) check_replicas(it);
+      memory_log.sample(stage.memory());
       log.flush();
       if (stage.computes_loss()) report(it, loss);
       bool asked = checkpoint.due_after(it);

@@ -53,7 +53,7 @@ TEST(RunDb, SimulatedRunRoundTrips) {
   EXPECT_EQ(r.run().status, RunStatus::Finished);
   EXPECT_EQ(r.run().name, rec.job.job.name);
   EXPECT_EQ(r.run().stages, rec.job.job.pipeline.stages);
-  EXPECT_EQ(r.run().schema_version, "1.2");
+  EXPECT_EQ(r.run().schema_version, "1.3");
   EXPECT_GE(r.run().ended_unix_ns, r.run().started_unix_ns);
   EXPECT_EQ(r.job(), rec.job.job.raw);
   EXPECT_EQ(r.profile(), profile_to_json(rec.job.profile));
@@ -228,7 +228,7 @@ TEST(RunDb, AllReduceEventWithReplicaRoundTrips) {
     w.finish(RunStatus::Finished);
   }
   db::RunReader r(path);
-  EXPECT_EQ(r.run().schema_version, "1.2");
+  EXPECT_EQ(r.run().schema_version, "1.3");
   EXPECT_EQ(r.replicas(), 4);
   std::vector<Event> all;
   r.for_each_event([&](const Event& e) { all.push_back(e); });
@@ -294,6 +294,81 @@ TEST(RunDb, ReplicaOutOfRangeIsRefusedNamingTheColumn) {
     FAIL() << "opened a file with replica 40000";
   } catch (const db::DbError& e) {
     EXPECT_NE(std::string(e.what()).find("events.replica spans 40000..40000"), std::string::npos) << e.what();
+  }
+}
+
+// Schema 1.3 (issue 39): each memory sample's replica, through the file
+// and both read paths; a 1.2 file (no memory.replica) reads as replica 0;
+// a replica beyond 16 bits is refused naming the column.
+TEST(RunDb, MemorySampleWithReplicaRoundTrips) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  std::vector<MemorySample> samples;
+  for (int r = 0; r < 2; ++r)
+    for (int s = 0; s < 2; ++s) {
+      MemorySample m;
+      m.t_ns = 1000 * (s + 1) + r;
+      m.stage = s;
+      m.replica = static_cast<std::int16_t>(r);
+      m.bytes = 1000000 + 1000 * s + r;  // each (stage, replica) its own figure
+      m.parameters = 400000;
+      m.activations = 600000 + 1000 * s + r;
+      m.budget = 1 << 30;
+      samples.push_back(m);
+    }
+  {
+    db::RunWriter w(path, {"", "dp", "run", 2});
+    for (const auto& m : samples) w.memory(m);
+    w.finish(RunStatus::Finished);
+  }
+  db::RunReader r(path);
+  EXPECT_EQ(r.run().schema_version, "1.3");
+  std::vector<MemorySample> all;
+  r.for_each_memory([&](const MemorySample& m) { all.push_back(m); });
+  ASSERT_EQ(all.size(), samples.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].replica, samples[i].replica) << i;
+    EXPECT_EQ(all[i].stage, samples[i].stage) << i;
+    EXPECT_EQ(all[i].bytes, samples[i].bytes) << i;
+    EXPECT_EQ(all[i].activations, samples[i].activations) << i;
+  }
+  auto one = r.memory(0, 1 << 20, 1, 1);  // stage 1 of replica 1
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].bytes, 1001001);
+  EXPECT_EQ(r.memory(0, 1 << 20, -1, 0).size(), 2u);
+  EXPECT_EQ(r.memory(0, 1 << 20).size(), 4u);
+
+  {
+    // What a 1.2 writer left: no memory.replica, schema_minor 2.
+    db::Connection c(path, db::Connection::Mode::ReadWrite);
+    c.exec("ALTER TABLE memory DROP COLUMN replica; UPDATE meta SET value = '2' WHERE key = 'schema_minor';");
+  }
+  db::RunReader old(path);
+  EXPECT_EQ(old.run().schema_version, "1.2");
+  int n = 0;
+  old.for_each_memory([&](const MemorySample& m) {
+    EXPECT_EQ(m.replica, 0);
+    ++n;
+  });
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(old.memory(0, 1 << 20, -1, 0).size(), 4u);
+  EXPECT_TRUE(old.memory(0, 1 << 20, -1, 1).empty());
+
+  auto bad = d.file("bad.sqlite");
+  {
+    db::RunWriter w(bad, {"", "bad", "run", 1});
+    w.memory(samples[0]);
+    w.finish(RunStatus::Finished);
+  }
+  {
+    db::Connection c(bad, db::Connection::Mode::ReadWrite);
+    c.exec("UPDATE memory SET replica = 40000;");
+  }
+  try {
+    db::RunReader r2(bad);
+    FAIL() << "opened a file with memory.replica 40000";
+  } catch (const db::DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory.replica spans 40000..40000"), std::string::npos) << e.what();
   }
 }
 

@@ -158,6 +158,29 @@ TEST(Telemetry, AllReduceEventCarriesItsReplica) {
   EXPECT_EQ(from_pb(old_sender).replica, 0);
 }
 
+// A memory sample carries its replica (issue 39) through the protocol; a
+// sender before the field reads as replica 0, and a value beyond 16 bits
+// is damage, read as 0 too.
+TEST(Telemetry, MemorySampleCarriesItsReplica) {
+  MemorySample m;
+  m.t_ns = 123;
+  m.stage = 1;
+  m.replica = 2;
+  m.bytes = 5 << 20;
+  m.activations = 3 << 20;
+  pb::MemorySample wire;
+  to_pb(m, &wire);
+  MemorySample back = from_pb(wire);
+  EXPECT_EQ(back.replica, 2);
+  EXPECT_EQ(back.stage, 1);
+  EXPECT_EQ(back.bytes, 5 << 20);
+  EXPECT_EQ(back.activations, 3 << 20);
+  wire.clear_replica();
+  EXPECT_EQ(from_pb(wire).replica, 0);
+  wire.set_replica(1 << 20);
+  EXPECT_EQ(from_pb(wire).replica, 0);
+}
+
 // A subscriber joining mid-run takes a snapshot and then sees every later
 // message: snapshot events + received events == all events, no gap.
 TEST(Telemetry, LateJoinerHasNoGapAfterItsSnapshot) {

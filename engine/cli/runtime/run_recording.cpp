@@ -50,6 +50,12 @@ class RunRecording final : public rt::RunObserver {
     if (next_) next_->on_events(events);
   }
 
+  // The workers' memory samples, each with its stage and replica.
+  void on_memory(const std::vector<MemorySample>& samples) override {
+    for (const auto& m : samples) out_->recorder().memory(m);
+    if (next_) next_->on_memory(samples);
+  }
+
   void on_migration(const std::vector<Migration>& moves, const nlohmann::json& event) override {
     for (const auto& m : moves) out_->recorder().migration(m);
     if (next_) next_->on_migration(moves, event);

@@ -28,6 +28,9 @@ struct MemorySample {
   std::int64_t bytes = 0;  // resident total
   std::int64_t parameters = -1, optimizer = -1, stashed = -1, activations = -1, swapped_out = -1,
                prefetched = -1, budget = -1;
+  // Which data-parallel replica of the pipeline the stage belongs to, as
+  // Event::replica (the simulator's samples are replica 0's).
+  std::int16_t replica = 0;
 };
 
 struct ThroughputSample {
