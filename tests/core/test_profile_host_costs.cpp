@@ -5,7 +5,12 @@
 // the same figures set by hand.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <unistd.h>
+
+#include "core/analysis/suggestions.h"
 #include "core/job/profile_host_costs.h"
+#include "core/model/analytic_profile.h"
 #include "core/model/profile_io.h"
 #include "core/spec/device.h"
 
@@ -122,6 +127,28 @@ TEST(ProfileHostCosts, AMeasuredProfileWithoutThemIsNamedAnAnalyticOneIsNot) {
   p.source = "measured";
   job.cluster.device.action_overhead_us = 5;
   EXPECT_FALSE(missing_host_costs_note(job, p));
+}
+
+// explain's advice leans on the same costs: simulated from a measured
+// profile without host costs it carries the caveat; with them, none.
+TEST(ProfileHostCosts, AdviceFromAProfileWithoutThemCarriesTheCaveat) {
+  const auto dir = std::filesystem::temp_directory_path() / ("pw-host-costs-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  nlohmann::json doc = job_doc();
+  ModelProfile p = analytic_profile(parse_job(doc));
+  p.source = "measured";
+  p.device = "cpu";
+  save_profile_file(p, (dir / "bare.json").string());
+  p.host_costs = ProfileHostCosts{.send_cpu_us = 100, .send_cpu_gbps = 4, .action_overhead_us = {{4, 250}}};
+  save_profile_file(p, (dir / "calibrated.json").string());
+
+  doc["model"]["profile"] = (dir / "bare.json").string();
+  const SuggestionReport bare = simulate_suggestions(doc);
+  ASSERT_EQ(bare.caveats.size(), 1u);
+  EXPECT_NE(bare.caveats[0].find("no host costs"), std::string::npos) << bare.caveats[0];
+  doc["model"]["profile"] = (dir / "calibrated.json").string();
+  EXPECT_TRUE(simulate_suggestions(doc).caveats.empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -79,6 +79,7 @@ ExplainReport explain_report(const std::vector<Event>& events, const ExplainSour
       // A suggestion must gain more than the model was off on this very run.
       r.advice = advise(*sim, r.model_error, opt.max_suggestions);
       for (const auto& n : sim->notes) r.notes.push_back("suggestion not simulated: " + n);
+      for (const auto& c : sim->caveats) r.notes.push_back("advice: " + c);
       // advise() appended its own notes (the withheld, an unknown error) after the simulation's.
       for (std::size_t i = sim->notes.size(); i < r.advice.notes.size(); ++i) r.notes.push_back(r.advice.notes[i]);
     }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/job/job_plan.h"
+#include "core/job/profile_host_costs.h"
 #include "core/plan/planner_registry.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/job_spec.h"
@@ -17,6 +18,7 @@ struct Outcome {
   std::uint64_t peak = 0, budget = 0;
   bool feasible = false;
   Plan plan;
+  std::vector<std::string> caveats;
 };
 
 Outcome simulate_job(const nlohmann::json& doc, const std::vector<std::string>& overrides) {
@@ -30,6 +32,7 @@ Outcome simulate_job(const nlohmann::json& doc, const std::vector<std::string>& 
   o.feasible = r.feasible;
   for (const auto& s : r.stages) o.peak = std::max(o.peak, s.peak_memory_bytes), o.budget = s.memory_budget_bytes;
   o.plan = p.plan;
+  if (auto note = missing_host_costs_note(p.job, p.profile)) o.caveats.push_back(*note);
   return o;
 }
 
@@ -100,6 +103,7 @@ SuggestionReport simulate_suggestions(const nlohmann::json& doc) {
   JobSpec job = parse_job(doc);
   Outcome before = simulate_job(doc, {});
   rep.iteration_ms = before.iteration_ms;
+  rep.caveats = before.caveats;
 
   struct Candidate {
     std::string change, addresses;

@@ -28,6 +28,10 @@ struct SuggestionReport {
   int withheld = 0;
   double model_error = -1;  // what was required of a gain; < 0: unknown
   std::vector<std::string> notes;       // candidates that could not be simulated, and why
+  // What the simulated job's costs lack that the advice leans on (a
+  // measured profile without host costs: smaller microbatches look better
+  // than they are); the report says it beside the advice.
+  std::vector<std::string> caveats;
 };
 
 // Tries more microbatches (smaller ones, same batch), every other planner
