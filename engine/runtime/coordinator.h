@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,10 +27,15 @@ struct RunOptions {
   bool eval = false;            // test accuracy after training (also data.eval)
   double heartbeat_timeout_s = 2.0;
   RunCommands* commands = nullptr;  // pause/resume/stop/checkpoint/rebalance from outside (may be null)
+  // The signal asking the run to end (SIGINT, SIGTERM), 0 while none; asked
+  // at every poll. The command that owns the process's signals answers it
+  // (cli/interrupt.h); the engine installs no handler of its own. Null: never.
+  std::function<int()> interrupted;
 };
 
 struct RunResult {
-  int exit_code = 0;  // 0 ok, 1 a worker failed, 130 interrupted
+  int exit_code = 0;  // 0 ok, 1 a worker failed, 128 + signal interrupted (130 SIGINT, 143 SIGTERM)
+  int interrupted_by = 0;  // the signal that ended the run, 0 if none
   std::string error;  // the first failure, with the stage named
   std::vector<double> losses;  // per iteration (from the first one run)
   double samples_per_s = 0;    // steady state, after the first iteration

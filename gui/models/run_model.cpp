@@ -22,6 +22,7 @@ void RunModel::clear() {
   subnet_edges_.clear();
   lod_.clear();
   event_count_ = memory_count_ = 0;
+  kinds_seen_ = 0;
   begin_ns_ = end_ns_ = 0;
   has_span_ = false;
   finished_ = false;
@@ -104,6 +105,8 @@ bool RunModel::appendOne(const RunBatch& b) {
     for (const auto& e : *events) {
       if (e.stage < 0) continue;
       parts[e.stage][static_cast<int>(row_of(e.kind))].push_back(e);
+      static_assert(kEventKindCount <= 32, "kindsSeen() is a 32-bit mask");
+      kinds_seen_ |= 1u << (static_cast<unsigned>(e.kind) & 31u);
       extend(e.start_ns, std::max(e.start_ns, e.end_ns));
       if (is_busy(e.kind) && e.end_ns > e.start_ns) busy_ns_[e.stage] += e.end_ns - e.start_ns;
       // A microbatch completes with its last backward: full, or W when split.

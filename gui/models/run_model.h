@@ -33,6 +33,8 @@ class RunModel : public QObject {
   const LodIndex& lod() const { return lod_; }
   void waitForLod() const { lod_.waitIdle(); }
   std::size_t eventCount() const { return event_count_; }
+  // Bit k set: the run holds events of EventKind k (the timeline's legend).
+  std::uint32_t kindsSeen() const { return kinds_seen_; }
 
   // Time span covered by anything recorded, [begin, end] in ns.
   std::int64_t beginNs() const { return begin_ns_; }
@@ -100,6 +102,7 @@ class RunModel : public QObject {
   std::vector<SubnetState> subnet_states_;
   std::vector<SubnetEdge> subnet_edges_;
   std::size_t event_count_ = 0, memory_count_ = 0;
+  std::uint32_t kinds_seen_ = 0;
   std::int64_t begin_ns_ = 0, end_ns_ = 0;
   bool has_span_ = false;
   bool finished_ = false;

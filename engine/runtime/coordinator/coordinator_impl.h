@@ -5,7 +5,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,11 +21,9 @@
 #include "runtime/coordinator_extension.h"
 #include "runtime/rendezvous.h"
 #include "runtime/replica_layout.h"
+#include "runtime/worker_processes.h"
 
 namespace pw::rt::coordinator_impl {
-
-// Set by SIGINT/SIGTERM while a run is followed (run.cpp).
-extern volatile std::sig_atomic_t g_interrupted;
 
 inline std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 inline std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
@@ -101,7 +98,7 @@ class Coordinator {
   RunResult result_;
   std::unique_ptr<LocalStoreDir> local_store_;  // before store_: the file outlives the store
   c10::intrusive_ptr<c10d::Store> store_;
-  std::vector<pid_t> pids_;
+  WorkerProcesses workers_;  // our own workers (none when attached)
   std::vector<std::unique_ptr<CoordinatorExtension>> extensions_;
   int world_ = 1;     // worker processes: stages x replicas
   int replicas_ = 1;  // parallel.data

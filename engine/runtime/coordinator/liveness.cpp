@@ -2,7 +2,6 @@
 // result, a stage whose heartbeat stopped, or one that reported an error.
 #include "runtime/coordinator/coordinator_impl.h"
 
-#include "runtime/child_process.h"
 #include "runtime/iteration_agreement.h"
 #include "runtime/protocol.h"
 
@@ -10,21 +9,14 @@ namespace pw::rt::coordinator_impl {
 
 // A worker process that ended: fine only after it reported a result.
 bool Coordinator::a_worker_exited() {
-  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
-    if (pids_[r] <= 0) continue;
-    auto x = poll_child(pids_[r]);
-    if (x && !x->lost) {
-      pids_[r] = 0;
-      if (!x->ok() || !store_->check({keys::result(r)})) {
-        StageFailure failure = worker_failure(r);
-        const std::string& err = failure.message;
-        const std::string how = x->how();
-        auto [cause, cause_err] = root_cause(r, failure);
-        if (cause != r) fail(1, worker_name(cause) + ": " + cause_err);
-        else fail(1, worker_name(r) + " worker " + how + (err.empty() ? "" : ": " + err));
-        return true;
-      }
-    }
+  for (const auto& [r, x] : workers_.reap_ended()) {
+    if (x.lost || (x.ok() && store_->check({keys::result(r)}))) continue;
+    StageFailure failure = worker_failure(r);
+    const std::string& err = failure.message;
+    auto [cause, cause_err] = root_cause(r, failure);
+    if (cause != r) fail(1, worker_name(cause) + ": " + cause_err);
+    else fail(1, worker_name(r) + " worker " + x.how() + (err.empty() ? "" : ": " + err));
+    return true;
   }
   return false;
 }

@@ -4,6 +4,7 @@
 #include "runtime/coordinator/coordinator_impl.h"
 
 #include <cmath>
+#include <csignal>
 #include <thread>
 
 #include "runtime/protocol.h"
@@ -15,7 +16,11 @@ void Coordinator::follow(const JobSpec& job) {
   LossProgress progress{start_it_};
   std::int64_t polls = 0;
   while (true) {
-    if (g_interrupted) return fail(130, "interrupted");
+    if (opt_.interrupted)
+      if (int sig = opt_.interrupted()) {
+        result_.interrupted_by = sig;
+        return fail(128 + sig, std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"));
+      }
     if (a_worker_exited() || a_stage_failed(hb)) return;
     // Results first: a worker reports its last loss before its result, so
     // once every result is in, so is every loss read below.

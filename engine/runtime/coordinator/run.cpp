@@ -4,7 +4,6 @@
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <signal.h>
 #include <unistd.h>
 #include <filesystem>
 #include <thread>
@@ -18,11 +17,6 @@
 #include "runtime/transport_agreement.h"
 
 namespace pw::rt::coordinator_impl {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-namespace {
-void on_signal(int) { g_interrupted = 1; }
-}  // namespace
 
 RunResult Coordinator::run() {
   // Our own workers share this host: a backend it cannot run (nccl without
@@ -120,16 +114,10 @@ RunResult Coordinator::run() {
   for (auto& e : extensions_) e->on_start(start_it_);
   if (obs_) obs_->on_start(prepared, static_cast<int>(start_it_));
 
-  struct sigaction sa {}, old_int{}, old_term{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  g_interrupted = 0;
-
   if (!opt_.attach) {
     std::string bin = opt_.worker_binary.empty() ? default_worker_binary() : opt_.worker_binary;
     if (access(bin.c_str(), X_OK) != 0) throw std::runtime_error("worker executable not found: " + bin);
-    for (int r = 0; r < world_; ++r) pids_.push_back(spawn_worker(bin, local_store_->file(), r, world_));
+    for (int r = 0; r < world_; ++r) workers_.add(spawn_worker(bin, local_store_->file(), r, world_));
   }
   try {
     follow(job);
@@ -140,8 +128,6 @@ RunResult Coordinator::run() {
   }
   shutdown();
   after_workers();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (result_.exit_code == 0) collect(job);
   if (obs_) obs_->on_finish(result_);
   return result_;

@@ -2,10 +2,6 @@
 // (asked, then killed after a grace period).
 #include "runtime/coordinator/coordinator_impl.h"
 
-#include <signal.h>
-
-#include <algorithm>
-
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"
 
@@ -24,18 +20,12 @@ void Coordinator::shutdown() {
       store_->set(keys::kAbort, to_bytes("1"));
     } catch (...) {
     }
-    for (pid_t p : pids_)
-      if (p > 0) kill(p, SIGTERM);
+    workers_.abort(1.0);
   }
   // One grace period for all of them, then SIGKILL.
-  const double deadline = now_s() + (result_.exit_code != 0 ? 1.0 : 30.0);
-  for (pid_t& p : pids_) {
-    if (p <= 0) continue;
-    ChildExit x = stop_child(p, std::max(0.0, deadline - now_s()));
-    if (!x.lost && !x.forced && !x.ok() && result_.exit_code == 0)
-      fail(1, "a worker exited with an error after reporting");
-    p = 0;
-  }
+  workers_.stop_all(result_.exit_code != 0 ? 1.0 : 30.0, [&](int, const ChildExit& x) {
+    if (!x.lost && !x.forced && !x.ok() && result_.exit_code == 0) fail(1, "a worker exited with an error after reporting");
+  });
 }
 
 }  // namespace pw::rt::coordinator_impl
