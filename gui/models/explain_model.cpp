@@ -42,22 +42,20 @@ std::shared_ptr<const PredictedTimeline> predict_events(const std::vector<Event>
   return std::make_shared<const PredictedTimeline>(predict_timeline(events, a, in, it));
 }
 
-ExplainSuggestions suggestions_for_job(const nlohmann::json& job) {
-  ExplainSuggestions out;
+ExplainJob simulate_job_suggestions(const nlohmann::json& job) {
+  ExplainJob out;
   if (!job.is_object()) {
     out.none_reason = QObject::tr("the run recorded no job");
     return out;
   }
+  out.doc = job;
   try {
     JobSpec spec = parse_job(job);
     out.steps_per_iteration = optimizer_steps_per_iteration(spec.pipeline.schedule, spec.pipeline.microbatches);
-    out.report = suggest_changes(job);
+    out.simulated = std::make_shared<const SuggestionReport>(simulate_suggestions(job));
   } catch (const std::exception& e) {
     out.none_reason = QObject::tr("the run's job cannot be simulated: %1").arg(QString::fromStdString(e.what()));
-    return out;
   }
-  if (out.report.suggestions.empty())
-    out.none_reason = QObject::tr("no simulated change shortens the iteration");
   return out;
 }
 
@@ -68,8 +66,8 @@ void apply_suggestion(JobModel& job, const Suggestion& s) {
 }
 
 ExplainModel::ExplainModel(QObject* parent) : QObject(parent) {
-  connect(&compute_, &QFutureWatcher<ExplainResult>::finished, this, &ExplainModel::onComputed);
-  connect(&suggest_, &QFutureWatcher<ExplainSuggestions>::finished, this, &ExplainModel::onSuggestions);
+  connect(&compute_, &QFutureWatcher<ComputedResult>::finished, this, &ExplainModel::onComputed);
+  connect(&suggest_, &QFutureWatcher<ExplainJob>::finished, this, &ExplainModel::onJobLoaded);
   connect(&prediction_load_, &QFutureWatcher<PredictionSource>::finished, this, &ExplainModel::onPredictionLoaded);
   throttle_.setSingleShot(true);
   connect(&throttle_, &QTimer::timeout, this, &ExplainModel::schedule);
@@ -129,7 +127,20 @@ void ExplainModel::startCompute() {
   since_start_.start();
   compute_pending_ = true;
   std::shared_ptr<const PredictionInputs> predict = show_predicted_ ? prediction_.inputs : nullptr;
-  compute_.setFuture(QtConcurrent::run([ev = std::move(events), steps, it, predict]() mutable {
+  // The report (explain's) is computed from the same snapshot, with the
+  // job's candidates once they are simulated: the advice needs the model's
+  // error on these very events.
+  ExplainSources sources;
+  sources.job = job_.doc;
+  sources.simulated = job_.simulated;
+  sources.prediction = prediction_.inputs;
+  sources.prediction_none = prediction_.none_reason.toStdString();
+  ExplainReportOptions report_opt;
+  if (it >= 0) report_opt.iteration = it;
+  report_opt.suggestions = job_ready_ && job_.simulated;
+  const quint64 generation = job_ready_ ? job_generation_ : ~quint64{0};
+  compute_.setFuture(QtConcurrent::run([ev = std::move(events), steps, it, predict, sources = std::move(sources),
+                                        report_opt, generation]() mutable {
     std::shared_ptr<const PredictedTimeline> predicted;
     QString error;
     if (predict) {
@@ -139,10 +150,19 @@ void ExplainModel::startCompute() {
         error = QString::fromStdString(e.what());
       }
     }
+    std::shared_ptr<const ExplainReport> report;
+    try {
+      report = std::make_shared<const ExplainReport>(explain_report(ev, sources, report_opt));
+    } catch (const std::exception& e) {
+      auto failed = std::make_shared<ExplainReport>();
+      failed->notes.push_back(std::string("the run's recorded documents cannot be read: ") + e.what());
+      report = std::move(failed);
+    }
     ExplainResult r = explain_events(std::move(ev), steps, it);
     r.predicted = std::move(predicted);
     r.predicted_error = error;
-    return r;
+    r.report = std::move(report);
+    return std::make_pair(std::move(r), generation);
   }));
 }
 
@@ -150,12 +170,19 @@ void ExplainModel::onComputed() {
   // A late signal of a computation waitIdle already took, or of one since replaced.
   if (!compute_pending_ || !compute_.isFinished()) return;
   compute_pending_ = false;
-  result_ = compute_.future().result();
+  auto [result, generation] = compute_.future().result();
+  result_ = std::move(result);
+  result_job_generation_ = generation;
+  takeAdvice();
   emit updated();
+  emit suggestionsUpdated();
   if (dirty_) schedule();
 }
 
 void ExplainModel::setJobLoader(std::function<nlohmann::json()> load, const QString& none_reason) {
+  job_ = {};
+  job_ready_ = false;
+  ++job_generation_;
   suggestions_ = {};
   suggestions_ready_ = false;
   emit suggestionsUpdated();
@@ -165,31 +192,59 @@ void ExplainModel::setJobLoader(std::function<nlohmann::json()> load, const QStr
     try {
       job = load ? load() : nlohmann::json();
     } catch (const std::exception& e) {
-      ExplainSuggestions s;
+      ExplainJob s;
       s.none_reason = QObject::tr("the run's job could not be read: %1").arg(QString::fromStdString(e.what()));
       return s;
     }
     if (job.is_null()) {
-      ExplainSuggestions s;
+      ExplainJob s;
       s.none_reason = none_reason;
       return s;
     }
-    return suggestions_for_job(job);
+    return simulate_job_suggestions(job);
   }));
 }
 
 void ExplainModel::clearJob(const QString& none_reason) { setJobLoader(nullptr, none_reason); }
 
-void ExplainModel::onSuggestions() {
+void ExplainModel::onJobLoaded() {
   if (!suggest_pending_ || !suggest_.isFinished()) return;
   suggest_pending_ = false;
-  suggestions_ = suggest_.future().result();
-  suggestions_ready_ = true;
+  job_ = suggest_.future().result();
+  job_ready_ = true;
+  steps_per_iteration_ = job_.steps_per_iteration;
+  takeAdvice();
   emit suggestionsUpdated();
-  if (suggestions_.steps_per_iteration != steps_per_iteration_) {
-    steps_per_iteration_ = suggestions_.steps_per_iteration;
-    recompute();
+  recompute();  // the report again, now with the job's suggestions
+}
+
+void ExplainModel::takeAdvice() {
+  suggestions_ = {};
+  suggestions_ready_ = false;
+  if (!job_ready_) return;
+  if (!job_.none_reason.isEmpty()) {
+    // Nothing to simulate: no report will bring advice.
+    suggestions_.none_reason = job_.none_reason;
+    suggestions_ready_ = true;
+    return;
   }
+  if (!result_.report || result_job_generation_ != job_generation_) return;  // the report with this job is coming
+  const ExplainReport& x = *result_.report;
+  suggestions_ready_ = true;
+  if (!x.explained) {
+    suggestions_.none_reason = x.notes.empty() ? tr("the run has no complete iteration yet")
+                                               : QString::fromStdString(x.notes.back());
+    return;
+  }
+  suggestions_.report = x.advice;
+  suggestions_.model_error = x.model_error;
+  for (const auto& n : x.notes)
+    if (n.rfind("predicted vs measured:", 0) != 0) suggestions_.notes.push_back(n);
+  if (x.advice.suggestions.empty())
+    suggestions_.none_reason = x.model_error >= 0
+                                   ? tr("none whose simulated gain exceeds the model's error on this run (%1%)")
+                                         .arg(100 * x.model_error, 0, 'f', 1)
+                                   : tr("no simulated change shortens the iteration");
 }
 
 void ExplainModel::setPredictionLoader(std::function<PredictionSource()> load) {
@@ -216,7 +271,7 @@ void ExplainModel::onPredictionLoaded() {
   prediction_ = prediction_load_.future().result();
   prediction_ready_ = true;
   emit predictionAvailabilityChanged();
-  if (show_predicted_ || result_.predicted) recompute();
+  recompute();  // the report's prediction (the model's error) and, when shown, the timeline's
 }
 
 void ExplainModel::setShowPredicted(bool on) {
@@ -241,7 +296,7 @@ void ExplainModel::waitIdle() {
     }
     if (suggest_pending_) {
       suggest_.waitForFinished();
-      onSuggestions();
+      onJobLoaded();
       continue;
     }
     if (compute_pending_) {

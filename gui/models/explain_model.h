@@ -8,9 +8,11 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/analysis/explain_report.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/analysis/predicted_timeline.h"
 #include "core/analysis/suggestions.h"
@@ -37,6 +39,11 @@ struct ExplainResult {
   // its divergence is that of `iteration` (-1: the last complete one).
   std::shared_ptr<const PredictedTimeline> predicted;
   QString predicted_error;  // non-empty: the prediction failed, and why
+  // Core's explain report of the same events (core/analysis/explain_report.h),
+  // `pipewright explain`'s: the model's error on the run and the advice
+  // that holds despite it. Null until computed; computed with suggestions
+  // once the run's job is loaded.
+  std::shared_ptr<const ExplainReport> report;
 };
 
 // The predicted timeline of `events` (core/analysis/predicted_timeline):
@@ -57,14 +64,24 @@ struct PredictionSource {
 // model runs it on a worker.
 ExplainResult explain_events(std::vector<Event> events, int steps_per_iteration, int iteration = -1);
 
-// Suggestions for a job document (core/analysis/suggestions), or the
-// reason there are none.
-struct ExplainSuggestions {
-  SuggestionReport report;
-  QString none_reason;  // non-empty: no suggestions could be made, and why
+// A run's job and its suggestions' candidates simulated once (core's
+// simulate_suggestions, on a worker), or the reason there are none.
+struct ExplainJob {
+  nlohmann::json doc;
+  std::shared_ptr<const SuggestionReport> simulated;
+  QString none_reason;  // non-empty: no suggestions can be made, and why
   int steps_per_iteration = 1;
 };
-ExplainSuggestions suggestions_for_job(const nlohmann::json& job);
+ExplainJob simulate_job_suggestions(const nlohmann::json& job);
+
+// The advice the dock shows: the report's (core's advice rule, exactly what
+// `pipewright explain` offers for the run), or the reason there is none.
+struct ExplainSuggestions {
+  SuggestionReport report;
+  QString none_reason;  // non-empty: no suggestions are offered, and why
+  std::vector<std::string> notes;  // the report's notes on the advice (withheld, unchecked, not simulated)
+  double model_error = -1;         // what a gain had to exceed; < 0: unknown
+};
 
 // Applies a suggestion's --set assignments to the designer's job as one
 // change (core's apply_override, as `pipewright simulate --set` does).
@@ -108,6 +125,7 @@ class ExplainModel : public QObject {
   bool showPredicted() const { return show_predicted_; }
 
   const ExplainResult& result() const { return result_; }
+  // The report's advice; ready once the job is loaded and a report was computed with it.
   const ExplainSuggestions& suggestions() const { return suggestions_; }
   bool suggestionsReady() const { return suggestions_ready_; }
 
@@ -127,10 +145,13 @@ class ExplainModel : public QObject {
   void schedule();
   void startCompute();
   void onComputed();
-  void onSuggestions();
+  void onJobLoaded();
+  void takeAdvice();  // suggestions_ from result_'s report
   void onPredictionLoaded();
   void recompute();  // the run's result is stale: compute again
 
+  // A result and the job generation its report was given (~0: none).
+  using ComputedResult = std::pair<ExplainResult, quint64>;
   const RunModel* run_ = nullptr;
   int iteration_ = -1;
   int steps_per_iteration_ = 1;
@@ -140,10 +161,14 @@ class ExplainModel : public QObject {
   QElapsedTimer since_start_;
   bool compute_pending_ = false, suggest_pending_ = false;  // a result not yet taken
   ExplainResult result_;
-  QFutureWatcher<ExplainResult> compute_;
+  QFutureWatcher<ComputedResult> compute_;
+  ExplainJob job_;
+  bool job_ready_ = false;
+  quint64 job_generation_ = 0;  // which job the running computation was given
+  quint64 result_job_generation_ = ~quint64{0};
   ExplainSuggestions suggestions_;
   bool suggestions_ready_ = false;
-  QFutureWatcher<ExplainSuggestions> suggest_;
+  QFutureWatcher<ExplainJob> suggest_;
   PredictionSource prediction_;
   bool prediction_ready_ = false, prediction_pending_ = false, show_predicted_ = false;
   QFutureWatcher<PredictionSource> prediction_load_;

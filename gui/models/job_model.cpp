@@ -123,8 +123,8 @@ nlohmann::json JobModel::toJson(const QVariant& v) {
     case QMetaType::Bool: return v.toBool();
     case QMetaType::Int:
     case QMetaType::LongLong:
-    case QMetaType::UInt:
-    case QMetaType::ULongLong: return v.toLongLong();
+    case QMetaType::UInt: return v.toLongLong();
+    case QMetaType::ULongLong: return v.toULongLong();  // a 64-bit seed: above LLONG_MAX too
     case QMetaType::Double:
     case QMetaType::Float: return v.toDouble();
     case QMetaType::QString: return v.toString().toStdString();
@@ -139,6 +139,7 @@ nlohmann::json JobModel::toJson(const QVariant& v) {
 
 QVariant JobModel::fromJson(const nlohmann::json& j) {
   if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_unsigned()) return QVariant::fromValue<qulonglong>(j.get<unsigned long long>());
   if (j.is_number_integer()) return QVariant::fromValue<qlonglong>(j.get<long long>());
   if (j.is_number()) return j.get<double>();
   if (j.is_string()) return QString::fromStdString(j.get<std::string>());

@@ -1,6 +1,7 @@
 #include "gui/widgets/designer_search_space.h"
 
 #include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -14,7 +15,10 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <cmath>
+#include <limits>
 
+#include "core/nas/search_space_fields.h"
 #include "gui/models/nas_core.h"
 #include "gui/models/search_space_layers_model.h"
 #include "gui/widgets/json_key_editor.h"
@@ -54,8 +58,20 @@ class OpDelegate : public ErrorCellDelegate {
   }
 };
 
-// A spin box whose minimum reads "default": the key left out.
-QDoubleSpinBox* costs(double hi = 1e6) { return form::dspin(-0.001, hi, 3, QObject::tr("default")); }
+// Editors for the rows of core's bounds table (core/nas/search_space_fields.h):
+// the form offers what the parser accepts. Their minimum reads "default":
+// the key left out.
+QSpinBox* ranged_spin(const char* key) {
+  const nas::SpaceField& r = nas::search_space_field(key);
+  return form::spin(static_cast<int>(r.min), static_cast<int>(std::min<double>(r.max, std::numeric_limits<int>::max())),
+                    QObject::tr("default"));
+}
+QDoubleSpinBox* ranged_dspin(const char* key, int decimals, nas::SpaceScope scope = nas::SpaceScope::Space) {
+  const nas::SpaceField& r = nas::search_space_field(key, scope);
+  // One step below the minimum is "default": the spin box's special value.
+  return form::dspin(r.min - std::pow(10.0, -decimals), r.max, decimals, QObject::tr("default"));
+}
+QDoubleSpinBox* costs(const char* key) { return ranged_dspin(key, 3, nas::SpaceScope::Candidate); }
 
 }  // namespace
 
@@ -95,19 +111,19 @@ SearchSpaceEditor::SearchSpaceEditor(JobModel* job, QWidget* parent)
   connect(kind_, qOverload<int>(&QComboBox::activated), this, &SearchSpaceEditor::onKindPicked);
 
   const QStringList cnn{QStringLiteral("fmnist-cnn")}, uni{QStringLiteral("uniform")};
-  addField(grid, "replication", tr("Replication"), form::spin(1, 64, tr("default")), {"evolved-transformer"},
+  addField(grid, "replication", tr("Replication"), ranged_spin("replication"), {"evolved-transformer"},
            tr("copies of every op with their own weights: 1-4 give 24/48/72/96 choices per encoder layer"));
-  addField(grid, "choice_layers", tr("Choice layers"), form::spin(1, 4096, tr("default")), cnn + uni);
+  addField(grid, "choice_layers", tr("Choice layers"), ranged_spin("choice_layers"), cnn + uni);
   addField(grid, "kernels", tr("Kernels"), new QLineEdit, cnn, tr("odd conv kernel sizes, comma-separated, e.g. 3, 5, 7"), true);
   addField(grid, "widths", tr("Widths"), new QLineEdit, cnn, tr("inner widths of the conv candidates, comma-separated"), true);
   auto* skip = new QCheckBox(tr("identity candidate"));
   skip->setTristate(true);
   addField(grid, "skip", tr("Skip"), skip, cnn, tr("partially checked: not set (the parser's default)"));
-  addField(grid, "choices", tr("Choices"), form::spin(1, 4096, tr("default")), uni, tr("identical candidates per layer"));
-  addField(grid, "fwd_ms", tr("Forward ms"), costs(), uni);
-  addField(grid, "bwd_ms", tr("Backward ms"), costs(), uni);
-  addField(grid, "param_mb", tr("Parameters MB"), costs(1e7), uni);
-  addField(grid, "optimizer_ms", tr("Optimizer ms"), costs(), uni);
+  addField(grid, "choices", tr("Choices"), ranged_spin("choices"), uni, tr("identical candidates per layer"));
+  addField(grid, "fwd_ms", tr("Forward ms"), costs("fwd_ms"), uni);
+  addField(grid, "bwd_ms", tr("Backward ms"), costs("bwd_ms"), uni);
+  addField(grid, "param_mb", tr("Parameters MB"), costs("param_mb"), uni);
+  addField(grid, "optimizer_ms", tr("Optimizer ms"), costs("optimizer_ms"), uni);
 
   // Custom layers: the table, with its buttons and errors under it.
   auto* lb = new QVBoxLayout(layers_box_);
@@ -155,11 +171,11 @@ SearchSpaceEditor::SearchSpaceEditor(JobModel* job, QWidget* parent)
   grid->addWidget(layers_box_, grid->rowCount(), 0, 1, 2);
   connect(layers_, &SearchSpaceLayersModel::edited, this, &SearchSpaceEditor::writeLayers);
 
-  addField(grid, "window", tr("Window"), form::spin(1, 1 << 20, tr("default")), {},
+  addField(grid, "window", tr("Window"), ranged_spin("window"), {},
            tr("CSP lookahead: subnets admitted past the oldest unfinished one (1 = sequential)"));
   addField(grid, "partition", tr("Partition"), form::combo(form::qlist(names.partitions)), {},
            tr("csp: boundaries refined by simulated CSP throughput"));
-  addField(grid, "device_budget_gb", tr("Device budget GiB"), form::dspin(-0.01, 1e5, 2, tr("default")), {},
+  addField(grid, "device_budget_gb", tr("Device budget GiB"), ranged_dspin("device_budget_gb", 2), {},
            tr("per-stage device memory for candidates; default half the device"));
   addField(grid, "sampler", tr("Sampler"), form::combo(form::qlist(names.samplers)), {});
   addField(grid, "subnet_file", tr("Subnet file"), new QLineEdit, {}, tr("sampler list: one subnet per line"));

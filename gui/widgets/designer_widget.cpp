@@ -264,7 +264,7 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "training.microbatch_size", tr("Microbatch size"), ranged_spin("training.microbatch_size", tr("auto")), {},
            tr("auto: the planner chooses the size with the plan (batch size stays yours)"));
   addField(f, "training.iterations", tr("Iterations"), ranged_spin("training.iterations"));
-  addField(f, "training.seed", tr("Seed"), spin(0, 1 << 30));
+  addField(f, "training.seed", tr("Seed"), form::uint64_edit(), {}, tr("any 64-bit unsigned integer"));
 
   f = group(tr("Cluster"));
   QStringList presets = qlist(device_preset_names());

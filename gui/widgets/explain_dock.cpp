@@ -13,6 +13,7 @@
 
 #include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
+#include "gui/widgets/stage_labels.h"
 #include "gui/widgets/theme.h"
 
 namespace pw::gui {
@@ -46,15 +47,24 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
       plot_(new QCustomPlot(this)),
       summary_(new QLabel(this)),
       suggestions_(new QTreeWidget(this)),
+      notes_(new QLabel(this)),
       show_predicted_(new QAction(tr("Show predicted"), this)) {
   setObjectName(QStringLiteral("explainDock"));
   plot_->setObjectName(QStringLiteral("explainPlot"));
   suggestions_->setObjectName(QStringLiteral("explainSuggestions"));
   summary_->setObjectName(QStringLiteral("explainSummary"));
   summary_->setWordWrap(true);
+  notes_->setObjectName(QStringLiteral("explainNotes"));
+  notes_->setWordWrap(true);
+  notes_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* advice = new QWidget(this);
+  auto* advice_lay = new QVBoxLayout(advice);
+  advice_lay->setContentsMargins(0, 0, 0, 0);
+  advice_lay->addWidget(suggestions_, 1);
+  advice_lay->addWidget(notes_);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(plot_);
-  split->addWidget(suggestions_);
+  split->addWidget(advice);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
   show_predicted_->setObjectName(QStringLiteral("showPredicted"));
@@ -96,6 +106,7 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
     bars_[static_cast<std::size_t>(i)] = b;
   }
   style_plot(plot_);
+  stage_labels_ = new StageLabels(plot_->xAxis);
 
   connect(plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* p, int index, QMouseEvent*) {
     for (int i = 0; i < kIdleCauseCount; ++i)
@@ -127,8 +138,6 @@ ExplainDock::ExplainDock(ExplainModel* model, JobModel* job, QWidget* parent)
   suggestions_->header()->setStretchLastSection(false);
 
   connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshBars);
-  // The advice rule needs the model's error on the run: the prediction comes with the result.
-  connect(model_, &ExplainModel::updated, this, &ExplainDock::refreshSuggestions);
   connect(model_, &ExplainModel::suggestionsUpdated, this, &ExplainDock::refreshSuggestions);
   connect(model_, &ExplainModel::predictionAvailabilityChanged, this, &ExplainDock::refreshPredictedAction);
   connect(show_predicted_, &QAction::toggled, model_, &ExplainModel::setShowPredicted);
@@ -141,12 +150,10 @@ void ExplainDock::refreshBars() {
   const ExplainResult& r = model_->result();
   QVector<double> keys;
   std::array<QVector<double>, kIdleCauseCount + 1> values;
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   double ymax = 1e-3;
   std::int64_t wall = 0, idle = 0;
   for (const auto& s : r.stages) {
     keys.push_back(s.stage);
-    ticker->addTick(s.stage, tr("stage %1").arg(s.stage));
     values[kComputeSeries].push_back(static_cast<double>(s.compute_ns) / 1e6);
     for (int c = 0; c < kIdleCauseCount; ++c) {
       values[static_cast<std::size_t>(c)].push_back(static_cast<double>(s.cause_ns[static_cast<std::size_t>(c)]) / 1e6);
@@ -156,8 +163,8 @@ void ExplainDock::refreshBars() {
     ymax = std::max(ymax, static_cast<double>(s.wall_ns) / 1e6);
   }
   for (int i = 0; i <= kIdleCauseCount; ++i) bars_[static_cast<std::size_t>(i)]->setData(keys, values[static_cast<std::size_t>(i)], true);
-  plot_->xAxis->setTicker(ticker);
   plot_->xAxis->setRange(-0.6, std::max<double>(1, static_cast<double>(r.stages.size())) - 0.4);
+  stage_labels_->setCount(static_cast<int>(r.stages.size()));
   plot_->yAxis->setRange(0, ymax * 1.05);
   if (r.stages.empty()) {
     summary_->setText(tr("No run to explain."));
@@ -207,29 +214,21 @@ void ExplainDock::refreshSuggestions() {
   if (!model_->suggestionsReady()) {
     auto* it = new QTreeWidgetItem(suggestions_, {tr("Simulating changes to the run's job...")});
     it->setDisabled(true);
+    showNotes({});
     return;
   }
   if (s.report.suggestions.empty()) {
     auto* it = new QTreeWidgetItem(suggestions_, {tr("No suggestions: %1").arg(s.none_reason)});
     it->setDisabled(true);
+    showNotes(s);
     return;
   }
-  // explain's rule (core withhold_within_error): with the run's prediction
-  // at hand, a suggestion whose gain is within the model's error on this
-  // run is shown withheld, without Apply.
-  const auto& predicted = model_->result().predicted;
-  const double error = predicted ? model_error_on_run(*predicted) : -1.0;
+  // The report's advice as `pipewright explain` prints it: core applied the
+  // rule (a gain must exceed the model's error on this run), so every row
+  // here is one the CLI offers, in its order; the withheld are in the notes.
+  const double error = s.model_error;
   for (int i = 0; i < static_cast<int>(s.report.suggestions.size()); ++i) {
     const Suggestion& g = s.report.suggestions[static_cast<std::size_t>(i)];
-    const double gain = 1.0 - g.iteration_ms_after / g.iteration_ms_before;
-    if (error >= 0 && gain <= error) {
-      auto* it = new QTreeWidgetItem(suggestions_, {QString::fromStdString(g.change),
-                                                    tr("withheld: %1% gain is within the model's %2% error on this run")
-                                                        .arg(100 * gain, 0, 'f', 1)
-                                                        .arg(100 * error, 0, 'f', 1)});
-      it->setDisabled(true);
-      continue;
-    }
     auto* it = new QTreeWidgetItem(suggestions_);
     it->setText(0, QString::fromStdString(g.change));
     it->setText(1, tr("%1 -> %2 ms (%3%)")
@@ -245,11 +244,21 @@ void ExplainDock::refreshSuggestions() {
     apply->setToolTip(tr("Set %1 in the designer's job").arg(sets.join(QStringLiteral(", "))));
     apply->setEnabled(job_ != nullptr);
     if (error < 0)
-      apply->setToolTip(apply->toolTip() + tr("\n(unchecked against the run: turn on Show predicted to compare the "
-                                              "model with it first)"));
+      apply->setToolTip(apply->toolTip() + tr("\n(unchecked against the run: it recorded no plan and profile to "
+                                              "compare the model with)"));
     connect(apply, &QPushButton::clicked, this, [this, i] { applySuggestion(i); });
     suggestions_->setItemWidget(it, 2, apply);
   }
+  showNotes(s);
+}
+
+void ExplainDock::showNotes(const ExplainSuggestions& s) {
+  QStringList lines;
+  if (s.model_error >= 0)
+    lines << tr("Offered when the simulated gain exceeds the model's error on this run, %1%.").arg(100 * s.model_error, 0, 'f', 1);
+  for (const auto& n : s.notes) lines << tr("note: %1").arg(QString::fromStdString(n));
+  notes_->setText(lines.join('\n'));
+  notes_->setVisible(!lines.isEmpty());
 }
 
 void ExplainDock::refreshPredictedAction() {

@@ -14,6 +14,8 @@ class QTreeWidget;
 namespace pw::gui {
 
 class ExplainModel;
+struct ExplainSuggestions;
+class StageLabels;
 class JobModel;
 
 // One colour per idle cause, in the dock's bars and the timeline's highlight.
@@ -31,9 +33,13 @@ class ExplainDock : public QWidget {
 
   QCustomPlot* plot() const { return plot_; }
   QTreeWidget* suggestionsView() const { return suggestions_; }
+  // The report's notes on the advice (withheld suggestions, an unknown error).
+  QLabel* notesLabel() const { return notes_; }
   ExplainModel* model() const { return model_; }
   // The bars of a cause (index kIdleCauseCount: compute).
   QCPBars* bars(int series) const { return bars_[static_cast<std::size_t>(series)]; }
+  // The bars' stage labels (laid out not to overlap at any stage count).
+  const StageLabels* stageLabels() const { return stage_labels_; }
 
   // What clicking does, callable from tests: stage -1 = every stage.
   void selectCause(IdleCause cause, int stage);
@@ -54,12 +60,15 @@ class ExplainDock : public QWidget {
   void refreshBars();
   void refreshSuggestions();
   void refreshPredictedAction();
+  void showNotes(const ExplainSuggestions& s);
 
   ExplainModel* model_;
   JobModel* job_;
   QCustomPlot* plot_;
   QLabel* summary_;
   QTreeWidget* suggestions_;
+  QLabel* notes_;
+  StageLabels* stage_labels_ = nullptr;
   QAction* show_predicted_;
   std::array<QCPBars*, kIdleCauseCount + 1> bars_{};
   int selected_cause_ = -1, selected_stage_ = -1;

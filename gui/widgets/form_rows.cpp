@@ -7,11 +7,15 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpressionValidator>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
 namespace pw::gui::form {
+namespace {
+constexpr const char* kUint64Property = "pwUint64";
+}
 
 QSpinBox* spin(int lo, int hi, const QString& unset) {
   auto* s = new QSpinBox;
@@ -28,6 +32,13 @@ QDoubleSpinBox* dspin(double lo, double hi, int decimals, const QString& unset) 
   if (!unset.isEmpty()) s->setSpecialValueText(unset);
   s->setKeyboardTracking(false);
   return s;
+}
+
+QLineEdit* uint64_edit() {
+  auto* l = new QLineEdit;
+  l->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{0,20}")), l));
+  l->setProperty(kUint64Property, true);
+  return l;
 }
 
 QComboBox* combo(const QStringList& items) {
@@ -103,6 +114,11 @@ QVariant value(const QWidget* editor, bool list) {
   if (auto* l = qobject_cast<const QLineEdit*>(editor)) {
     QString t = l->text().trimmed();
     if (t.isEmpty()) return {};
+    if (l->property(kUint64Property).toBool()) {
+      bool ok = false;
+      const qulonglong n = t.toULongLong(&ok);
+      return ok ? QVariant(n) : QVariant(t);  // past 2^64: the parser's message says why
+    }
     if (!list) return t;
     QVariantList out;
     for (const auto& part : t.split(',', Qt::SkipEmptyParts)) {

@@ -10,6 +10,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QGridLayout;
 class QLabel;
+class QLineEdit;
 class QObject;
 class QSpinBox;
 class QWidget;
@@ -23,6 +24,9 @@ namespace pw::gui::form {
 // left out, so the parser's default applies).
 QSpinBox* spin(int lo, int hi, const QString& unset = {});
 QDoubleSpinBox* dspin(double lo, double hi, int decimals, const QString& unset = {});
+// A 64-bit unsigned integer (a seed): digits only, the value a qulonglong
+// (a QSpinBox stops at 2^31).
+QLineEdit* uint64_edit();
 QComboBox* combo(const QStringList& items);
 QStringList qlist(const std::vector<std::string>& v);
 

@@ -167,8 +167,18 @@ void MainWindow::updateStatus() {
                               .arg(run_->eventCount())
                               .arg(run_->stageCount())
                               .arg(feeder_->eventsPerSecond() > 0 ? tr(", %L1 ev/s").arg(static_cast<qint64>(feeder_->eventsPerSecond())) : QString()));
-  qint64 c = replay_->cursor();
-  status_cursor_->setText(c == INT64_MAX ? tr("live") : tr("t = %1").arg(format_duration_ns(static_cast<double>(c - run_->beginNs()))));
+  // "live" only while data still arrives: a finished recording's cursor
+  // at its end is the end, not a live run.
+  const qint64 c = replay_->cursor();
+  const bool live = source_ && source_->isRunning() && !run_->finished() && run_->status() == RunStatus::Running;
+  if (c != INT64_MAX)
+    status_cursor_->setText(tr("t = %1").arg(format_duration_ns(static_cast<double>(c - run_->beginNs()))));
+  else if (live)
+    status_cursor_->setText(tr("live"));
+  else if (run_->isEmpty())
+    status_cursor_->clear();
+  else
+    status_cursor_->setText(tr("end, t = %1").arg(format_duration_ns(static_cast<double>(run_->endNs() - run_->beginNs()))));
 }
 
 }  // namespace pw::gui

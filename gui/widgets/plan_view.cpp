@@ -1,5 +1,6 @@
 #include "gui/widgets/plan_view.h"
 
+#include <QFontMetricsF>
 #include <QHelpEvent>
 #include <QPainter>
 #include <QToolTip>
@@ -76,8 +77,7 @@ void PlanView::paintEvent(QPaintEvent*) {
     p.drawText(rect().adjusted(0, kLegendHeight, 0, 0), Qt::AlignCenter, tr("no plan yet"));
     return;
   }
-  QFont small = font();
-  small.setPointSizeF(std::max(6.0, font().pointSizeF() - 1));
+  const QFont small = labelFont();
   for (int r = 0; r < static_cast<int>(rows_.size()); ++r) {
     const Row& row = rows_[r];
     const QRectF bar = barRect(r);
@@ -107,18 +107,48 @@ void PlanView::paintEvent(QPaintEvent*) {
       p.setBrush(Qt::NoBrush);
       p.drawRect(seg);
       p.fillRect(QRectF(seg.left(), seg.top(), seg.width(), 3), stage_color(s));
-      QString text = QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer);
-      if (p.fontMetrics().horizontalAdvance(text) > seg.width() - 4) text = QStringLiteral("S%1").arg(s);
-      if (p.fontMetrics().horizontalAdvance(text) <= seg.width() - 2) {
-        p.setPen(Qt::black);
-        p.drawText(seg, Qt::AlignCenter, text);
-      }
     }
+    p.setPen(Qt::black);
+    for (const StageLabel& l : stageLabels(r)) p.drawText(l.rect, Qt::AlignCenter, l.text);
     p.setPen(pal.color(QPalette::WindowText));
     p.drawText(QRectF(bar.left(), bar.bottom() + 3, bar.width(), kRowHeight - kBarHeight - 6),
                Qt::AlignLeft | Qt::AlignTop, row.note);
     p.setFont(font());
   }
+}
+
+QFont PlanView::labelFont() const {
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, font().pointSizeF() - 1));
+  return small;
+}
+
+std::vector<PlanView::StageLabel> PlanView::stageLabels(int row) const {
+  std::vector<StageLabel> out;
+  if (row < 0 || row >= static_cast<int>(rows_.size())) return out;
+  const Plan& plan = rows_[static_cast<std::size_t>(row)].plan;
+  const int layers = plan.layer_count();
+  if (layers == 0) return out;
+  const QRectF bar = barRect(row);
+  const double w = bar.width() / layers;
+  const QFontMetricsF fm(labelFont());
+  // The longest text that fits its stage's box with room to spare; none
+  // where even the number does not (the tooltip names the stage). A label
+  // never reaches past its box, and the boxes tile the bar, so no two meet.
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const auto& st = plan.stages[static_cast<std::size_t>(s)];
+    const QRectF seg(bar.left() + st.first_layer * w, bar.top(), st.size() * w, bar.height());
+    for (const QString& text : {QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer),
+                                QStringLiteral("S%1").arg(s), QString::number(s)}) {
+      const double tw = fm.horizontalAdvance(text);
+      if (tw + 2 * kLabelPadPx > seg.width()) continue;
+      const QRectF box(seg.center().x() - tw / 2, seg.center().y() - fm.height() / 2, tw, fm.height());
+      if (!out.empty() && out.back().rect.intersects(box)) break;  // stages out of layer order: keep the first
+      out.push_back({s, text, box});
+      break;
+    }
+  }
+  return out;
 }
 
 bool PlanView::event(QEvent* e) {

@@ -1,4 +1,6 @@
 #pragma once
+#include <QFont>
+#include <QRectF>
 #include <QString>
 #include <QWidget>
 #include <string>
@@ -29,6 +31,15 @@ class PlanView : public QWidget {
   void setRun(const RunModel* run);
   void setCursor(qint64 t_ns);
   const std::vector<Row>& rows() const { return rows_; }
+  // A stage's label on a row's bar, where it is drawn (widget pixels):
+  // inside its stage's box with kLabelPadPx to spare each side.
+  struct StageLabel {
+    int stage;
+    QString text;
+    QRectF rect;
+  };
+  static constexpr int kLabelPadPx = 2;
+  std::vector<StageLabel> stageLabels(int row) const;
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 
@@ -39,6 +50,7 @@ class PlanView : public QWidget {
  private:
   void syncFromRun();
   QRectF barRect(int row) const;
+  QFont labelFont() const;
   std::vector<Row> rows_;
   std::vector<std::string> names_;
   const RunModel* run_ = nullptr;

@@ -8,6 +8,18 @@
 #include "gui/widgets/theme.h"
 
 namespace pw::gui {
+namespace {
+
+// The last sample in words: "44.1 samples/s over an iteration of 5803.0 ms".
+QString describe_latest(const std::vector<ThroughputSample>& samples) {
+  if (samples.empty()) return {};
+  const ThroughputSample& t = samples.back();
+  QString s = QObject::tr("%1 samples/s").arg(t.samples_per_s, 0, 'f', t.samples_per_s < 100 ? 1 : 0);
+  if (t.iteration_ms > 0) s += QObject::tr(" over an iteration of %1 ms").arg(t.iteration_ms, 0, 'f', 1);
+  return s;
+}
+
+}  // namespace
 
 ThroughputView::ThroughputView(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   auto* lay = new QVBoxLayout(this);
@@ -29,7 +41,16 @@ ThroughputView::ThroughputView(QWidget* parent) : QWidget(parent), plot_(new QCu
   future_->setPen(Qt::NoPen);
   future_->setBrush(QColor(128, 128, 128, 70));
   future_->setVisible(false);
+  // The figure in words, top left: what the line says, also when it is flat.
+  figure_ = new QCPItemText(plot_);
+  figure_->setObjectName(QStringLiteral("throughputFigure"));
+  figure_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  figure_->position->setCoords(0.01, 0.02);
+  figure_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  figure_->setTextAlignment(Qt::AlignLeft);
+  figure_->setClipToAxisRect(true);
   style_plot(plot_);
+  figure_->setColor(plot_->xAxis->labelColor());
 }
 
 void ThroughputView::setRun(const RunModel* run) {
@@ -54,6 +75,7 @@ void ThroughputView::setCursor(qint64 t) {
 void ThroughputView::refresh() {
   plot_->clearGraphs();
   double xmax = 1e-3, ymax = 1;
+  QString latest;
   for (const auto& s : runs_) {
     if (!s.run) continue;
     auto* g = plot_->addGraph();
@@ -65,18 +87,29 @@ void ThroughputView::refresh() {
     const std::int64_t origin = s.run->beginNs();
     QVector<double> k, v;
     for (const auto& t : s.run->throughput()) {
-      k.push_back((t.t_ns - origin) / 1e6);
+      const double end = (t.t_ns - origin) / 1e6;
+      // A sample that names its iteration's length holds over that
+      // iteration: drawn as a level from its start to its end, so a run of
+      // one iteration (every simulation) shows its figure, not a lone point.
+      if (t.iteration_ms > 0) {
+        k.push_back(std::max(0.0, end - t.iteration_ms));
+        v.push_back(t.samples_per_s);
+      }
+      k.push_back(end);
       v.push_back(t.samples_per_s);
       ymax = std::max(ymax, t.samples_per_s);
       // A live run reports an iteration before its last events have been
       // tailed in: keep such samples in view too.
-      xmax = std::max(xmax, k.back());
+      xmax = std::max(xmax, end);
     }
+    if (&s == &runs_.front()) latest = describe_latest(s.run->throughput());
     g->setData(k, v, true);
     xmax = std::max(xmax, (s.run->endNs() - origin) / 1e6);
   }
   plot_->xAxis->setRange(0, xmax);
   plot_->yAxis->setRange(0, ymax * 1.15);
+  figure_->setColor(plot_->xAxis->labelColor());  // follows the theme
+  figure_->setText(latest.isEmpty() ? tr("no throughput yet: no iteration has completed") : latest);
   if (cursor_ != INT64_MAX && !runs_.empty() && runs_.front().run) {
     double k = (cursor_ - runs_.front().run->beginNs()) / 1e6;
     future_->topLeft->setCoords(k, 0);

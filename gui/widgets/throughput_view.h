@@ -5,6 +5,7 @@
 
 class QCustomPlot;
 class QCPItemRect;
+class QCPItemText;
 
 namespace pw::gui {
 
@@ -20,6 +21,8 @@ class ThroughputView : public QWidget {
   void addRun(const RunModel* run, const QString& label, const QColor& color);
   void setCursor(qint64 t_ns);  // shades the future of the first run
   QCustomPlot* plot() const { return plot_; }
+  // The first run's latest figure in words (or why there is none).
+  QCPItemText* figure() const { return figure_; }
 
  private:
   struct Series {
@@ -31,6 +34,7 @@ class ThroughputView : public QWidget {
   std::vector<Series> runs_;
   QCustomPlot* plot_;
   QCPItemRect* future_;
+  QCPItemText* figure_;
   qint64 cursor_ = INT64_MAX;
 };
 

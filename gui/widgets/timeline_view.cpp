@@ -7,7 +7,9 @@
 
 #include "gui/models/planner_comparison_model.h"
 #include "gui/models/run_model.h"
+#include "gui/widgets/kind_legend.h"
 #include "gui/widgets/lazy_replot.h"
+#include "gui/widgets/stage_labels.h"
 #include "gui/widgets/theme.h"
 #include "gui/widgets/timeline_plottable.h"
 
@@ -16,7 +18,10 @@ namespace pw::gui {
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
-  lay->addWidget(plot_);
+  lay->setSpacing(0);
+  legend_ = new KindLegend(this);
+  lay->addWidget(legend_);
+  lay->addWidget(plot_, 1);
   plot_->setObjectName(QStringLiteral("timelinePlot"));
   plot_->setMinimumHeight(120);
   plot_->setNoAntialiasingOnDrag(true);
@@ -28,6 +33,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent), plot_(new QCustom
   plot_->yAxis->grid()->setVisible(false);
   plot_->yAxis->setSubTicks(false);
   plot_->yAxis->setTickLength(0, 0);
+  stage_labels_ = new StageLabels(plot_->yAxis);
   bars_ = new TimelinePlottable(plot_->xAxis, plot_->yAxis);
   bars_->setName(tr("events"));
 
@@ -72,6 +78,7 @@ void TimelineView::setRun(const RunModel* run) {
   }
   run_ = run;
   bars_->setRun(run);
+  legend_->setRun(run);
   fitted_ = false;
   user_moved_ = false;
   stage_ticks_ = -1;
@@ -98,10 +105,8 @@ void TimelineView::updateStageTicks() {
   int n = run_ ? run_->stageCount() : 0;
   if (n == stage_ticks_) return;
   stage_ticks_ = n;
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int s = 0; s < n; ++s) ticker->addTick(s, tr("stage %1").arg(s));
-  plot_->yAxis->setTicker(ticker);
   plot_->yAxis->setRange(-0.5, std::max(1, n) - 0.5);
+  stage_labels_->setCount(n);
 }
 
 void TimelineView::onRunChanged() {

@@ -14,6 +14,8 @@ class QCPItemStraightLine;
 namespace pw::gui {
 
 class RunModel;
+class KindLegend;
+class StageLabels;
 class TimelinePlottable;
 struct TimelineHit;
 
@@ -30,6 +32,8 @@ class TimelineView : public QWidget {
   const RunModel* run() const { return run_; }
   QCustomPlot* plot() const { return plot_; }
   TimelinePlottable* bars() const { return bars_; }
+  const StageLabels* stageLabels() const { return stage_labels_; }
+  KindLegend* legend() const { return legend_; }
 
   // Replay / freeze: draw only what happened up to t (INT64_MAX: all).
   void setCursor(qint64 t_ns);
@@ -74,6 +78,8 @@ class TimelineView : public QWidget {
   const RunModel* run_ = nullptr;
   QCustomPlot* plot_;
   TimelinePlottable* bars_;
+  StageLabels* stage_labels_ = nullptr;
+  KindLegend* legend_ = nullptr;
   QCPItemRect* selection_item_;
   QCPItemStraightLine* cursor_line_;
   std::optional<std::pair<qint64, qint64>> selection_range_;
