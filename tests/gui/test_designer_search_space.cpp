@@ -15,6 +15,10 @@
 #include <QTableView>
 #include <QtTest>
 
+#include <QDoubleSpinBox>
+
+#include "core/nas/search_space_fields.h"
+#include "core/spec/job_fields.h"
 #include "core/spec/job_spec.h"
 #include "gui/models/job_model.h"
 #include "gui/models/planner_comparison_model.h"
@@ -279,6 +283,49 @@ class DesignerSearchSpaceTest : public QObject {
     pick_kind(d_->searchSpace(), "custom");
     QVERIFY2(job_->isValid(), qPrintable(job_->errorPath() + ": " + job_->errorMessage()));
     QCOMPARE(QString::fromStdString(job_->document()["search_space"].dump()), QString::fromStdString(edited.dump()));
+  }
+
+  // Issue 42: the editors' ranges are the bounds table's rows (core's
+  // search_space_fields, the parser's): one below the minimum reads
+  // "default", the maximum is the row's. Every editor of a ranged field is
+  // checked, so a hard-coded range that drifts fails here.
+  void editorRangesAreTheBoundsTable() {
+    int checked = 0;
+    for (const auto& row : nas::search_space_fields()) {
+      if (!row.ranged) continue;
+      // Candidate costs are edited at search_space level for the uniform builtin.
+      if (row.scope == nas::SpaceScope::Layer) continue;
+      const QString name = QStringLiteral("search_space.") + QLatin1String(row.key.data(), static_cast<int>(row.key.size()));
+      QWidget* editor = d_->searchSpace()->findChild<QWidget*>(name);
+      // A table cell (kernel, heads), or a list typed as text (kernels,
+      // widths: each entry's range is the parser's message).
+      if (!editor || qobject_cast<QLineEdit*>(editor)) continue;
+      if (auto* s = qobject_cast<QSpinBox*>(editor)) {
+        QVERIFY2(row.integer, qPrintable(name));
+        QCOMPARE(s->maximum(), static_cast<int>(std::min<double>(row.max, std::numeric_limits<int>::max())));
+        QCOMPARE(s->minimum(), static_cast<int>(row.min) - 1);
+        QCOMPARE(s->specialValueText(), tr("default"));
+      } else if (auto* d = qobject_cast<QDoubleSpinBox*>(editor)) {
+        QCOMPARE(d->maximum(), row.max);
+        QVERIFY2(d->minimum() < row.min && d->minimum() >= row.min - 0.011, qPrintable(name));
+        QCOMPARE(d->specialValueText(), tr("default"));
+      } else {
+        QFAIL(qPrintable(name + ": a ranged field edited without a range"));
+      }
+      ++checked;
+    }
+    // window, replication, choice_layers, choices, device_budget_gb and the uniform costs.
+    QVERIFY2(checked >= 9, qPrintable(QString::number(checked)));
+    QCOMPARE(nas::search_space_field("window").max, 4096.0);  // the parser's, not 2^20
+
+    // The seed: any 64-bit unsigned value, kept exactly (a spin box stopped at 2^30).
+    auto* seed = d_->findChild<QLineEdit*>(QStringLiteral("training.seed"));
+    QVERIFY(seed);
+    const nlohmann::json saved = job_->document();
+    seed->setText(QStringLiteral("18446744073709551615"));
+    QVERIFY(wait_until([&] { return job_->document()["training"]["seed"] == nlohmann::json(18446744073709551615ull); }));
+    QVERIFY2(job_->isValid(), qPrintable(job_->errorMessage()));
+    job_->setDocument(saved);
   }
 
  private:

@@ -201,8 +201,15 @@ TEST(ExplainModel, SuggestionsAreCoresForTheJobAndApplyInOneChange) {
 
   nlohmann::json doc = four_stage_doc();
   doc["training"]["microbatch_size"] = 8;  // 2 microbatches: a large bubble to win back
+  // The advice is the explain report's of a run (issue 42): a live run of
+  // the job, with no recorded prediction, so the model's error is unknown
+  // and nothing is withheld, as `pipewright explain` would say.
+  RunModel run;
+  run.append(simulate_run(parse_job(doc), {.iterations = 2}));
+  m.setRun(&run);
   m.setJobLoader([doc] { return doc; }, QStringLiteral("unused"));
   m.waitIdle();
+  ASSERT_TRUE(m.suggestionsReady());
   SuggestionReport core = suggest_changes(doc);
   ASSERT_FALSE(core.suggestions.empty());
   const auto& got = m.suggestions().report.suggestions;
@@ -214,6 +221,9 @@ TEST(ExplainModel, SuggestionsAreCoresForTheJobAndApplyInOneChange) {
     EXPECT_LT(got[i].iteration_ms_after, got[i].iteration_ms_before);
   }
   EXPECT_TRUE(m.suggestions().none_reason.isEmpty());
+  EXPECT_LT(m.suggestions().model_error, 0);
+  EXPECT_TRUE(std::any_of(m.suggestions().notes.begin(), m.suggestions().notes.end(),
+                          [](const std::string& n) { return n.find("unknown") != std::string::npos; }));
 
   // Apply: the designer's document gets exactly the --set assignments, in one change.
   JobModel job;
