@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iostream>
 
-#include "cli/interrupt.h"
 #ifdef PW_HAVE_IPC
 #include "cli/ipc/sim_telemetry.h"
 #endif
@@ -12,7 +11,7 @@ namespace pw::cli {
 
 SimulationControl::SimulationControl(RunOutputs& outputs, double pace) : outputs_(outputs) {
   if (outputs_.recording()) {
-    catch_interrupts();
+    interrupts_.emplace();
     gated_ = true;
   }
 #ifdef PW_HAVE_IPC

@@ -2,8 +2,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "cli/interrupt.h"
 #include "cli/run_outputs.h"
 #include "core/events/event.h"
 
@@ -43,6 +45,9 @@ class SimulationControl final : public EventSink {
 
  private:
   RunOutputs& outputs_;
+  // Held while it records: SIGINT/SIGTERM then end the run "interrupted"
+  // between two events; the previous handlers return with this object.
+  std::optional<InterruptScope> interrupts_;
   std::vector<EventSink*> sinks_;
   bool gated_ = false;
   std::int64_t last_end_ = 0;

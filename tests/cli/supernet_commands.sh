@@ -3,7 +3,8 @@
 # search_space) has the pipeline simulate's outputs and control (engine/cli/sim_control.h): --trace
 # under the output rule, --pace and --linger, pause / resume / stop over --listen's control server,
 # SIGINT/SIGTERM recorded "interrupted" (exit 128 + signal); the supernet `run` answers the same
-# control server (stop; pause and checkpoint refused saying why). One schedule name: pipedream.
+# control server (stop, agreed at a subnet: exit 0 with the weights of a run that long; pause and
+# checkpoint refused saying why). One schedule name: pipedream.
 # Parts needing a layer this build lacks (ZeroMQ, SQLite, the runtime) are checked where built.
 set -u
 PW=$(realpath "$1"); SRC="$2"
@@ -84,11 +85,28 @@ if "$PW" control --help > /dev/null 2>&1 && "$PW" replay --help > /dev/null 2>&1
     wait_file "$T/srun.endpoints.json"
     expect_text "supernet run: pause refused saying why" 1 "take stop only" "$PW" control "$EP" pause
     expect_text "supernet run: checkpoint refused" 1 "take stop only" "$PW" control "$EP" checkpoint
+    # Under way first (a subnet finished), so the stop falls inside the run.
+    for _ in $(seq 600); do grep -q '"state":"done"' "$T/srun/stage0.records.jsonl" 2>/dev/null && break; sleep 0.1; done
     expect_text "supernet run: stop" 0 "ok" "$PW" control "$EP" stop
     wait $run; rc=$?
-    [ "$rc" = 1 ] && grep -q "stopped by control request" "$T/srun.out" && passed=$((passed+1)) ||
-      { echo "FAIL supernet run: stopped exits $rc (want 1)"; cat "$T/srun.out"; fail=$((fail+1)); }
+    # Stopped at an agreed subnet: a complete, shorter run, exit 0 as a pipeline run's stop.
+    [ "$rc" = 0 ] && grep -q "stopped on request: " "$T/srun.out" && passed=$((passed+1)) ||
+      { echo "FAIL supernet run: stopped exits $rc (want 0, 'stopped on request')"; cat "$T/srun.out"; fail=$((fail+1)); }
     expect_text "supernet run: stop recorded" 0 "stopped (stopped by control request)" "$PW" replay "$T/srun.sqlite"
+    # Every stage stopped at the same subnet, and the weights are those of a run given that many.
+    py_check "supernet run: every stage stopped at one subnet, fewer than the job's" "
+import json
+st = [json.load(open('$T/srun/stage%d.json' % r)) for r in range(2)]
+assert all(s['stopped'] for s in st), st
+assert st[0]['subnets'] == st[1]['subnets'] < 150, [s['subnets'] for s in st]
+assert len(st[1]['losses']) == st[1]['subnets']"
+    K=$("$PY" -c "import json; print(json.load(open('$T/srun/stage0.json'))['subnets'])")
+    "$PW" run "$NAS" --set training.iterations=$K --run-dir "$T/srun-k" --json > "$T/srun-k.json" 2> "$T/srun-k.err"
+    py_check "supernet run: the stopped weights are those of a run of $K subnets" "
+import json
+a = [json.load(open('$T/srun/stage%d.json' % r))['hash'] for r in range(2)]
+b = json.load(open('$T/srun-k.json'))['stage_hashes']
+assert a == b, (a, b)"
   fi
 fi
 checks_done

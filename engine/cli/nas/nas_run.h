@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/interrupt.h"
 #include "cli/runtime/run_args.h"
 #include "core/spec/job_spec.h"
 
@@ -13,10 +14,12 @@ namespace pw::cli {
 // (subnet states, wait edges and events), --json, --quiet, --worker.
 // `given` answers which options were on the command line (those a supernet
 // run refuses).
-int run_supernet_command(const std::string& job_file, const JobSpec& job, const RunArgs& args, const Args& given);
+// `interrupts`: the run command's signal scope (cli/interrupt.h); SIGINT
+// or SIGTERM ends the workers, recorded "interrupted", exit 128 + signal.
+int run_supernet_command(const std::string& job_file, const JobSpec& job, const RunArgs& args, const Args& given,
+                         const InterruptScope& interrupts);
 
-// The CSP worker program (pw_nas_worker), which also searches and exports:
-// $PW_NAS_WORKER, else next to this executable. Throws when not found.
+// The CSP worker program (pw_nas_worker): supernet_launch.h.
 std::string nas_worker_binary();
 
 // `pipewright search RUN.sqlite|RUN_DIR` and `pipewright export-subnet

@@ -10,6 +10,7 @@
 #include "cli/runtime/run_args.h"
 #include "cli/runtime/run_recording.h"
 #include "cli/format.h"
+#include "cli/interrupt.h"
 #include "cli/job_inputs.h"
 #include "core/io/checked_write.h"
 #include "core/spec/spec_error.h"
@@ -99,8 +100,11 @@ int run(const RunArgs& args, const Args& given) {
     throw SpecError("model.precision", "`run` trains in fp32; \"" + o.job.model.precision +
                                            "\" (mixed precision) is for plan and simulate of GPU jobs: set \"fp32\"");
   refuse_inputs_in_run_dir(args, job_file, o.job);  // before anything is written, pipeline or supernet
+  // SIGINT/SIGTERM from here on end the run at the engine's next poll,
+  // recorded "interrupted", exit 128 + signal; the handlers go with the scope.
+  InterruptScope interrupts;
 #ifdef PW_HAVE_NAS_RUNTIME
-  if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args, given);  // engine/cli/nas/
+  if (nas::is_supernet_job(o.job)) return run_supernet_command(job_file, o.job, args, given, interrupts);  // engine/cli/nas/
 #endif
   if (!args.profile.empty()) o.job.model.profile = args.profile;
   o.planner = args.planner;
@@ -111,6 +115,7 @@ int run(const RunArgs& args, const Args& given) {
   o.attach = args.attach;
   o.eval = args.eval;
   o.worker_binary = args.worker;
+  o.interrupted = interrupts.probe();
 
   TerminalProgress progress;
   rt::RunObserver* observer = args.quiet || args.json ? nullptr : &progress;

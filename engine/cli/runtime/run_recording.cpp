@@ -78,8 +78,8 @@ class RunRecording final : public rt::RunObserver {
   }
 
   void on_finish(const rt::RunResult& r) override {
-    // 130: the coordinator was interrupted (SIGINT/SIGTERM), not failed.
-    RunStatus status = r.exit_code == 130 ? RunStatus::Interrupted
+    // The coordinator was interrupted (SIGINT/SIGTERM), not failed.
+    RunStatus status = r.interrupted_by != 0 ? RunStatus::Interrupted
                        : r.exit_code != 0 ? RunStatus::Failed
                        : r.stopped        ? RunStatus::Stopped
                                           : RunStatus::Finished;

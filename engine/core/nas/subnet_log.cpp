@@ -41,6 +41,10 @@ void SubnetLogWriter::on_event(const Event& e) {
   line(j.dump());
 }
 
+void SubnetLogWriter::on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) {
+  line(nlohmann::json{{"r", "memory"}, {"stage", stage}, {"t", t_ns}, {"bytes", bytes}}.dump());
+}
+
 bool replay_subnet_log_line(const std::string& text, SubnetObserver* obs, EventSink* sink) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("r")) return false;
@@ -61,6 +65,10 @@ bool replay_subnet_log_line(const std::string& text, SubnetObserver* obs, EventS
       auto e = event_from_json(j);
       if (!e) return false;
       if (sink) sink->on_event(*e);
+    } else if (r == "memory") {
+      const auto bytes = j.at("bytes").get<std::int64_t>();
+      if (bytes < 0) return false;
+      if (sink) sink->on_memory(j.at("stage").get<std::int32_t>(), j.at("t").get<std::int64_t>(), bytes);
     } else {
       return false;
     }

@@ -23,6 +23,7 @@ class SubnetLogWriter final : public SubnetObserver, public EventSink {
   void on_state(int id, SubnetState state, int stage, std::int64_t t_ns) override;
   void on_wait(const SubnetWait& w) override;
   void on_event(const Event& e) override;
+  void on_memory(std::int32_t stage, std::int64_t t_ns, std::int64_t bytes) override;
 
  private:
   void line(const std::string& s);

@@ -7,6 +7,7 @@
 #include <climits>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,40 +25,21 @@
 #include "runtime/nas/csp_trainer.h"
 #include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
+#include "runtime/worker_processes.h"
 
 namespace pw::rt::nas {
 namespace {
-
-volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
-
-// SIGINT/SIGTERM noted while the workers run (the launcher ends them and
-// reports the run interrupted), the previous handlers restored after.
-class InterruptWatch {
- public:
-  InterruptWatch() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptWatch() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  int signal() const { return g_signal; }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 // Where worker `rank` leaves its error: beside the store, off the run's
 // disk, so a full disk still gets its reason through.
 std::string worker_error_file(const LocalStoreDir& store, int rank) {
   return store.file() + ".error" + std::to_string(rank);
 }
+
+// Where the launcher asks the stages to stop (created empty); stage 0
+// answers in stop_request_file + ".at" with the subnet all stop before
+// (csp_trainer.h). Beside the store, as the error files.
+std::string stop_request_file(const LocalStoreDir& store) { return store.file() + ".stop"; }
 
 std::string read_worker_error(const CspLaunch&, int rank, const LocalStoreDir& store) {
   std::ifstream in(worker_error_file(store, rank));
@@ -175,7 +157,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::vector<std::shared_ptr<RunDirLock>> locks{RunDirLock::acquire(l.out_dir)};
   if (!l.resume_dir.empty()) locks.push_back(RunDirLock::acquire(l.resume_dir));
   LocalStoreDir store_dir;  // the workers' FileStore: nothing listens on the network
-  std::vector<pid_t> pids;
+  WorkerProcesses workers;  // after the store: destroyed first, the workers end before its directory goes
   std::int64_t t0 = steady_now_ns();  // the workers' record origin: one timeline
   std::optional<CspResumePoint> resume;
   if (!l.resume_dir.empty()) resume = read_csp_resume_point(l.resume_dir, l.workers);
@@ -225,14 +207,15 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
                                      std::to_string(l.workers), "--store", store_dir.file(), "--out", l.out_dir,
                                      "--window", std::to_string(l.window), "--t0", std::to_string(t0),
-                                     "--error-file", worker_error_file(store_dir, r)};
+                                     "--error-file", worker_error_file(store_dir, r),
+                                     "--stop-file", stop_request_file(store_dir)};
     if (!l.csp) args.push_back("--no-csp");
     if (l.checkpoint_every > 0)
       args.insert(args.end(), {"--checkpoint-every", std::to_string(l.checkpoint_every), "--checkpoint-dir",
                                l.out_dir + "/checkpoint"});
     if (resume) args.insert(args.end(), {"--resume-from", resume->dir});
     for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
-    pids.push_back(spawn_child(args));
+    workers.add(spawn_child(args));
   }
   // Reap in exit order (only our own children). A worker that died or was
   // stopped (WUNTRACED: a SIGSTOPped stage never answers its peers) fails
@@ -240,64 +223,59 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   // (SIGTERM), and killed after kAbortGraceS, since a peer blocked on the
   // failed stage, or stopped itself, would otherwise wait for Gloo's timeout.
   // SIGINT/SIGTERM to the launcher ends the workers alike: CspInterrupted.
+  // A stop request is not an abort: the stages drain to an agreed subnet
+  // and finish as a shorter run would (see CspLaunch::stop).
   constexpr double kAbortGraceS = 1.0;
-  InterruptWatch interrupts;
+  auto interrupted = [&] { return l.interrupted ? l.interrupted() : 0; };
   std::string failed;
-  std::optional<std::chrono::steady_clock::time_point> abort_at;
-  auto stop_requested = [&] { return l.stop && l.stop->load(); };
-  auto abort_workers = [&] {
-    if (abort_at) return;
-    abort_at = std::chrono::steady_clock::now();
-    for (pid_t p : pids)
-      if (p > 0) kill(p, SIGTERM);
+  auto abort_workers = [&] { workers.abort(kAbortGraceS); };
+  bool stop_asked = false;
+  auto ask_stop = [&] {
+    if (stop_asked || !l.stop || !l.stop->load()) return;
+    stop_asked = true;
+    try {
+      write_file_atomically(stop_request_file(store_dir), "", "stop request");
+    } catch (const std::exception& e) {
+      failed = std::string("launcher: ") + e.what();  // the workers must still be ended and reaped
+      abort_workers();
+    }
   };
-  for (size_t left = pids.size(); left > 0;) {
-    bool reaped = false;
-    for (size_t r = 0; r < pids.size(); ++r) {
-      if (pids[r] <= 0) continue;
-      auto x = poll_child(pids[r], /*report_stopped=*/true);
-      if (!x) continue;
-      reaped = true;
-      if (x->stopped) {
-        if (!abort_at)
-          failed = "stage " + std::to_string(r) + " worker stopped responding (stopped by signal " +
-                   std::to_string(x->stopped) + ")";
-        kill(pids[r], SIGKILL);  // reaped on a later pass
-        abort_workers();
-        continue;
-      }
-      pids[r] = -1;
-      --left;
-      if (x->ok()) continue;
+  while (workers.running() > 0) {
+    const auto ended = workers.reap_ended(/*report_stopped=*/true);
+    for (const auto& [r, x] : ended) {
+      if (x.ok()) continue;
       // Only the first failure is the cause; what the abort ends is not news.
-      if (!abort_at && failed.empty()) {
-        std::string why = read_worker_error(l, static_cast<int>(r), store_dir);
-        failed = "stage " + std::to_string(r) + " worker " + x->how() + (why.empty() ? "" : ": " + why);
+      if (!workers.aborting() && failed.empty()) {
+        if (x.stopped) {
+          failed = "stage " + std::to_string(r) + " worker stopped responding (stopped by signal " +
+                   std::to_string(x.stopped) + ")";
+        } else {
+          std::string why = read_worker_error(l, r, store_dir);
+          failed = "stage " + std::to_string(r) + " worker " + x.how() + (why.empty() ? "" : ": " + why);
+        }
       }
       abort_workers();
     }
-    if ((interrupts.signal() || stop_requested()) && !abort_at) abort_workers();
-    if (abort_at && std::chrono::steady_clock::now() - *abort_at > std::chrono::duration<double>(kAbortGraceS))
-      for (pid_t p : pids)
-        if (p > 0) kill(p, SIGKILL);
+    if (interrupted()) abort_workers();
+    if (!workers.aborting()) ask_stop();
+    workers.enforce_abort();
     follow();
-    if (l.checkpoint_every > 0 && !abort_at) {
+    if (l.checkpoint_every > 0 && !workers.aborting()) {
       std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
       if (!err.empty()) {
         failed = "launcher: " + err;
         abort_workers();
       }
     }
-    if (!reaped && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (ended.empty() && workers.running() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   follow();  // the rest
   // Also after a failure: a checkpoint every stage completed stays usable.
   if (l.checkpoint_every > 0) {
     std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
-    if (!err.empty() && failed.empty() && !interrupts.signal()) failed = "launcher: " + err;
+    if (!err.empty() && failed.empty() && !interrupted()) failed = "launcher: " + err;
   }
-  if (interrupts.signal() && failed.empty()) throw CspInterrupted(interrupts.signal());
-  if (abort_at && stop_requested() && failed.empty()) throw CspStopped();  // (no abort: every worker had finished)
+  if (interrupted() && failed.empty()) throw CspInterrupted(interrupted());
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed);
   CspRunResult res;
   for (int r = 0; r < l.workers; ++r) {
@@ -308,6 +286,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
       res.seconds = j.at("seconds").get<double>();
       res.subnets = j.at("subnets").get<int>();
       res.start_subnet = j.value("start_subnet", 0);
+      res.stopped = j.value("stopped", false);
     }
     std::optional<pw::nas::StageCacheFigures> cache;
     if (j.contains("device_cache") && !j["device_cache"].is_null()) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,9 +39,16 @@ struct CspLaunch {
   // so the observer and event sink see the whole run, on one timeline that
   // continues where the checkpoint's ended.
   std::string resume_dir;
-  // Set by another thread (a control client's stop): the workers are ended
-  // as on SIGINT and launch_csp_run throws CspStopped. May be null.
+  // Set by another thread (a control client's stop): stage 0 holds back
+  // every subnet it has not started, the stages drain what it had (as for
+  // a checkpoint) and end with the weights of a run of that many subnets;
+  // launch_csp_run returns normally, `stopped` set. May be null.
   const std::atomic<bool>* stop = nullptr;
+  // The signal asking the run to end (SIGINT, SIGTERM), 0 while none: the
+  // workers are ended at once and launch_csp_run throws CspInterrupted. The
+  // command owning the process's signals answers it (cli/interrupt.h);
+  // null: never.
+  std::function<int()> interrupted;
 };
 
 // The newest complete checkpoint of a supernet run directory: its subnet,
@@ -59,21 +67,17 @@ struct CspRunResult {
   double seconds = 0;                       // stage 0's training time (a resumed run: this launch's)
   int subnets = 0;
   int start_subnet = 0;                     // where this launch started (a checkpoint's subnet when resumed)
+  bool stopped = false;                     // a stop request ended it after `subnets` subnets
   // Per stage, its device cache's measured figures; nullopt where the stage
   // held its whole slice (budget at or above it) and ran without one.
   std::vector<std::optional<pw::nas::StageCacheFigures>> device_cache;
   double subnets_per_s() const { return seconds > 0 ? (subnets - start_subnet) / seconds : 0; }
 };
 
-// SIGINT or SIGTERM reached the launcher: the workers were ended.
+// SIGINT or SIGTERM (CspLaunch::interrupted): the workers were ended.
 struct CspInterrupted : std::runtime_error {
   explicit CspInterrupted(int sig);
   int signal;
-};
-
-// A stop request (CspLaunch::stop) ended the workers.
-struct CspStopped : std::runtime_error {
-  CspStopped() : std::runtime_error("stopped by control request") {}
 };
 
 // Starts a private FileStore (runtime/rendezvous.h), spawns `workers` processes of
@@ -82,7 +86,7 @@ struct CspStopped : std::runtime_error {
 // worker killed by signal 9", "stage 0 worker exited with status 1: writing
 // subnet records F: No space left on device", "stage 1 worker stopped
 // responding (stopped by signal 19)"), the other workers ended within a
-// second; CspInterrupted on SIGINT/SIGTERM, CspStopped on a stop request.
+// second; CspInterrupted on SIGINT/SIGTERM.
 CspRunResult launch_csp_run(const CspLaunch& l);
 
 }  // namespace pw::rt::nas

@@ -29,13 +29,22 @@ struct CspWorkerConfig {
   // interrupted run) to start from; empty: from the first subnet. The
   // launcher has already cut this stage's record stream back to it.
   std::string resume_from;
+  // The launcher's stop request (created empty when a control client asks
+  // the run to stop). Stage 0, seeing it, holds back every subnet it has not
+  // started and writes that subnet's id, k, to stop_file + ".at"; every stage
+  // drains to k (as to a checkpoint) and ends with the state of a run of k
+  // subnets. Empty: no stop.
+  std::string stop_file;
 };
 
 // One stage's checkpoint file names within a checkpoint directory.
 std::string checkpoint_state_file(const std::string& dir, int rank);  // stage<r>.bin
 std::string checkpoint_meta_file(const std::string& dir, int rank);   // stage<r>.json (written last)
 
-// Trains the job's subnet sequence; throws on any failure.
-void run_csp_worker(const CspWorkerConfig& cfg);
+// Trains the job's subnet sequence; throws on any failure. Returns true
+// when a stop request ended it early: its receivers still wait for the
+// subnets never sent, so the caller must end the process with _Exit (the
+// trainer is left to it, not destroyed).
+bool run_csp_worker(const CspWorkerConfig& cfg);
 
 }  // namespace pw::rt::nas

@@ -130,12 +130,17 @@ int main(int argc, char** argv) {
       else if (a[i] == "--checkpoint-dir") w.checkpoint_dir = val();
       else if (a[i] == "--resume-from") w.resume_from = val();
       else if (a[i] == "--resume") resume_dir = val();
+      else if (a[i] == "--stop-file") w.stop_file = val();
       else throw std::invalid_argument("unknown option " + a[i]);
     }
     w.out_dir = out;
     if (w.checkpoint_every > 0 && w.checkpoint_dir.empty()) w.checkpoint_dir = out + "/checkpoint";
     if (mode == "worker") {
-      run_csp_worker(w);
+      if (run_csp_worker(w)) {
+        // Stopped early: receiver threads wait on subnets that never come.
+        std::fflush(nullptr);
+        std::_Exit(0);
+      }
       return 0;
     }
     CspLaunch l;

@@ -3,11 +3,13 @@
 // backward per stage, blocked, done) and the CSP wait edges "b waits for w
 // because of layer l at stage s". Each edge is checked against the subnet
 // sequence, recomputed here from the job (not from the recorder), and
-// against the recorded states.
+// against the recorded states. Its memory samples per stage and throughput
+// per subnet are there as a pipeline run's are.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -90,5 +92,35 @@ TEST(NasRunRecords, RealTwoWorkerRunWritesStatesAndEdgesIntoItsDatabase) {
     EXPECT_GT(F(e.waiter, e.stage), B(e.waited_for, e.stage));
     if (e.resolved_ns >= 0) EXPECT_GE(e.resolved_ns, e.t_ns);
   }
+
+  // What a pipeline run's recording carries too (issue 42), so the studio's
+  // memory panel and throughput plot work for a supernet run: each stage's
+  // resident bytes over the run, and a throughput sample per subnet.
+  std::map<int, std::vector<pw::MemorySample>> memory;
+  rd.for_each_memory([&](const pw::MemorySample& m) { memory[m.stage].push_back(m); });
+  ASSERT_EQ(memory.size(), 2u) << "memory samples from both stages";
+  for (const auto& [stage, samples] : memory) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    std::int64_t low = samples.front().bytes, high = low;
+    for (const auto& m : samples) {
+      EXPECT_GT(m.bytes, 0);
+      low = std::min(low, m.bytes);
+      high = std::max(high, m.bytes);
+    }
+    // Activations of subnets in flight come and go above the candidates.
+    EXPECT_GT(samples.size(), 2u);
+    EXPECT_GT(high, low) << "a flat memory line";
+  }
+  auto throughput = rd.throughput();
+  ASSERT_EQ(static_cast<int>(throughput.size()), n) << "one throughput sample per finished subnet";
+  std::set<std::int64_t> ids;
+  for (size_t i = 0; i < throughput.size(); ++i) {
+    ids.insert(throughput[i].iteration);
+    if (i > 0) {
+      EXPECT_GE(throughput[i].t_ns, throughput[i - 1].t_ns);
+      EXPECT_GT(throughput[i].samples_per_s, 0) << i;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(ids.size()), n);
   fs::remove_all(dir);
 }
