@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "core/events/event_json.h"
@@ -104,16 +105,22 @@ void on_tensor_ranks(int t, const std::string& prefix, const std::function<void(
 // A block's shards (forward and backward) against the whole block: the
 // output and the input gradient on every rank, and each rank's parameter
 // gradients against its own rows / columns of the whole block's.
-void expect_shards_compute_the_block(int layer, int t) {
-  JobSpec job = parse_job(tp_job(1, 1, t));
+void expect_shards_compute_the_block(int layer, int t, const std::string& kind = "gpt") {
+  auto doc = tp_job(1, 1, t);
+  doc["model"]["kind"] = kind;
+  JobSpec job = parse_job(doc);
   torch::manual_seed(11);
   const at::Tensor x0 = torch::randn({2, 16, 32}), upstream = torch::randn({2, 16, 32});
   auto whole = build_layers(job)[layer];
   at::Tensor x = x0.clone().requires_grad_(true);
   at::Tensor y = whole->forward(x);
   y.backward(upstream);
+  // Built here, one per rank: build_layers seeds torch's one global generator,
+  // which threads building at once would share.
+  std::vector<torch::nn::Sequential> fresh_layers;
+  for (int k = 0; k < t; ++k) fresh_layers.push_back(build_layers(job)[layer]);
   on_tensor_ranks(t, "block" + std::to_string(layer) + "t" + std::to_string(t), [&](const TensorSet& set) {
-    auto fresh = build_layers(job)[layer];
+    auto fresh = fresh_layers[set.index];
     auto shard = shard_layer(fresh, set);
     EXPECT_FALSE(shard.ptr() == fresh.ptr()) << "layer " << layer << " was not split";
     at::Tensor xs = x0.clone().requires_grad_(true);
@@ -140,6 +147,11 @@ TEST(TensorParallel, AttentionShardsComputeTheWholeBlock) {
 TEST(TensorParallel, FeedForwardShardsComputeTheWholeBlock) {
   expect_shards_compute_the_block(2, 2);
 }
+// BERT's blocks are the same modules without the causal mask.
+TEST(TensorParallel, BertBlocksSplitToo) {
+  expect_shards_compute_the_block(1, 2, "bert");
+  expect_shards_compute_the_block(2, 2, "bert");
+}
 // One head per rank of a four-way split of a 4-head attention's FFN too.
 TEST(TensorParallel, FourWaySplitComputesTheWholeBlocks) {
   auto doc = tp_job(1, 1, 4);
@@ -150,9 +162,11 @@ TEST(TensorParallel, FourWaySplitComputesTheWholeBlocks) {
     const at::Tensor x0 = torch::randn({2, 16, 32});
     auto whole = build_layers(job)[layer];
     at::Tensor want = whole->forward(x0);
+    std::vector<torch::nn::Sequential> fresh;  // before the threads (build_layers seeds the global generator)
+    for (int k = 0; k < 4; ++k) fresh.push_back(build_layers(job)[layer]);
     on_tensor_ranks(4, "four" + std::to_string(layer), [&](const TensorSet& set) {
       torch::NoGradGuard ng;  // the forward's all-reduce without autograd (a recompute's first pass)
-      expect_close(shard_layer(build_layers(job)[layer], set)->forward(x0), want, 1e-6, "4-way layer");
+      expect_close(shard_layer(fresh[set.index], set)->forward(x0), want, 1e-6, "4-way layer");
     });
   }
 }
@@ -168,6 +182,7 @@ JobSpec single_process(nlohmann::json doc) {
 
 struct Case {
   int stages, replicas, tensors;
+  const char* schedule = "1f1b";
 };
 
 // Compares the run in `dir` (trained from `doc`) with the reference loop:
@@ -229,7 +244,8 @@ class TensorParallelRun : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TensorParallelRun, TrainsWhatOneProcessTrainsWithTheWholeModel) {
   const Case c = GetParam();
-  const auto doc = tp_job(c.stages, c.replicas, c.tensors);
+  auto doc = tp_job(c.stages, c.replicas, c.tensors);
+  doc["pipeline"]["schedule"] = c.schedule;
   const std::string dir = temp_dir("tp");
   RunResult run = run_job(options(doc, dir));
   ASSERT_EQ(run.exit_code, 0) << run.error;
@@ -239,20 +255,66 @@ TEST_P(TensorParallelRun, TrainsWhatOneProcessTrainsWithTheWholeModel) {
   for (const auto& s : run.stages)
     EXPECT_EQ(s.at("rank").get<int>(),
               (s.at("stage").get<int>() * c.replicas + s.at("replica").get<int>()) * c.tensors + s.at("tensor").get<int>());
-  // Tensor rank 0 records the group's events, the others none.
+  // Tensor rank 0 records the group's events, the others none; each
+  // forward and backward is followed by its all-reduces' event, adjacent
+  // (the action's compute ends where they begin, as the simulator draws it).
   for (int s = 0; s < c.stages; ++s) {
-    EXPECT_TRUE(std::filesystem::exists(dir + "/events/stage" + std::to_string(s) + ".jsonl"));
+    const std::string file = dir + "/events/stage" + std::to_string(s) + ".jsonl";
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << file;
     EXPECT_FALSE(std::filesystem::exists(dir + "/events/stage" + std::to_string(s) + ".tensor1.jsonl"));
+    int tensor_events = 0, after_compute = 0;
+    std::optional<Event> last;
+    for (std::string line; std::getline(in, line);) {
+      auto e = event_from_json_line(line);
+      if (!e) continue;
+      if (e->kind == EventKind::TensorAllReduce) {
+        ++tensor_events;
+        EXPECT_GT(e->bytes, 0);
+        EXPECT_LE(e->start_ns, e->end_ns);
+        if (last && (last->kind == EventKind::Forward || last->kind == EventKind::Backward ||
+                     last->kind == EventKind::BackwardInput || last->kind == EventKind::BackwardWeight) &&
+            last->microbatch == e->microbatch && last->end_ns == e->start_ns)
+          ++after_compute;
+      }
+      last = *e;
+    }
+    // A forward and a backward per microbatch and iteration, each with its all-reduces.
+    const int per_replica = parse_job(doc).pipeline.microbatches;  // a replica's share
+    // (A split backward's W replays its segment where the split is not sound, split_backward.h: its
+    // all-reduces then run again, an event more.)
+    if (std::string(c.schedule) == "1f1b")
+      EXPECT_EQ(tensor_events, 2 * per_replica * kIterations) << file;
+    else
+      EXPECT_GE(tensor_events, 2 * per_replica * kIterations) << file;
+    EXPECT_EQ(after_compute, tensor_events) << file;
   }
   std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, TensorParallelRun,
-                         ::testing::Values(Case{1, 1, 2}, Case{2, 1, 2}, Case{1, 2, 2}),
+                         ::testing::Values(Case{1, 1, 2}, Case{2, 1, 2}, Case{1, 2, 2}, Case{2, 1, 2, "zb-h1"}),
                          [](const auto& info) {
+                           std::string s = info.param.schedule;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
                            return std::to_string(info.param.stages) + "x" + std::to_string(info.param.replicas) + "x" +
-                                  std::to_string(info.param.tensors);
+                                  std::to_string(info.param.tensors) + "_" + s;
                          });
+
+// Clipping sees the whole model's gradient norm: each shard once, each
+// whole parameter once (not t times); a clip this tight changes every step.
+TEST(TensorParallel, ClippingActsOnTheWholeGradient) {
+  auto doc = tp_job(2, 1, 2);
+  doc["training"]["clip_grad_norm"] = 0.05;
+  const std::string dir = temp_dir("tp-clip");
+  RunResult run = run_job(options(doc, dir));
+  ASSERT_EQ(run.exit_code, 0) << run.error;
+  expect_reference_weights(dir, doc, run, Case{2, 1, 2});
+  auto unclipped = tp_job(2, 1, 2);
+  EXPECT_NE(reference_loop(single_process(doc)).losses.back(), reference_loop(single_process(unclipped)).losses.back());
+  std::filesystem::remove_all(dir);
+}
 
 // ---- refusals ----
 
@@ -313,6 +375,30 @@ TEST(TensorParallel, ResumeFromACheckpointGivesBitwiseTheSameWeights) {
     for (const char* f : {"stage0.pt", "stage0.tensor1.pt", "stage1.pt", "stage1.tensor1.pt"})
       EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint/3/" + f)) << f;
   });  // (its weight comparison reads tensor rank 0's files, stage<s>.pt)
+}
+
+// A resume cannot change the split: each rank's file holds its shard.
+TEST(TensorParallel, ResumeWithAnotherSplitIsRefused) {
+  auto doc = tp_job(2, 1, 2, 2);
+  doc["training"]["iterations"] = 4;
+  const std::string a = temp_dir("tp-split-a"), b = temp_dir("tp-split-b");
+  RunOptions o = options(doc, a);
+  o.checkpoint_every = 3;
+  ASSERT_EQ(run_job(o).exit_code, 0);
+  auto whole = doc;
+  whole["parallel"]["tensor"] = 1;
+  whole["cluster"]["devices"] = 2;
+  RunOptions r = options(whole, b);
+  r.resume_dir = a;
+  try {
+    RunResult resumed = run_job(r);
+    EXPECT_NE(resumed.exit_code, 0);
+    EXPECT_NE(resumed.error.find("parallel.tensor"), std::string::npos) << resumed.error;
+  } catch (const SpecError& e) {  // the job check, before any worker starts
+    EXPECT_EQ(e.path(), "parallel.tensor") << e.what();
+  }
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
 }
 
 }  // namespace

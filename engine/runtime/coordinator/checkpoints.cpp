@@ -31,6 +31,14 @@ std::vector<std::string> checkpoint_files(const JobSpec& job) {
 // file's size and digest (core/io/checkpoint_index.h), and a position this
 // job still has iterations after.
 void Coordinator::check_resume_point() {
+  // Each tensor rank's file holds its shard of the stage: a resume keeps the split.
+  if (const std::string saved_job = opt_.resume_dir + "/job.json"; std::filesystem::exists(saved_job)) {
+    const int saved = load_job(saved_job).parallel.tensor, now = opt_.job.parallel.tensor;
+    if (saved != now)
+      throw SpecError("parallel.tensor", "differs from the checkpoint's " + std::to_string(saved) + " (now " +
+                                             std::to_string(now) + "); a resume cannot change the tensor split "
+                                             "(each tensor rank's checkpoint file holds its shard)");
+  }
   // Attached workers on other hosts save, and load, their files there.
   resume_point_ = read_checkpoint_index(opt_.resume_dir, "iteration", checkpoint_files(opt_.job),
                                         opt_.attach);

@@ -40,6 +40,12 @@ void StageExecutor::load(const std::string& file) {
   for (size_t i = 0; i < impl_->params.size(); ++i) {
     at::Tensor t;
     a.read("p" + std::to_string(i), t);
+    // A tensor-parallel shard (or a whole layer) saved under another split
+    // has other shapes: said so, not as libtorch's broadcast error.
+    if (t.sizes() != impl_->params[i].sizes())
+      throw std::runtime_error(file + ": parameter " + std::to_string(i) + " was saved with shape " +
+                               c10::str(t.sizes()) + ", this stage holds " + c10::str(impl_->params[i].sizes()) +
+                               " (a checkpoint of another parallel.tensor split or model)");
     impl_->params[i].copy_(t);
   }
   for (size_t i = 0; i < impl_->buffers.size(); ++i) {
