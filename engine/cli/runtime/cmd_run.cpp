@@ -144,8 +144,9 @@ int run(const RunArgs& args, const Args& given) {
               << fixed(r.samples_per_s, 1) << " samples/s (" << fixed(r.iteration_ms, 2) << " ms/iteration)";
     if (r.accuracy >= 0) std::cout << ", test accuracy " << fixed(100 * r.accuracy, 2) << "%";
     std::cout << "\n  run directory: " << o.run_dir << "\n";
-    for (const auto& s : r.stages) {  // one line per worker: "stage 1", or "stage 1 replica 0" with replicas
-      const rt::WorkerRole w{s.value("stage", s.value("rank", 0)), s.value("replica", 0), r.plan.data_parallel};
+    for (const auto& s : r.stages) {  // one line per worker: "stage 1 replica 0 tensor 1", the parts that apply
+      const rt::WorkerRole w{s.value("stage", s.value("rank", 0)), s.value("replica", 0), r.plan.data_parallel,
+                             s.value("tensor", 0), r.plan.tensor_parallel};
       std::cout << "  " << w.name() << ": peak memory " << gib(s.value("peak_bytes", 0ULL)) << " of "
                 << gib(s.value("budget_bytes", 0ULL)) << "\n";
     }
