@@ -132,21 +132,33 @@ std::vector<PlanView::StageLabel> PlanView::stageLabels(int row) const {
   const QRectF bar = barRect(row);
   const double w = bar.width() / layers;
   const QFontMetricsF fm(labelFont());
-  // The longest text that fits its stage's box with room to spare; none
-  // where even the number does not (the tooltip names the stage). A label
-  // never reaches past its box, and the boxes tile the bar, so no two meet.
+  // The longest text that fits its stage's box with room to spare; where
+  // even the number does not (64 stages on a narrow bar), the number
+  // centred on its stage where it keeps clear of the label before, so every
+  // few stages are numbered and the tooltip names the rest.
+  const auto clear_of_last = [&](const QRectF& box) {
+    return out.empty() || out.back().rect.right() + 2 * kLabelPadPx <= box.left();
+  };
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const auto& st = plan.stages[static_cast<std::size_t>(s)];
     const QRectF seg(bar.left() + st.first_layer * w, bar.top(), st.size() * w, bar.height());
+    const auto centred = [&](const QString& text) {
+      const double tw = fm.horizontalAdvance(text);
+      return QRectF(seg.center().x() - tw / 2, seg.center().y() - fm.height() / 2, tw, fm.height());
+    };
+    bool placed = false;
     for (const QString& text : {QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer),
                                 QStringLiteral("S%1").arg(s), QString::number(s)}) {
-      const double tw = fm.horizontalAdvance(text);
-      if (tw + 2 * kLabelPadPx > seg.width()) continue;
-      const QRectF box(seg.center().x() - tw / 2, seg.center().y() - fm.height() / 2, tw, fm.height());
-      if (!out.empty() && out.back().rect.intersects(box)) break;  // stages out of layer order: keep the first
+      const QRectF box = centred(text);
+      if (box.width() + 2 * kLabelPadPx > seg.width() || !clear_of_last(box)) continue;
       out.push_back({s, text, box});
+      placed = true;
       break;
     }
+    if (placed) continue;
+    const QRectF box = centred(QString::number(s));
+    if (clear_of_last(box) && box.left() >= bar.left() && box.right() <= bar.right())
+      out.push_back({s, QString::number(s), box});
   }
   return out;
 }

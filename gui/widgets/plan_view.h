@@ -32,7 +32,8 @@ class PlanView : public QWidget {
   void setCursor(qint64 t_ns);
   const std::vector<Row>& rows() const { return rows_; }
   // A stage's label on a row's bar, where it is drawn (widget pixels):
-  // inside its stage's box with kLabelPadPx to spare each side.
+  // centred on its stage's box, inside it where it fits, never within
+  // 2 x kLabelPadPx of another label.
   struct StageLabel {
     int stage;
     QString text;

@@ -1,7 +1,7 @@
 // The studio shows exactly the advice `pipewright explain` gives for the
 // same recorded run (issue 42): both render core's explain report, whose
 // rule withholds a suggestion whose simulated gain is within the model's
-// error on the run. The run here was under-predicted by 1.3x, so the rule
+// error on the run. The run here was under-predicted by 1.1x, so the rule
 // withholds some of what the simulator alone would offer; a dock that
 // applied its own rule, or none without "Show predicted", would differ.
 #include <QFileInfo>
@@ -89,7 +89,7 @@ class ExplainAdviceTest : public QObject {
   void theDockShowsExactlyTheCliAdvice() {
     QTemporaryDir dir;
     const QString path = dir.filePath("advice.pwrun.sqlite");
-    test::record_simulated(path.toStdString(), job_doc(), 1.3);
+    test::record_simulated(path.toStdString(), job_doc(), 1.1);
     QVERIFY(win_->openFile(path));
     QVERIFY(wait_until([&] { return win_->run()->finished(); }));
     ExplainModel* m = win_->explainModel();
@@ -102,7 +102,8 @@ class ExplainAdviceTest : public QObject {
     const Advice want = reference_advice(path);
     QVERIFY2(!want.from.startsWith("failed"), qPrintable(want.from));
     qInfo("reference: %s, model error %.3f, %zu suggestion(s)", qPrintable(want.from), want.model_error, want.changes.size());
-    QVERIFY2(want.model_error > 0.1, "the run must be one the model misjudged");
+    QVERIFY2(want.model_error > 0.05, "the run must be one the model misjudged");
+    QVERIFY2(!want.changes.empty(), "and still earn some advice");
 
     // The simulator alone offers more: the rule must have withheld some,
     // or this test could not tell the two rules apart.

@@ -72,15 +72,19 @@ void check_plan_labels(PlanView* plan, const QString& what) {
     for (std::size_t j = i + 1; j < labels.size(); ++j)
       QVERIFY2(!labels[i].rect.intersects(labels[j].rect),
                qPrintable(QStringLiteral("%1: \"%2\" and \"%3\" overlap").arg(what, labels[i].text, labels[j].text)));
-  // Each inside its own stage's box.
+  // Each centred on its own stage, on the bar; at 64 stages still every few numbered.
   const Plan& p = plan->rows().front().plan;
+  const double w = std::max(50.0, plan->width() - 118.0) / p.layer_count();  // barRect: kLabelWidth 110, 8 right
   for (const auto& l : labels) {
     const auto& st = p.stages[static_cast<std::size_t>(l.stage)];
-    const double w = std::max(50.0, plan->width() - 118.0) / p.layer_count();  // barRect: kLabelWidth 110, 8 right
-    const double left = 110 + st.first_layer * w, right = left + st.size() * w;
-    QVERIFY2(l.rect.left() >= left - 0.5 && l.rect.right() <= right + 0.5,
-             qPrintable(QStringLiteral("%1: \"%2\" leaves its stage").arg(what, l.text)));
+    const double centre = 110 + (st.first_layer + st.size() / 2.0) * w;
+    QVERIFY2(std::abs(l.rect.center().x() - centre) < 1,
+             qPrintable(QStringLiteral("%1: \"%2\" is not on its stage").arg(what, l.text)));
+    QVERIFY2(l.rect.left() >= 110 - 0.5 && l.rect.right() <= 110 + w * p.layer_count() + 0.5,
+             qPrintable(QStringLiteral("%1: \"%2\" leaves the bar").arg(what, l.text)));
   }
+  QVERIFY2(labels.size() >= std::min<std::size_t>(p.stages.size(), 8),
+           qPrintable(QStringLiteral("%1: only %2 of %3 stages labelled").arg(what).arg(labels.size()).arg(p.stages.size())));
 }
 
 }  // namespace
