@@ -75,7 +75,12 @@ bool RunModel::appendOne(const RunBatch& b) {
     status_reason_ = b.status_reason;
   }
   if (b.info) {
+    // Replicas heard from before the info came (a live run's telemetry,
+    // whose info follows its status) stay counted: the selector lists them.
+    const int heard = info_.recorded_replicas;
     info_ = *b.info;
+    info_.recorded_replicas = std::max(info_.recorded_replicas, heard);
+    info_.replicas = std::max(info_.replicas, info_.recorded_replicas);
     ensureStages(info_.stages);
   }
   // One pipeline: a source that publishes several replicas' events (a live
@@ -126,6 +131,12 @@ bool RunModel::appendOne(const RunBatch& b) {
   }
   for (const auto& m : b.memory) {
     if (m.stage < 0) continue;
+    // One pipeline's memory, as its events: the shown replica's samples.
+    if (m.replica != info_.replica) {
+      info_.recorded_replicas = std::max(info_.recorded_replicas, m.replica + 1);
+      info_.replicas = std::max(info_.replicas, info_.recorded_replicas);
+      continue;
+    }
     ensureStages(m.stage + 1);
     auto& v = memory_[m.stage];
     if (v.empty() || v.back().t_ns <= m.t_ns) {

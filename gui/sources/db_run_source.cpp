@@ -91,6 +91,7 @@ void DbRunSource::run() {
     if (first_pass) {
       RunBatch rest;
       reader.for_each_memory([&](const MemorySample& m) {
+        if (m.replica != replica_) return;  // the shown replica's pipeline, as its events
         rest.memory.push_back(m);
         if (rest.memory.size() >= kBatch) {
           publish(std::move(rest));

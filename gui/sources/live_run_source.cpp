@@ -10,8 +10,8 @@
 
 namespace pw::gui {
 
-LiveRunSource::LiveRunSource(std::string endpoint, std::optional<ipc::CurveClient> curve, QObject* parent)
-    : RunSource(parent), endpoint_(std::move(endpoint)), curve_(std::move(curve)) {}
+LiveRunSource::LiveRunSource(std::string endpoint, std::optional<ipc::CurveClient> curve, QObject* parent, int replica)
+    : RunSource(parent), endpoint_(std::move(endpoint)), curve_(std::move(curve)), replica_(replica) {}
 
 LiveRunSource::~LiveRunSource() { stop(); }
 
@@ -44,6 +44,10 @@ void LiveRunSource::run() {
   RunBatch batch;
   RunInfo info;
   bool have_info = false;
+  // Which replica's pipeline is shown, before any event arrives (the model
+  // drops the others' by it).
+  info.replica = replica_;
+  batch.info = info;
   bool paused = false;
   auto last_msg = steady_clock::now(), last_publish = steady_clock::now();
   // The protocol's decoding is ipc's (ipc::decode); what is kept here is the studio's: the run's

@@ -20,8 +20,10 @@ class LiveRunSource final : public RunSource {
   Q_OBJECT
  public:
   static constexpr int kSilenceMs = 3000;
+  // `replica`: the data-parallel replica whose pipeline (events, memory)
+  // the run shows; the model drops the others' (RunModel).
   explicit LiveRunSource(std::string endpoint, std::optional<ipc::CurveClient> curve = std::nullopt,
-                         QObject* parent = nullptr);
+                         QObject* parent = nullptr, int replica = 0);
   ~LiveRunSource() override;
   QString description() const override;
 
@@ -31,6 +33,10 @@ class LiveRunSource final : public RunSource {
   void requestStop() override { pending_ |= kStop; }
   void rebalance() override { pending_ |= kRebalance; }
   bool engineAlive() const { return alive_.load(); }
+  // To reattach showing another replica (the selector): from then on.
+  const std::string& endpoint() const { return endpoint_; }
+  const std::optional<ipc::CurveClient>& curve() const { return curve_; }
+  int replica() const { return replica_; }
 
  protected:
   void run() override;
@@ -39,6 +45,7 @@ class LiveRunSource final : public RunSource {
   enum : int { kPause = 1, kResume = 2, kStop = 4, kRebalance = 8 };
   std::string endpoint_;
   std::optional<ipc::CurveClient> curve_;
+  int replica_ = 0;
   std::atomic<int> pending_{0};
   std::atomic<bool> alive_{false};
 };

@@ -16,6 +16,9 @@
 #ifdef PW_STUDIO_HAVE_DB
 #include "gui/sources/db_run_source.h"
 #endif
+#ifdef PW_STUDIO_HAVE_IPC
+#include "gui/sources/live_run_source.h"
+#endif
 #include "gui/widgets/replica_selector.h"
 #include "gui/widgets/replay_bar.h"
 #include "gui/widgets/subnet_graph_view.h"
@@ -113,10 +116,15 @@ void MainWindow::buildActions() {
   });
   connect(replica_, &ReplicaSelector::replicaChosen, this, [this](int r) {
 #ifdef PW_STUDIO_HAVE_DB
-    if (auto* db = dynamic_cast<DbRunSource*>(source_.get())) openRecording(QString::fromStdString(db->path()), r);
-#else
-    (void)r;
+    if (auto* db = dynamic_cast<DbRunSource*>(source_.get())) return (void)openRecording(QString::fromStdString(db->path()), r);
 #endif
+#ifdef PW_STUDIO_HAVE_IPC
+    // A live run: reattached showing that replica's pipeline from now on
+    // (the telemetry holds no history to replay).
+    if (auto* live = dynamic_cast<LiveRunSource*>(source_.get()))
+      return setSource(new LiveRunSource(live->endpoint(), live->curve(), nullptr, r));
+#endif
+    (void)r;
   });
 }
 

@@ -76,6 +76,58 @@ TEST(DbRunSource, OpensARecordedRunWithEverything) {
     }
 }
 
+// Memory samples carry their replica (issue 39): the source opened on
+// replica r hands the model r's samples alone, as it does r's events; a
+// model fed every replica's samples (a live run's telemetry) keeps its
+// shown replica's and counts the others as recorded replicas.
+TEST(DbRunSource, MemoryOfTheChosenReplicaOnly) {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("dp.pwrun.sqlite").toStdString();
+  RunBatch mixed;
+  {
+    db::RunWriter w(path, {.name = "dp", .stages = 2});
+    for (int r = 0; r < 3; ++r)
+      for (int st = 0; st < 2; ++st)
+        for (int k = 0; k < 5; ++k) {
+          MemorySample m;
+          m.t_ns = 1000 * k + r;
+          m.stage = st;
+          m.replica = static_cast<std::int16_t>(r);
+          m.bytes = 1000000 * (r + 1) + 1000 * st + k;  // whose it is, readable from the figure
+          w.memory(m);
+          mixed.memory.push_back(m);
+          Event e;  // one event per replica and stage: the source knows the replicas from events
+          e.stage = st;
+          e.replica = m.replica;
+          e.kind = EventKind::Forward;
+          e.start_ns = m.t_ns;
+          e.end_ns = m.t_ns + 10;
+          if (k == 0) w.on_event(e);
+        }
+    w.finish(RunStatus::Finished);
+  }
+  for (int r : {0, 2}) {
+    RunModel model;
+    RunFeeder feeder(&model);
+    DbRunSource src(path, 0, nullptr, r);
+    feeder.setSource(&src);
+    src.start();
+    ASSERT_TRUE(wait_for([&] { return model.finished(); }, 10000));
+    EXPECT_EQ(model.info().replica, r);
+    for (int st = 0; st < 2; ++st) {
+      ASSERT_EQ(model.memory(st).size(), 5u) << "replica " << r << " stage " << st;
+      for (int k = 0; k < 5; ++k) EXPECT_EQ(model.memory(st)[k].bytes, 1000000 * (r + 1) + 1000 * st + k);
+    }
+  }
+  RunModel live;
+  live.append(mixed);
+  for (int st = 0; st < 2; ++st) {
+    ASSERT_EQ(live.memory(st).size(), 5u);
+    for (const auto& m : live.memory(st)) EXPECT_EQ(m.replica, 0);
+  }
+  EXPECT_EQ(live.info().recorded_replicas, 3);
+}
+
 // "Show predicted" reads what the run recorded: job, profile and plans in
 // time order, or which of them is missing.
 TEST(DbRunSource, RecordedPredictionInputsOrWhyNot) {

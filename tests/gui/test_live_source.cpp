@@ -36,6 +36,44 @@ Event ev(int stage, std::int64_t s, EventKind k = EventKind::Forward) {
   return e;
 }
 
+// A live run with replicas (issue 39): the source opened on replica 1 shows
+// that replica's pipeline, its events and its memory samples, and the model
+// counts the replicas it heard.
+TEST(LiveRunSource, ShowsTheChosenReplicasEventsAndMemory) {
+  ipc::Publisher pub("run-dp");
+  pub.set_run_info("live-dp", 2, "run");
+  pub.status(RunStatus::Running);
+  RunModel model;
+  RunFeeder feeder(&model);
+  LiveRunSource src(pub.endpoint(), std::nullopt, nullptr, 1);
+  EXPECT_EQ(src.replica(), 1);
+  feeder.setSource(&src);
+  src.start();
+  ASSERT_TRUE(wait_for([&] { return src.engineAlive(); }, 5000));
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 100; ++i) {
+      Event e = ev(i % 2, i * 100 + r * 7);
+      e.replica = static_cast<std::int16_t>(r);
+      pub.on_event(e);
+    }
+  for (int r = 0; r < 2; ++r) {
+    MemorySample m;
+    m.t_ns = 1000;
+    m.stage = 0;
+    m.replica = static_cast<std::int16_t>(r);
+    m.bytes = (r + 1) << 20;
+    pub.memory(m);
+  }
+  pub.status(RunStatus::Finished);
+  ASSERT_TRUE(wait_for([&] { return model.finished(); }, 5000));
+  EXPECT_EQ(model.info().replica, 1);
+  EXPECT_EQ(model.eventCount(), 100u);  // replica 1's alone
+  EXPECT_EQ(model.track(0, TrackRow::Compute).min_start(), 7);
+  ASSERT_EQ(model.memory(0).size(), 1u);
+  EXPECT_EQ(model.memory(0)[0].bytes, 2 << 20);
+  EXPECT_EQ(model.info().recorded_replicas, 2);
+}
+
 TEST(LiveRunSource, ReceivesTelemetryControlsTheRunAndNoticesItsDeath) {
   auto pub = std::make_unique<ipc::Publisher>("run-1");
   std::atomic<int> pauses{0}, replans{0};
