@@ -1,7 +1,5 @@
 #include "cli/train_commands.h"
 
-#include <stdexcept>
-
 namespace pw::cli {
 
 const std::vector<CommandSummary>& train_commands() {
@@ -18,12 +16,6 @@ const std::vector<CommandSummary>& train_commands() {
 #endif
   };
   return list;
-}
-
-const std::string& train_summary(const std::string& name) {
-  for (const auto& c : train_commands())
-    if (c.name == name) return c.summary;
-  throw std::logic_error("pipewright-train command \"" + name + "\" is missing from cli/train_commands.cpp");
 }
 
 }  // namespace pw::cli

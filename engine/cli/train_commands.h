@@ -15,12 +15,9 @@ struct CommandSummary {
 };
 
 // Every command of pipewright-train, in usage order: what pipewright forwards
-// and lists. Empty in a build without the runtime.
+// and lists. Empty in a build without the runtime. The summaries repeat those
+// of runtime_commands() and nas_commands(), which pipewright cannot link:
+// tests/cli/split.sh fails when the two executables' usage differ.
 const std::vector<CommandSummary>& train_commands();
-
-// The summary of a train command, for the Command that defines it; throws
-// std::logic_error for a name missing from the table (a command added to
-// pipewright-train must be added here, or pipewright would not forward it).
-const std::string& train_summary(const std::string& name);
 
 }  // namespace pw::cli
