@@ -256,7 +256,19 @@ void ExplainDock::showNotes(const ExplainSuggestions& s) {
   QStringList lines;
   if (s.model_error >= 0)
     lines << tr("Offered when the simulated gain exceeds the model's error on this run, %1%.").arg(100 * s.model_error, 0, 'f', 1);
-  for (const auto& n : s.notes) lines << tr("note: %1").arg(QString::fromStdString(n));
+  // The advice's own notes (withheld, unchecked) in full; candidates that
+  // could not be simulated counted, their reasons in the tooltip: they
+  // would crowd the list out of a dock this size.
+  QStringList unsimulated, all;
+  for (const auto& n : s.notes) {
+    const QString q = QString::fromStdString(n);
+    all << tr("note: %1").arg(q);
+    if (q.startsWith(QLatin1String("suggestion not simulated: "))) unsimulated << q;
+    else lines << tr("note: %1").arg(q);
+  }
+  if (!unsimulated.isEmpty())
+    lines << tr("%n change(s) could not be simulated (hover for why).", nullptr, static_cast<int>(unsimulated.size()));
+  notes_->setToolTip(all.join('\n'));
   notes_->setText(lines.join('\n'));
   notes_->setVisible(!lines.isEmpty());
 }

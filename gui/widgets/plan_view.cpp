@@ -132,33 +132,35 @@ std::vector<PlanView::StageLabel> PlanView::stageLabels(int row) const {
   const QRectF bar = barRect(row);
   const double w = bar.width() / layers;
   const QFontMetricsF fm(labelFont());
-  // The longest text that fits its stage's box with room to spare; where
-  // even the number does not (64 stages on a narrow bar), the number
-  // centred on its stage where it keeps clear of the label before, so every
-  // few stages are numbered and the tooltip names the rest.
-  const auto clear_of_last = [&](const QRectF& box) {
-    return out.empty() || out.back().rect.right() + 2 * kLabelPadPx <= box.left();
-  };
-  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+  // One form for the whole row, the longest every stage's box holds with
+  // room to spare ("S3 12-15", "S3", "3"); where even the number does not
+  // fit (64 stages on a narrow bar), the number centred on its stage where
+  // it keeps clear of the label before, so every few stages are numbered
+  // and the tooltip names the rest.
+  const auto text_of = [&](int form, int s) {
     const auto& st = plan.stages[static_cast<std::size_t>(s)];
-    const QRectF seg(bar.left() + st.first_layer * w, bar.top(), st.size() * w, bar.height());
-    const auto centred = [&](const QString& text) {
-      const double tw = fm.horizontalAdvance(text);
-      return QRectF(seg.center().x() - tw / 2, seg.center().y() - fm.height() / 2, tw, fm.height());
-    };
-    bool placed = false;
-    for (const QString& text : {QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer),
-                                QStringLiteral("S%1").arg(s), QString::number(s)}) {
-      const QRectF box = centred(text);
-      if (box.width() + 2 * kLabelPadPx > seg.width() || !clear_of_last(box)) continue;
-      out.push_back({s, text, box});
-      placed = true;
-      break;
-    }
-    if (placed) continue;
-    const QRectF box = centred(QString::number(s));
-    if (clear_of_last(box) && box.left() >= bar.left() && box.right() <= bar.right())
-      out.push_back({s, QString::number(s), box});
+    return form == 0 ? QStringLiteral("S%1 %2-%3").arg(s).arg(st.first_layer).arg(st.last_layer)
+           : form == 1 ? QStringLiteral("S%1").arg(s)
+                       : QString::number(s);
+  };
+  const auto seg_of = [&](int s) {
+    const auto& st = plan.stages[static_cast<std::size_t>(s)];
+    return QRectF(bar.left() + st.first_layer * w, bar.top(), st.size() * w, bar.height());
+  };
+  const int stages = static_cast<int>(plan.stages.size());
+  int form = 0;
+  for (; form < 2; ++form) {
+    bool all = true;
+    for (int s = 0; s < stages && all; ++s) all = fm.horizontalAdvance(text_of(form, s)) + 2 * kLabelPadPx <= seg_of(s).width();
+    if (all) break;
+  }
+  for (int s = 0; s < stages; ++s) {
+    const QRectF seg = seg_of(s);
+    const QString text = text_of(form, s);
+    const double tw = fm.horizontalAdvance(text);
+    const QRectF box(seg.center().x() - tw / 2, seg.center().y() - fm.height() / 2, tw, fm.height());
+    const bool clear = out.empty() || out.back().rect.right() + 2 * kLabelPadPx <= box.left();
+    if (clear && box.left() >= bar.left() && box.right() <= bar.right()) out.push_back({s, text, box});
   }
   return out;
 }

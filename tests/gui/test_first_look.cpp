@@ -4,6 +4,7 @@
 // simulated iteration's samples/s, stage labels do not overlap at 8 and at
 // 64 stages (Explain's bars, the timeline's lanes, the plan strip), and the
 // status bar says "live" only while a run is.
+#include <QDockWidget>
 #include <QFile>
 #include <QLabel>
 #include <QStatusBar>
@@ -179,6 +180,8 @@ class FirstLookTest : public QObject {
     QVERIFY(wait_until([&] { return win_->run()->finished(); }));
     QApplication::processEvents();
     checkLabels(64, "64 stages");
+    QTest::qWait(600);  // the status timer
+    QVERIFY2(!win_->statusText().contains("live"), qPrintable(win_->statusText()));
     test::screenshot(win_, "first-look-64-stages");
   }
 
@@ -191,7 +194,9 @@ class FirstLookTest : public QObject {
       return static_cast<int>(m->result().stages.size()) == stages;
     }, 30000));
     ExplainDock* dock = win_->explainDock();
-    for (int i = 0; i < 2; ++i) dock->plot()->replot(QCustomPlot::rpImmediateRefresh);  // laid out at its size
+    win_->findChild<QDockWidget*>(QStringLiteral("dock.explain"))->raise();  // shown, at its real size
+    QApplication::processEvents();
+    for (int i = 0; i < 2; ++i) dock->plot()->replot(QCustomPlot::rpImmediateRefresh);
     check_axis_labels(dock->stageLabels(), "explain x, " + what, stages);
     TimelineView* tl = win_->timeline();
     for (int i = 0; i < 2; ++i) tl->plot()->replot(QCustomPlot::rpImmediateRefresh);
@@ -200,6 +205,7 @@ class FirstLookTest : public QObject {
     plan->show();
     QApplication::processEvents();
     check_plan_labels(plan, "plan strip, " + what);
+    test::screenshot(dock, QStringLiteral("first-look-explain-%1-stages").arg(stages));
   }
 
   QTemporaryDir dir_;
