@@ -18,6 +18,7 @@
 #include "core/events/event_kinds.h"
 #include "core/job/job_plan.h"
 #include "core/model/analytic_profile.h"
+#include "core/model/profile_io.h"
 #include "core/plan/parallel_search.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/spec_error.h"
@@ -362,4 +363,26 @@ TEST(TensorSearch, PlannersTurnRecomputedAttentionSelectiveWhereItFits) {
     }
   }
   EXPECT_GT(selective_plans, 0);
+}
+
+// A measured profile's layers are whole: with t > 1 the plan says it does
+// not price the split, rather than predicting t = 1's figures as t's.
+TEST(TensorProfile, AMeasuredProfileSaysTheSplitIsNotPriced) {
+  JobSpec job = load_job(std::string(PW_SOURCE_DIR) + "/resources/jobs/tiny-gpt-tp2.json");
+  ModelProfile measured = analytic_profile(job);
+  measured.source = "measured";
+  measured.device = job.cluster.device.preset;
+  const std::string file = ::testing::TempDir() + "/pw-tp-measured.json";
+  save_profile_file(measured, file);
+  job.model.profile = file;
+  const auto notes = job_profile(job).assumptions;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("parallel.tensor = 2 is not priced with a measured profile") != std::string::npos;
+  }));
+  job.parallel.tensor = 1;
+  const auto whole = job_profile(job).assumptions;
+  EXPECT_FALSE(std::any_of(whole.begin(), whole.end(), [](const std::string& n) {
+    return n.find("parallel.tensor") != std::string::npos;
+  }));
+  std::remove(file.c_str());
 }

@@ -49,6 +49,12 @@ ModelProfile job_profile(const JobSpec& job) {
     throw SpecError("model.profile", e.what());
   }
   check_profile_fits(job, p);
+  // Only the analytic transformer knows how its blocks split; a measured
+  // profile's layers are whole (and its t = 1 runs had no tensor all-reduces).
+  if (job.parallel.tensor > 1)
+    p.assumptions.push_back("parallel.tensor = " + std::to_string(job.parallel.tensor) +
+                            " is not priced with a measured profile: its layers are costed whole, without the "
+                            "split's compute or its all-reduces (plan from the analytic model to compare t)");
   // Measured elsewhere: re-target to the job's device (profile_retarget.h).
   std::string measured = job.model.profile_device.empty() ? p.device : job.model.profile_device;
   const DeviceSpec& to = job.cluster.device;
