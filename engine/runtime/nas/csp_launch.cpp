@@ -22,6 +22,7 @@
 #include "core/spec/bounded_json.h"
 #include "core/spec/spec_error.h"
 #include "core/nas/subnet_log.h"
+#include "runtime/nas/csp_checkpoints.h"
 #include "runtime/nas/csp_trainer.h"
 #include "runtime/child_process.h"
 #include "runtime/rendezvous.h"
@@ -48,104 +49,100 @@ std::string read_worker_error(const CspLaunch&, int rank, const LocalStoreDir& s
   return text;
 }
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-// The checkpoint directories under root whose every stage wrote its part
-// (stage<r>.json is written last), newest first.
-std::vector<int> complete_checkpoints(const std::filesystem::path& root, int workers) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& d : std::filesystem::directory_iterator(root, ec)) {
-    const std::string name = d.path().filename().string();
-    if (!d.is_directory() || !all_digits(name) || name.size() > 9) continue;
-    bool complete = true;
-    for (int r = 0; r < workers && complete; ++r)
-      complete = std::filesystem::exists(checkpoint_meta_file(d.path().string(), r));
-    if (complete) out.push_back(std::stoi(name));
+// Each stage's record stream, followed from its start. A resumed run's
+// stream up to the checkpoint is its first part; what the interrupted run
+// wrote after it is redone, so it is cut off, and this launch's clock
+// (`t0`) continues the checkpoint's timeline.
+std::vector<pw::nas::SubnetLogTail> open_record_streams(const CspLaunch& l, const CspResumePoint* resume,
+                                                        std::int64_t* t0) {
+  std::vector<pw::nas::SubnetLogTail> tails;
+  for (int r = 0; r < l.workers; ++r) {
+    std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";
+    if (!resume) {
+      std::filesystem::remove(records);  // a previous run's records are not this run's
+    } else {
+      const std::string from = l.resume_dir + "/stage" + std::to_string(r) + ".records.jsonl";
+      const auto keep = resume->stages[r].at("records_bytes").get<std::uintmax_t>();
+      std::error_code ec;
+      const auto have = std::filesystem::file_size(from, ec);
+      if (ec || have < keep)
+        throw std::runtime_error(from + ": " + (ec ? ec.message() : std::to_string(have) + " bytes") + ", the checkpoint " +
+                                 resume->dir + " recorded " + std::to_string(keep));
+      std::ifstream in(from, std::ios::binary);
+      std::string prefix(keep, '\0');
+      in.read(prefix.data(), static_cast<std::streamsize>(keep));
+      write_file_atomically(records, prefix, "subnet records");
+      *t0 = std::min(*t0, steady_now_ns() - resume->stages[r].at("record_ns").get<std::int64_t>() - 1'000'000);
+    }
+    tails.emplace_back(records);
   }
-  std::sort(out.rbegin(), out.rend());
-  return out;
+  return tails;
 }
 
-// The files of a complete checkpoint, as its index lists them: each
-// stage's state and its part (the part written last).
-std::vector<std::string> checkpoint_files(int workers) {
-  std::vector<std::string> files;
-  for (int r = 0; r < workers; ++r)
-    for (const std::string& f : {checkpoint_state_file("", r), checkpoint_meta_file("", r)}) files.push_back(f.substr(1));
-  return files;
-}
-
-// As the pipeline coordinator's note_checkpoints: the newest checkpoint
-// every stage completed becomes meta.json's (atomic rename), and older
-// ones go. A stage never writes into a checkpoint the others have not
-// completed (they drain to it together), so nothing removed is in use.
-// Returns the error instead of throwing: the launcher must still end and
-// reap its workers (a full disk fails the run naming the file).
-std::string note_checkpoints(const std::string& out_dir, int workers, int* last) try {
-  namespace fs = std::filesystem;
-  const fs::path root = fs::path(out_dir) / "checkpoint";
-  auto done = complete_checkpoints(root, workers);
-  if (done.empty() || done.front() <= *last) return {};
-  const int k = done.front();
-  write_checkpoint_index(out_dir, "subnet", k, checkpoint_files(workers));
+// Checkpoints of the interrupted run past its resume point are redone
+// (possibly incomplete): not to be taken for this run's. So is a temporary
+// file a writer killed mid-write left (the checked writer removes its own
+// on a failed write, not after SIGKILL).
+void drop_redone_checkpoints(const std::string& out_dir, int resumed_at) {
   std::error_code ec;
-  for (const auto& d : fs::directory_iterator(root, ec)) {
+  for (const auto& d : std::filesystem::directory_iterator(out_dir + "/checkpoint", ec)) {
     const std::string name = d.path().filename().string();
-    if (d.is_directory() && all_digits(name) && name.size() <= 9 && std::stoi(name) < k) fs::remove_all(d.path(), ec);
+    if (d.is_directory() && is_checkpoint_name(name) && std::stoi(name) > resumed_at)
+      std::filesystem::remove_all(d.path(), ec);
+    if (d.is_regular_file() && d.path().extension() == ".tmp") std::filesystem::remove(d.path(), ec);
   }
-  *last = k;
-  return {};
-} catch (const std::exception& e) {
-  return e.what();
+}
+
+// Stage `r`'s command line (pw_nas_worker worker ...).
+std::vector<std::string> worker_args(const CspLaunch& l, int r, const LocalStoreDir& store, std::int64_t t0,
+                                     const std::string& resume_from) {
+  std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
+                                   std::to_string(l.workers), "--store", store.file(), "--out", l.out_dir,
+                                   "--window", std::to_string(l.window), "--t0", std::to_string(t0),
+                                   "--error-file", worker_error_file(store, r),
+                                   "--stop-file", stop_request_file(store)};
+  if (!l.csp) args.push_back("--no-csp");
+  if (l.checkpoint_every > 0)
+    args.insert(args.end(), {"--checkpoint-every", std::to_string(l.checkpoint_every), "--checkpoint-dir",
+                             l.out_dir + "/checkpoint"});
+  if (!resume_from.empty()) args.insert(args.end(), {"--resume-from", resume_from});
+  for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
+  return args;
+}
+
+// Each stage's stage<r>.json (written last: the stage succeeded).
+CspRunResult read_results(const CspLaunch& l) {
+  CspRunResult res;
+  for (int r = 0; r < l.workers; ++r) {
+    std::ifstream in(l.out_dir + "/stage" + std::to_string(r) + ".json");
+    auto j = nlohmann::json::parse(in);
+    res.stage_hashes.push_back(std::stoull(j.at("hash").get<std::string>()));
+    if (r == 0) {
+      res.seconds = j.at("seconds").get<double>();
+      res.subnets = j.at("subnets").get<int>();
+      res.start_subnet = j.value("start_subnet", 0);
+      res.stopped = j.value("stopped", false);
+    }
+    std::optional<pw::nas::StageCacheFigures> cache;
+    if (j.contains("device_cache") && !j["device_cache"].is_null()) {
+      const auto& c = j["device_cache"];
+      pw::nas::StageCacheFigures f;
+      f.uses = c.at("uses").get<std::uint64_t>();
+      f.hits = c.at("hits").get<std::uint64_t>();
+      f.loads = c.at("loads").get<std::uint64_t>();
+      f.evictions = c.at("evictions").get<std::uint64_t>();
+      f.load_bytes = c.at("load_bytes").get<double>();
+      f.stall_ms = c.at("stall_ms").get<double>();
+      cache = f;
+    }
+    res.device_cache.push_back(cache);
+    if (j.contains("losses"))
+      for (const auto& v : j["losses"]) res.losses.push_back(v.get<float>());
+  }
+  return res;
 }
 
 }  // namespace
-
-CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers) {
-  // The index and every file it lists checked first (sizes and digests,
-  // the directory inside run_dir: core/io/checkpoint_index.h); then each
-  // stage's part, field by field, so a message names its file.
-  const CheckpointIndex index = read_checkpoint_index(run_dir, "subnet", checkpoint_files(workers));
-  CspResumePoint p;
-  if (index.position > INT_MAX) throw CheckpointRefused(index.index_file + ": \"subnet\" is beyond any run");
-  p.subnet = static_cast<int>(index.position);
-  p.dir = index.dir;
-  for (int r = 0; r < workers; ++r) {
-    const std::string part = checkpoint_meta_file(p.dir, r);
-    nlohmann::json j;
-    try {
-      j = parse_bounded_json(read_bounded_file(part, 64u << 20, "checkpoint part"));
-    } catch (const SpecError& e) {
-      throw CheckpointRefused(part + ": " + e.path() + ": " + e.reason());
-    }
-    auto integer = [&](const char* key) {
-      if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer() ||
-          (j[key].is_number_unsigned() ? j[key].get<std::uint64_t>() > INT64_MAX : j[key].get<std::int64_t>() < 0))
-        throw CheckpointRefused(part + ": \"" + key + "\" is missing or not a non-negative integer");
-      return j[key].get<std::int64_t>();
-    };
-    for (const char* key : {"first_layer", "last_layer"})
-      if (integer(key) > INT_MAX) throw CheckpointRefused(part + ": \"" + key + "\" is beyond any search space");
-    integer("records_bytes");
-    integer("record_ns");
-    // What the stage's trainer reads besides (CspStageTrainer::restore).
-    auto all_of = [&](const char* key, auto is) {
-      const bool ok = j.contains(key) && j[key].is_array() && std::all_of(j[key].begin(), j[key].end(), is);
-      if (!ok) throw CheckpointRefused(part + ": \"" + key + "\" is missing or not an array of numbers");
-    };
-    all_of("steps", [](const nlohmann::json& v) { return v.is_number_integer(); });
-    // A diverged subnet's loss is NaN, which JSON writes as null.
-    if (j.contains("losses")) all_of("losses", [](const nlohmann::json& v) { return v.is_number() || v.is_null(); });
-    if (integer("subnet") != p.subnet)
-      throw CheckpointRefused(part + ": subnet " + std::to_string(integer("subnet")) + ", " + index.index_file +
-                              " says " + std::to_string(p.subnet));
-    p.stages.push_back(std::move(j));
-  }
-  return p;
-}
 
 CspInterrupted::CspInterrupted(int sig)
     : std::runtime_error(std::string("interrupted by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")), signal(sig) {}
@@ -162,60 +159,14 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   std::optional<CspResumePoint> resume;
   if (!l.resume_dir.empty()) resume = read_csp_resume_point(l.resume_dir, l.workers);
   int last_checkpoint = resume ? resume->subnet : -1;
-  std::vector<pw::nas::SubnetLogTail> tails;
-  for (int r = 0; r < l.workers; ++r) {
-    std::string records = l.out_dir + "/stage" + std::to_string(r) + ".records.jsonl";
-    if (!resume) {
-      std::filesystem::remove(records);  // a previous run's records are not this run's
-    } else {
-      // The stream up to the checkpoint is this run's first part; what the
-      // interrupted run wrote after it is redone, so it is cut off.
-      const std::string from = l.resume_dir + "/stage" + std::to_string(r) + ".records.jsonl";
-      const auto keep = resume->stages[r].at("records_bytes").get<std::uintmax_t>();
-      std::error_code ec;
-      const auto have = std::filesystem::file_size(from, ec);
-      if (ec || have < keep)
-        throw std::runtime_error(from + ": " + (ec ? ec.message() : std::to_string(have) + " bytes") + ", the checkpoint " +
-                                 resume->dir + " recorded " + std::to_string(keep));
-      std::ifstream in(from, std::ios::binary);
-      std::string prefix(keep, '\0');
-      in.read(prefix.data(), static_cast<std::streamsize>(keep));
-      write_file_atomically(records, prefix, "subnet records");
-      // This launch's clock continues the checkpoint's timeline.
-      t0 = std::min(t0, steady_now_ns() - resume->stages[r].at("record_ns").get<std::int64_t>() - 1'000'000);
-    }
-    tails.emplace_back(records);
-  }
-  if (resume) {
-    // Checkpoints of the interrupted run past its resume point are redone
-    // (possibly incomplete): not to be taken for this run's. So is a
-    // temporary file a writer killed mid-write left (the checked writer
-    // removes its own on a failed write, not after SIGKILL).
-    std::error_code ec;
-    for (const auto& d : std::filesystem::directory_iterator(l.out_dir + "/checkpoint", ec)) {
-      const std::string name = d.path().filename().string();
-      if (d.is_directory() && all_digits(name) && name.size() <= 9 && std::stoi(name) > resume->subnet)
-        std::filesystem::remove_all(d.path(), ec);
-      if (d.is_regular_file() && d.path().extension() == ".tmp") std::filesystem::remove(d.path(), ec);
-    }
-  }
+  std::vector<pw::nas::SubnetLogTail> tails = open_record_streams(l, resume ? &*resume : nullptr, &t0);
+  if (resume) drop_redone_checkpoints(l.out_dir, resume->subnet);
   auto follow = [&] {
     if (l.observer || l.events)
       for (auto& t : tails) t.poll(l.observer, l.events);
   };
   for (int r = 0; r < l.workers; ++r) {
-    std::vector<std::string> args = {l.worker_binary, "worker", l.job_file, "--rank", std::to_string(r), "--world",
-                                     std::to_string(l.workers), "--store", store_dir.file(), "--out", l.out_dir,
-                                     "--window", std::to_string(l.window), "--t0", std::to_string(t0),
-                                     "--error-file", worker_error_file(store_dir, r),
-                                     "--stop-file", stop_request_file(store_dir)};
-    if (!l.csp) args.push_back("--no-csp");
-    if (l.checkpoint_every > 0)
-      args.insert(args.end(), {"--checkpoint-every", std::to_string(l.checkpoint_every), "--checkpoint-dir",
-                               l.out_dir + "/checkpoint"});
-    if (resume) args.insert(args.end(), {"--resume-from", resume->dir});
-    for (const auto& o : l.overrides) args.insert(args.end(), {"--set", o});
-    workers.add(spawn_child(args));
+    workers.add(spawn_child(worker_args(l, r, store_dir, t0, resume ? resume->dir : std::string())));
   }
   // Reap in exit order (only our own children). A worker that died or was
   // stopped (WUNTRACED: a SIGSTOPped stage never answers its peers) fails
@@ -261,7 +212,7 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
     workers.enforce_abort();
     follow();
     if (l.checkpoint_every > 0 && !workers.aborting()) {
-      std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
+      std::string err = note_csp_checkpoints(l.out_dir, l.workers, &last_checkpoint);
       if (!err.empty()) {
         failed = "launcher: " + err;
         abort_workers();
@@ -272,39 +223,12 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   follow();  // the rest
   // Also after a failure: a checkpoint every stage completed stays usable.
   if (l.checkpoint_every > 0) {
-    std::string err = note_checkpoints(l.out_dir, l.workers, &last_checkpoint);
+    std::string err = note_csp_checkpoints(l.out_dir, l.workers, &last_checkpoint);
     if (!err.empty() && failed.empty() && !interrupted()) failed = "launcher: " + err;
   }
   if (interrupted() && failed.empty()) throw CspInterrupted(interrupted());
   if (!failed.empty()) throw std::runtime_error("CSP run failed: " + failed);
-  CspRunResult res;
-  for (int r = 0; r < l.workers; ++r) {
-    std::ifstream in(l.out_dir + "/stage" + std::to_string(r) + ".json");
-    auto j = nlohmann::json::parse(in);
-    res.stage_hashes.push_back(std::stoull(j.at("hash").get<std::string>()));
-    if (r == 0) {
-      res.seconds = j.at("seconds").get<double>();
-      res.subnets = j.at("subnets").get<int>();
-      res.start_subnet = j.value("start_subnet", 0);
-      res.stopped = j.value("stopped", false);
-    }
-    std::optional<pw::nas::StageCacheFigures> cache;
-    if (j.contains("device_cache") && !j["device_cache"].is_null()) {
-      const auto& c = j["device_cache"];
-      pw::nas::StageCacheFigures f;
-      f.uses = c.at("uses").get<std::uint64_t>();
-      f.hits = c.at("hits").get<std::uint64_t>();
-      f.loads = c.at("loads").get<std::uint64_t>();
-      f.evictions = c.at("evictions").get<std::uint64_t>();
-      f.load_bytes = c.at("load_bytes").get<double>();
-      f.stall_ms = c.at("stall_ms").get<double>();
-      cache = f;
-    }
-    res.device_cache.push_back(cache);
-    if (j.contains("losses"))
-      for (const auto& v : j["losses"]) res.losses.push_back(v.get<float>());
-  }
-  return res;
+  return read_results(l);
 }
 
 }  // namespace pw::rt::nas

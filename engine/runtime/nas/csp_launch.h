@@ -12,6 +12,7 @@
 #include "core/events/event.h"
 #include "core/nas/supernet_sim.h"
 #include "core/nas/subnet_observer.h"
+#include "runtime/nas/csp_checkpoints.h"  // CspResumePoint, read_csp_resume_point
 
 namespace pw::rt::nas {
 
@@ -51,15 +52,6 @@ struct CspLaunch {
   std::function<int()> interrupted;
 };
 
-// The newest complete checkpoint of a supernet run directory: its subnet,
-// its directory and each stage's part (stage<r>.json). Throws naming the
-// directory when there is none or it is incomplete.
-struct CspResumePoint {
-  int subnet = 0;
-  std::string dir;
-  std::vector<nlohmann::json> stages;
-};
-CspResumePoint read_csp_resume_point(const std::string& run_dir, int workers);
 
 struct CspRunResult {
   std::vector<std::uint64_t> stage_hashes;  // per stage, parameters held there
