@@ -4,6 +4,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
+#include "pipedream_reference.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/data.h"
@@ -87,57 +88,6 @@ TEST(Equivalence, ReferenceDetectsADifferentRun) {
   auto w = run_weights(dir, 2);
   EXPECT_GT((w[0] - ref.weights[0]).abs().max().item<double>(), 1e-4);
   std::filesystem::remove_all(dir);
-}
-
-// PipeDream semantics written out directly: on stage d (warm-up w = D-d-1
-// forwards), microbatch k's forward and backward use the weights after
-// max(0, k - w) updates; every microbatch's gradient updates every stage.
-Reference pipedream_reference(const JobSpec& job) {
-  auto layers = build_layers(job);
-  int D = job.pipeline.stages, M = job.pipeline.microbatches;
-  Plan plan = uniform_partition(static_cast<int>(layers.size()), D);
-  std::vector<at::Tensor> params;
-  for (auto& l : layers)
-    for (auto& p : l->parameters()) params.push_back(p);
-  torch::optim::Adam opt(params, torch::optim::AdamOptions(job.training.lr));
-  auto snapshot = [&] {
-    std::vector<torch::nn::Sequential> s;
-    for (auto& l : layers) s.push_back(torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(l->clone())));
-    return s;
-  };
-  std::vector<std::vector<torch::nn::Sequential>> versions{snapshot()};
-  TrainData data(job);
-  Reference r;
-  int total = job.training.iterations * M;
-  double acc = 0;
-  for (int k = 0; k < total; ++k) {
-    Batch b = data.microbatch(k / M, k % M);
-    at::Tensor x = b.input;
-    std::vector<torch::nn::Sequential> used;
-    for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-      int w = D - plan.stage_of(l) - 1;
-      used.push_back(versions[std::max(0, k - w)][l]);
-      x = used.back()->forward(x);
-    }
-    at::Tensor loss = torch::nn::functional::cross_entropy(x, b.target);
-    loss.backward();
-    acc += loss.item<double>() / M;
-    if (k % M == M - 1) {
-      r.losses.push_back(acc);
-      acc = 0;
-    }
-    size_t i = 0;
-    for (auto& m : used)
-      for (auto& p : m->parameters()) {
-        params[i++].mutable_grad() = p.grad().clone();
-        p.mutable_grad() = at::Tensor();
-      }
-    opt.step();
-    opt.zero_grad();
-    versions.push_back(snapshot());
-  }
-  for (auto& p : params) r.weights.push_back(p.detach().clone());
-  return r;
 }
 
 TEST(AsyncOneFOneB, WeightStashingMatchesPipeDreamSemantics) {

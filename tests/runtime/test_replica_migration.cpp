@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/spec/spec_error.h"
+#include "pipedream_reference.h"
 #include "reference_loop.h"
 #include "run_helpers.h"
 #include "runtime/data.h"
@@ -113,72 +114,6 @@ TEST(ReplicaMigration, EveryReplicaMovesTheSameLayersAndTrainsAsWithoutMigration
   std::filesystem::remove_all(dir2);
 }
 
-// PipeDream's semantics (test_equivalence.cpp's reference) on the replicas'
-// union: on stage s (warm-up w = D - s - 1), microbatch k's forward and
-// backward use the weights after max(0, k - w) updates, and each update
-// applies the gradient of microbatch k over every replica's share of it.
-// The engine averages the replicas' gradients of their own microbatch k
-// (each the mean over its 4 samples) before the update: with equal shares
-// that is the gradient of the mean over all 8, what the loop computes on
-// the concatenated microbatch, so the two differ by summation order only.
-Reference pipedream_on_replicas(const JobSpec& job, int replicas) {
-  auto layers = build_layers(job);
-  const int D = job.pipeline.stages, M = job.pipeline.microbatches;
-  Plan plan = uniform_partition(static_cast<int>(layers.size()), D);
-  std::vector<at::Tensor> params;
-  for (auto& l : layers)
-    for (auto& p : l->parameters()) params.push_back(p);
-  torch::optim::Adam opt(params, torch::optim::AdamOptions(job.training.lr));
-  auto snapshot = [&] {
-    std::vector<torch::nn::Sequential> s;
-    for (auto& l : layers)
-      s.push_back(torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(l->clone())));
-    return s;
-  };
-  std::vector<std::vector<torch::nn::Sequential>> versions{snapshot()};
-  std::vector<std::unique_ptr<TrainData>> data;
-  for (int r = 0; r < replicas; ++r) {
-    data.push_back(std::make_unique<TrainData>(job));
-    data.back()->set_replica(r);
-  }
-  Reference out;
-  const int total = job.training.iterations * M;
-  double acc = 0;
-  for (int k = 0; k < total; ++k) {
-    std::vector<at::Tensor> inputs, targets;
-    for (auto& d : data) {
-      Batch b = d->microbatch(k / M, k % M);
-      inputs.push_back(b.input);
-      targets.push_back(b.target);
-    }
-    at::Tensor x = at::cat(inputs);
-    std::vector<torch::nn::Sequential> used;
-    for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-      const int w = D - plan.stage_of(l) - 1;
-      used.push_back(versions[std::max(0, k - w)][l]);
-      x = used.back()->forward(x);
-    }
-    at::Tensor loss = torch::nn::functional::cross_entropy(x, at::cat(targets));
-    loss.backward();
-    acc += loss.item<double>() / M;
-    if (k % M == M - 1) {
-      out.losses.push_back(acc);
-      acc = 0;
-    }
-    size_t i = 0;
-    for (auto& m : used)
-      for (auto& p : m->parameters()) {
-        params[i++].mutable_grad() = p.grad().clone();
-        p.mutable_grad() = at::Tensor();
-      }
-    opt.step();
-    opt.zero_grad();
-    versions.push_back(snapshot());
-  }
-  for (auto& p : params) out.weights.push_back(p.detach().clone());
-  return out;
-}
-
 TEST(ReplicaPipeDream, ReplicasAllReduceEveryMicrobatchBeforeItsUpdate) {
   constexpr int kIterations = 20;
   auto doc = replicated_mlp("pipedream", 4, kIterations);
@@ -187,7 +122,7 @@ TEST(ReplicaPipeDream, ReplicasAllReduceEveryMicrobatchBeforeItsUpdate) {
   ASSERT_EQ(run.exit_code, 0) << run.error;
   expect_replicas_agree(run, 2, 2);
 
-  Reference ref = pipedream_on_replicas(parse_job(doc), 2);
+  Reference ref = pipedream_reference(parse_job(doc), 2);
   ASSERT_EQ(run.losses.size(), ref.losses.size());
   for (size_t i = 0; i < ref.losses.size(); ++i)
     EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-5 * std::abs(ref.losses[i])) << "iteration " << i;
@@ -202,7 +137,7 @@ TEST(ReplicaPipeDream, ReplicasAllReduceEveryMicrobatchBeforeItsUpdate) {
   alone.erase("parallel");
   alone["cluster"]["devices"] = 2;
   alone["training"]["batch_size"] = 16;
-  Reference one = pipedream_on_replicas(parse_job(alone), 1);
+  Reference one = pipedream_reference(parse_job(alone), 1);
   double diff = 0;
   for (size_t i = 0; i < w.size(); ++i) diff = std::max(diff, (w[i] - one.weights[i]).abs().max().item<double>());
   EXPECT_GT(diff, 1e-4);
