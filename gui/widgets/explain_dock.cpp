@@ -31,6 +31,7 @@ QColor idle_cause_color(IdleCause c) {
     case IdleCause::Imbalance: return QColor(210, 70, 70);
     case IdleCause::Migration: return QColor(60, 170, 170);
     case IdleCause::GradientSync: return QColor(170, 92, 52);  // the all-reduce bars' colour (theme.cpp)
+    case IdleCause::TensorSync: return QColor(150, 60, 100);   // the tensor all-reduce bars' colour (theme.cpp)
   }
   return Qt::gray;
 }

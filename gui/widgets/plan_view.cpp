@@ -68,7 +68,7 @@ void PlanView::paintEvent(QPaintEvent*) {
   p.setPen(pal.color(QPalette::WindowText));
   // Legend.
   int x = 6;
-  for (MemoryPolicy pol : {MemoryPolicy::Keep, MemoryPolicy::Recompute, MemoryPolicy::Swap}) {
+  for (MemoryPolicy pol : {MemoryPolicy::Keep, MemoryPolicy::Recompute, MemoryPolicy::Swap, MemoryPolicy::Selective}) {
     p.fillRect(QRect(x, 5, 10, 10), policy_color(pol));
     p.drawText(QRect(x + 14, 0, 90, kLegendHeight), Qt::AlignVCenter, QString::fromLatin1(to_string(pol)));
     x += 100;

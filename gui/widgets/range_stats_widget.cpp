@@ -17,7 +17,7 @@ namespace {
 const EventKind kKindColumns[] = {EventKind::Forward,       EventKind::Backward,      EventKind::BackwardInput,
                                   EventKind::BackwardWeight, EventKind::Recompute,     EventKind::SwapOut,
                                   EventKind::SwapIn,         EventKind::Send,          EventKind::OptimizerStep,
-                                  EventKind::AllReduce};
+                                  EventKind::AllReduce,     EventKind::TensorAllReduce};
 // Past this the dock would crowd the timeline out: the table scrolls instead
 // (every kind at once: recompute, swaps, sends and the optimizer).
 constexpr int kMaxFitWidth = 560;

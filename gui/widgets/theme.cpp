@@ -89,6 +89,9 @@ QColor kind_color(EventKind k) {
     case EventKind::BackwardWeight: return {196, 196, 72};
     // The replicas' all-reduce: a colour of its own, away from the links' greys.
     case EventKind::AllReduce: return {170, 92, 52};
+    // The tensor group's all-reduces: communication inside the stage's own
+    // compute, a dark rose no compute kind uses.
+    case EventKind::TensorAllReduce: return {150, 60, 100};
   }
   return Qt::gray;
 }
@@ -98,6 +101,8 @@ QColor policy_color(MemoryPolicy p) {
     case MemoryPolicy::Keep: return {92, 168, 104};
     case MemoryPolicy::Recompute: return {181, 123, 224};
     case MemoryPolicy::Swap: return {71, 179, 156};
+    // Kept but for the attention core (recomputed): between keep and recompute.
+    case MemoryPolicy::Selective: return {150, 150, 200};
   }
   return Qt::gray;
 }
