@@ -329,6 +329,7 @@ std::vector<StageEventStats> RunReader::stage_stats() const {
     x.bytes += s.int64(6);
     if (kind >= 0 && kind < kEventKindCount) {
       x.by_kind[kind] += n;
+      x.kind_ns[kind] += s.int64(5);
       auto k = static_cast<EventKind>(kind);
       if (is_busy(k)) x.busy_ns += s.int64(5);
     }

@@ -43,6 +43,7 @@ struct StageEventStats {
   std::int64_t duration_ns = 0;  // all kinds
   std::int64_t bytes = 0;
   std::array<std::uint64_t, kEventKindCount> by_kind{};
+  std::array<std::int64_t, kEventKindCount> kind_ns{};  // time per kind (all-reduces apart from compute)
   std::int64_t peak_memory_bytes = 0;  // from the memory table
 };
 

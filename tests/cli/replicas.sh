@@ -26,8 +26,8 @@ expect_text "compare has the all-replica throughput" 0 "samples/s (all replicas)
 py_check "compare: splits and samples/s over all replicas equal simulate's" "
 import json
 c = json.load(open('$tmp/cmp.json')); sa = json.load(open('$tmp/sim_a.json')); sb = json.load(open('$tmp/sim_b.json'))
-assert c['a']['parallel'] == {'stages': 8, 'replicas': 4, 'recorded_replicas': 1}, c['a']['parallel']
-assert c['b']['parallel'] == {'stages': 16, 'replicas': 2, 'recorded_replicas': 1}, c['b']['parallel']
+assert c['a']['parallel'] == {'tensor': 1, 'stages': 8, 'replicas': 4, 'recorded_replicas': 1}, c['a']['parallel']
+assert c['b']['parallel'] == {'tensor': 1, 'stages': 16, 'replicas': 2, 'recorded_replicas': 1}, c['b']['parallel']
 assert sa['replicas'] == 4 and sb['replicas'] == 2, (sa['replicas'], sb['replicas'])
 row = {r['figure']: r for r in c['rows']}
 r = row['samples/s (all replicas)']
@@ -93,7 +93,7 @@ ev = list(csv.DictReader(open('$tmp/csv/events.csv')))
 ar = [e for e in ev if e['kind'] == 'allreduce']
 assert ar and rep['events_by_kind']['allreduce'] == len(ar), (len(ar), rep['events_by_kind'])
 assert rep['events'] == sim['events'] == len(ev)
-assert rep['parallel'] == {'stages': 8, 'replicas': 4, 'recorded_replicas': 1}
+assert rep['parallel'] == {'tensor': 1, 'stages': 8, 'replicas': 4, 'recorded_replicas': 1}
 d = json.load(open('$tmp/t.json'))
 tracks = {e['tid']: e['args']['name'] for e in d['traceEvents'] if e.get('name') == 'thread_name'}
 x = [e for e in d['traceEvents'] if e['ph'] == 'X' and e.get('cat') == 'allreduce']

@@ -42,6 +42,28 @@ for st in x['stages']:
     assert st['causes'].get('tensor_sync', 0) > 0, st['causes']
 "
 
+# compare: the split with its tensor size, and each stage's tensor all-reduce time (communication, apart
+# from busy), recomputed here from the events table of each file.
+check "simulate the same job into a recording" 0 "$PW" simulate "$J" --db "$tmp/sim.sqlite" --set training.iterations=4
+expect_text "compare names the tensor ranks" 0 "2 stages x 1 replica x 2 tensor ranks" \
+  "$PW" compare "$tmp/run.sqlite" "$tmp/sim.sqlite"
+"$PW" compare "$tmp/run.sqlite" "$tmp/sim.sqlite" --json > "$tmp/compare.json"
+py_check "compare: each stage's tensor all-reduce ms is its events' sum, apart from busy" "
+import json, sqlite3
+c = json.load(open('$tmp/compare.json'))
+rows = {r['figure']: r for r in c['rows']}
+assert rows['tensor']['a'] == 2 and rows['tensor']['b'] == 2, rows['tensor']
+for side, f in (('a', '$tmp/run.sqlite'), ('b', '$tmp/sim.sqlite')):
+    db = sqlite3.connect(f)
+    for s in (0, 1):
+        ns = db.execute('SELECT sum(end_ns - start_ns) FROM events WHERE stage = ? AND kind = 13', (s,)).fetchone()[0]
+        assert ns and ns > 0, (side, s)
+        got = rows['stage %d tensor all-reduce ms' % s][side]
+        assert abs(got - ns / 1e6) <= 1e-9 * max(1.0, ns / 1e6), (side, s, got, ns)
+        busy = db.execute('SELECT sum(end_ns - start_ns) FROM events WHERE stage = ? AND kind IN (0, 1, 2, 10, 11, 7)', (s,)).fetchone()[0] or 0
+        assert abs(rows['stage %d busy ms' % s][side] - busy / 1e6) <= 1e-6 * max(1.0, busy / 1e6), (side, s)
+"
+
 expect_text "launch: WORLD_SIZE = 2 stages x 1 replica x 2 tensor ranks" 0 "WORLD_SIZE=4 RANK=3" \
   "$PW" launch "$J" --hosts a,b
 expect_text "launch: the tensor rank fastest" 0 "RANK = (stage x replicas + replica) x 2 + tensor rank" \

@@ -29,12 +29,14 @@ int run_compare(const CompareArgs& args) {
   // Runs of different (stages, replicas) splits compare on samples/s over
   // every replica, and per device of the split.
   auto per_device = [](const nlohmann::json& f) -> nlohmann::json {
-    const int devices = f["parallel"]["stages"].get<int>() * f["parallel"]["replicas"].get<int>();
+    const int devices =
+        f["parallel"]["tensor"].get<int>() * f["parallel"]["stages"].get<int>() * f["parallel"]["replicas"].get<int>();
     if (!f["samples_per_s"].is_number() || devices <= 0) return nullptr;
     return f["samples_per_s"].get<double>() / devices;
   };
   // (label, a, b) rows; ratios are B/A.
   std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>> rows = {
+      {"tensor", a["parallel"]["tensor"], b["parallel"]["tensor"]},
       {"stages", a["parallel"]["stages"], b["parallel"]["stages"]},
       {"replicas", a["parallel"]["replicas"], b["parallel"]["replicas"]},
       {"samples/s (all replicas)", a["samples_per_s"], b["samples_per_s"]},
@@ -53,6 +55,13 @@ int run_compare(const CompareArgs& args) {
   };
   for (size_t s = 0; s < n; ++s) {
     rows.emplace_back("stage " + std::to_string(s) + " busy ms", stage_val(a, s, "busy_ns", 1e-6), stage_val(b, s, "busy_ns", 1e-6));
+    // The all-reduces where either run had them: communication, apart from busy.
+    for (const auto& [key, label] : {std::pair{"gradient_allreduce_ns", " gradient all-reduce ms"},
+                                     std::pair{"tensor_allreduce_ns", " tensor all-reduce ms"}}) {
+      const auto x = stage_val(a, s, key, 1e-6), y = stage_val(b, s, key, 1e-6);
+      if ((x.is_number() && x.get<double>() > 0) || (y.is_number() && y.get<double>() > 0))
+        rows.emplace_back("stage " + std::to_string(s) + label, x, y);
+    }
     rows.emplace_back("stage " + std::to_string(s) + " peak GiB", stage_val(a, s, "peak_memory_bytes", 1.0 / 1073741824),
                       stage_val(b, s, "peak_memory_bytes", 1.0 / 1073741824));
   }
@@ -71,9 +80,11 @@ int run_compare(const CompareArgs& args) {
   };
   auto head = [](const char* label, const nlohmann::json& f) {
     const int st = f["parallel"]["stages"].get<int>(), rep = f["parallel"]["replicas"].get<int>();
+    const int t = f["parallel"]["tensor"].get<int>();
     std::cout << label << ": " << f["file"].get<std::string>() << " (" << f["name"].get<std::string>() << ", "
               << f["status"].get<std::string>() << "): " << st << " stage" << (st == 1 ? "" : "s") << " x " << rep
-              << " replica" << (rep == 1 ? "" : "s") << "\n";
+              << " replica" << (rep == 1 ? "" : "s") << (t > 1 ? " x " + std::to_string(t) + " tensor ranks" : "")
+              << "\n";
   };
   head("A", a);
   head("B", b);

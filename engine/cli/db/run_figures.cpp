@@ -75,16 +75,20 @@ nlohmann::json run_figures(const db::RunReader& r) {
   // (the simulator records one replica of several); the job's or the
   // recorded replicas where no plan says.
   const int recorded_replicas = r.replicas();
-  int split_stages = run.stages, split_replicas = recorded_replicas;
+  int split_stages = run.stages, split_replicas = recorded_replicas, split_tensor = 1;
   if (!plans.empty() && plans.back().plan.contains("parallel") && plans.back().plan["parallel"].is_object()) {
     const auto& par = plans.back().plan["parallel"];
     split_stages = par.value("stages", split_stages);
     split_replicas = std::max(par.value("data", split_replicas), 1);
+    split_tensor = std::max(par.value("tensor", 1), 1);
   } else if (job.is_object() && job.contains("parallel") && job["parallel"].is_object() &&
              job["parallel"].contains("data") && job["parallel"]["data"].is_number_integer()) {
     split_replicas = std::max(job["parallel"]["data"].get<int>(), 1);
   }
-  j["parallel"] = {{"stages", split_stages}, {"replicas", split_replicas}, {"recorded_replicas", recorded_replicas}};
+  j["parallel"] = {{"tensor", split_tensor},
+                   {"stages", split_stages},
+                   {"replicas", split_replicas},
+                   {"recorded_replicas", recorded_replicas}};
   // Samples per second over every replica: the global batch (split among
   // the replicas) per mean iteration, so runs of different splits compare
   // on the same figure whatever each producer's throughput sample counts.
@@ -135,6 +139,10 @@ nlohmann::json run_figures(const db::RunReader& r) {
                   {"first_start_ns", s.first_start_ns},
                   {"last_end_ns", s.last_end_ns},
                   {"bytes", s.bytes},
+                  // Communication, neither compute (busy) nor idle: the
+                  // replicas' gradient all-reduce and the tensor group's.
+                  {"gradient_allreduce_ns", s.kind_ns[static_cast<int>(EventKind::AllReduce)]},
+                  {"tensor_allreduce_ns", s.kind_ns[static_cast<int>(EventKind::TensorAllReduce)]},
                   {"peak_memory_bytes", s.peak_memory_bytes}});
   j["stages"] = st;
 
