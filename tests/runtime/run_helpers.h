@@ -27,6 +27,14 @@ inline nlohmann::json mlp_job(int stages, int microbatches, const std::string& s
           {"pipeline", {{"stages", stages}, {"schedule", schedule}}}};
 }
 
+// A plan's stages as layer ranges [[first, last], ...], as plan JSON and
+// migration scripts write them.
+inline nlohmann::json ranges(std::vector<std::pair<int, int>> r) {
+  auto a = nlohmann::json::array();
+  for (auto [f, l] : r) a.push_back({f, l});
+  return a;
+}
+
 inline std::string temp_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() /
            ("pw-rt-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));

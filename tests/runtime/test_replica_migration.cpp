@@ -22,12 +22,6 @@ namespace pw::rt {
 namespace {
 using namespace testing;
 
-nlohmann::json ranges(std::vector<std::pair<int, int>> r) {
-  auto a = nlohmann::json::array();
-  for (auto [f, l] : r) a.push_back({f, l});
-  return a;
-}
-
 // 2 stages x 2 replicas of the test MLP (4 layers), 2 microbatches of 4 per
 // replica: the global batch is 16 samples.
 nlohmann::json replicated_mlp(const std::string& schedule, int microbatches, int iterations) {

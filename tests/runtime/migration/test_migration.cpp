@@ -20,12 +20,6 @@ namespace {
 using namespace testing;
 
 
-nlohmann::json ranges(std::vector<std::pair<int, int>> r) {
-  auto a = nlohmann::json::array();
-  for (auto [f, l] : r) a.push_back({f, l});
-  return a;
-}
-
 Plan plan_of(const nlohmann::json& doc, std::vector<std::pair<int, int>> r) {
   Plan p = uniform_partition(doc["model"]["widths"].size() + 1, static_cast<int>(r.size()));
   for (size_t i = 0; i < r.size(); ++i) p.stages[i] = {r[i].first, r[i].second};
