@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/cluster/topology.h"
 #include "core/cluster/transport_choice.h"
@@ -337,6 +338,22 @@ PipelineSpec parse_pipeline(JsonFields f, const TrainingSpec& t, const ClusterSp
   if (p.chunks > 1 && (p.planner == "pipedream" || (!v_shape && p.planner == "exact")))
     throw SpecError(f.path_of("chunks"), "planner \"" + p.planner + "\" plans one chunk per device, got " +
                                              std::to_string(p.chunks));
+  if (f.has("memory_cap")) {
+    const nlohmann::json v = f.raw("memory_cap");
+    try {
+      if (v.is_number())
+        p.memory_cap = memory_cap_fraction(v.get<double>());
+      else if (v.is_string())
+        p.memory_cap = parse_memory_cap(v.get<std::string>());
+      else
+        throw std::invalid_argument("must be a fraction of 1F1B's activations (0.5, \"1/3\") or bytes (\"12GiB\")");
+    } catch (const std::invalid_argument& e) {
+      throw SpecError(f.path_of("memory_cap"), e.what());
+    }
+    if (p.schedule == ScheduleKind::PipeDream || p.schedule == ScheduleKind::CSP)
+      throw SpecError(f.path_of("memory_cap"), "caps the activations of a flushing pipeline schedule; \"" +
+                                                   to_string(p.schedule) + "\" has no such order");
+  }
   const bool shape_known = !t.microbatch_size_auto && !p.stages_auto && !par.data_auto && !par.tensor_auto;
   if (p.schedule == ScheduleKind::DualPipeV && p.microbatches < 2 * p.stages && shape_known)
     throw SpecError(f.path_of("microbatches"), "dualpipe-v needs microbatches >= 2 x stages (" +

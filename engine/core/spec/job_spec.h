@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule/memory_cap.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/data_spec.h"
 #include "core/spec/device.h"
@@ -96,6 +97,10 @@ struct PipelineSpec {
   bool schedule_auto = false;
   std::string planner = "uniform";
   int chunks = 1;  // interleaved 1F1B: model chunks per device
+  // pipeline.memory_cap: the activations a device may keep in flight, a
+  // fraction of 1F1B's ("1/3", 0.5) or bytes ("12GiB"); unset = the budget
+  // alone. Meaning: core/schedule/memory_cap.h.
+  MemoryCap memory_cap;
 };
 
 // Replicas of the pipeline (data parallelism): each trains on its share of
