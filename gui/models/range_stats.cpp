@@ -1,5 +1,5 @@
 #include "gui/models/range_stats.h"
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #include "gui/models/run_model.h"
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>

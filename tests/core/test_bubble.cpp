@@ -1,4 +1,4 @@
-// The one bubble definition (core/analysis/bubble.h): hand values, and the
+// The one bubble definition (core/events/bubble.h): hand values, and the
 // simulator's figure against the closed forms and against the same
 // definition applied to its events the way a recorded run's figures are
 // (busy events over first start to last end).
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 #include "core/events/event_kinds.h"
 #include "uniform_pipeline.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 #include "core/spec/job_spec.h"
 #include "db/run_reader.h"
 

@@ -1,6 +1,6 @@
 #include "core/nas/supernet_sim.h"
 
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 
 #include <algorithm>
 #include <cmath>
@@ -362,7 +362,7 @@ class SupernetSimulation {
       r.resident_hits += st.hits;
       r.load_stall_ms += f.stall_ms;
     }
-    // The pipeline simulator's and a recording's formula (analysis/bubble.h).
+    // The pipeline simulator's and a recording's formula (events/bubble.h).
     r.utilisation = makespan_ > 0 ? 1.0 - bubble_fraction(busy, p_, static_cast<double>(makespan_)) : 0;
     r.events = events_;
     r.waits = waits_;

@@ -1,6 +1,6 @@
 #include "core/sim/simulator.h"
 
-#include "core/analysis/bubble.h"
+#include "core/events/bubble.h"
 #include "core/events/event_kinds.h"
 
 #include <algorithm>
