@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/calibrate/microbatch_calibration.h"
-#include "core/cost/microbatch_curve.h"
+#include "core/model/microbatch_curve.h"
 #include "core/model/microbatch_profile.h"
 #include "core/job/job_plan.h"
 #include "core/model/analytic_profile.h"

@@ -14,7 +14,7 @@
 #include "core/analysis/idle_attribution.h"
 #include "core/cluster/topology.h"
 #include "core/cost/stage_cost.h"
-#include "core/cost/tensor_parallel.h"
+#include "core/model/tensor_parallel.h"
 #include "core/events/event_kinds.h"
 #include "core/job/job_plan.h"
 #include "core/model/analytic_profile.h"

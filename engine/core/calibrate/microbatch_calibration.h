@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/calibrate/stage_compute.h"
-#include "core/cost/microbatch_curve.h"
+#include "core/model/microbatch_curve.h"
 #include "core/model/layer_profile.h"
 
 namespace pw {

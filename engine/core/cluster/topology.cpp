@@ -37,6 +37,13 @@ LinkSpeed group_link(const Topology& t, int first_device, int count) {
   return {t.link_gbps, t.link_latency_us, false};
 }
 
+double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link) {
+  if (group <= 1 || bytes == 0) return 0;
+  const double g = group;
+  const double moved = 2.0 * (g - 1.0) / g * static_cast<double>(bytes);
+  return moved * 8.0 / (link.gbps * 1e9) * 1e3 + 2.0 * (g - 1.0) * link.latency_us * 1e-3;
+}
+
 LinkSpeed stage_cut_link(const Topology& t, int stage, int replicas) {
   for (int r = 0; r < replicas; ++r)
     if (node_of(t, device_of(stage, r, replicas)) != node_of(t, device_of(stage + 1, r, replicas)))

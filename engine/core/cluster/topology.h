@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace pw {
@@ -57,6 +58,13 @@ struct LinkSpeed {
 // The slowest link a group of `count` consecutive devices from `first`
 // crosses (a ring over them is as fast as its slowest hop).
 LinkSpeed group_link(const Topology& t, int first_device, int count);
+
+// Ring all-reduce of `bytes` over `group` members: each sends and receives
+// 2 (g - 1) / g of the bytes over the ring's slowest link, in 2 (g - 1)
+// steps of one latency each (reduce-scatter, then all-gather). The one
+// collective cost of a replica group's gradients (cost/gradient_sync) and a
+// tensor group's activations (model/tensor_parallel).
+double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link);
 
 // The link between pipeline stages s and s + 1 under the placement rule:
 // the slowest over the replicas (each replica's pipeline crosses its own).

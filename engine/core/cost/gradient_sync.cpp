@@ -4,13 +4,6 @@
 
 namespace pw {
 
-double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link) {
-  if (group <= 1 || bytes == 0) return 0;
-  const double g = group;
-  const double moved = 2.0 * (g - 1.0) / g * static_cast<double>(bytes);
-  return moved * 8.0 / (link.gbps * 1e9) * 1e3 + 2.0 * (g - 1.0) * link.latency_us * 1e-3;
-}
-
 LinkSpeed replica_group_link(const GradientSync& sync, int device, const LinkSpeed& device_link) {
   if (!sync.has_topology) return device_link;
   if (sync.tensor <= 1) return group_link(sync.topology, device_of(device, 0, sync.replicas), sync.replicas);

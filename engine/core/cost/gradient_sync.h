@@ -37,11 +37,6 @@ struct SyncBucket {
   double ready_before_end_ms = 0;
 };
 
-// Ring all-reduce of `bytes` over `group` members: each sends and receives
-// 2 (g - 1) / g of the bytes over the ring's slowest link, in 2 (g - 1)
-// steps of one latency each (reduce-scatter, then all-gather).
-double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link);
-
 // The buckets of the virtual stage holding `range` on pipeline device
 // `device`, in the order they become ready: from the last layer back, a
 // bucket closed once it holds bucket_bytes (PyTorch DDP's rule; layers

@@ -1,6 +1,6 @@
 #include "core/model/analytic_profile.h"
 
-#include "core/cost/tensor_parallel.h"
+#include "core/model/tensor_parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -76,7 +76,7 @@ LayerProfile make_layer(std::string name, std::string type, double fwd_flops, do
   return l;
 }
 
-// Tensor parallelism (parallel.tensor = t, core/cost/tensor_parallel.h):
+// Tensor parallelism (parallel.tensor = t, core/model/tensor_parallel.h):
 // each block's matrix products are split over t devices (Megatron's
 // column- then row-parallel layers, attention by heads, the embedding and
 // head by vocabulary), so its FLOPs, parameters and the activations inside

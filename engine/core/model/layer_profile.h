@@ -49,7 +49,7 @@ struct LayerProfile {
   // Parameter tensors the optimizer steps (each has a fixed cost besides
   // its bytes); 0 when unknown.
   int param_tensors = 0;
-  // Tensor parallelism (parallel.tensor > 1, core/cost/tensor_parallel.h):
+  // Tensor parallelism (parallel.tensor > 1, core/model/tensor_parallel.h):
   // the part of fwd_ms, and of bwd_ms (its B, the input gradient), that is
   // the tensor group's blocking all-reduces, and the bytes each rank
   // all-reduced in them per microbatch. 0 without tensor parallelism.

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/cost/microbatch_curve.h"
+#include "core/model/microbatch_curve.h"
 
 namespace pw {
 namespace {

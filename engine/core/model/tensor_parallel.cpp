@@ -1,8 +1,7 @@
-#include "core/cost/tensor_parallel.h"
+#include "core/model/tensor_parallel.h"
 
 #include <string>
 
-#include "core/cost/gradient_sync.h"
 
 namespace pw {
 

@@ -1,4 +1,4 @@
-#include "core/cost/microbatch_curve.h"
+#include "core/model/microbatch_curve.h"
 
 #include <algorithm>
 
