@@ -211,14 +211,16 @@ TEST(TensorCost, AllReducesAreTwoRingsEachWayPerLayer) {
 
 TEST(TensorCost, OneTensorRankLeavesEveryFigureAsItWas) {
   // Iteration times the build before tensor parallelism printed
-  // (`pipewright simulate resources/jobs/<job>.json --json`, commit 7a04a9e).
+  // (`pipewright simulate resources/jobs/<job>.json --json`, commit 7a04a9e;
+  // since issue 43 a swap-in due after a backward is reloaded behind it,
+  // which moved the planner's choices: the figures are that build's).
   struct Case {
     const char* job;
     double iteration_ms;
     std::uint64_t stage0_peak;
   };
-  for (const Case& c : {Case{"gpt32-8gpu", 7431.018616, 30959411200ull}, Case{"bert24-4gpu", 4064.926596, 11693948928ull},
-                        Case{"bert48-8gpu", 4008.476313, 11266031616ull}}) {
+  for (const Case& c : {Case{"gpt32-8gpu", 7440.34313, 33056030720ull}, Case{"bert24-4gpu", 4058.878056, 11660394496ull},
+                        Case{"bert48-8gpu", 3966.439371, 11777736704ull}}) {
     SCOPED_TRACE(c.job);
     PreparedJob p = prepare_job(load_job(std::string(PW_SOURCE_DIR) + "/resources/jobs/" + c.job + ".json"));
     SimResult r = simulate(p.sim_input());

@@ -54,6 +54,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
         if (prev.kind == ActionKind::Forward && prev.chunk == a.chunk && prev.microbatch == a.microbatch) e.twice += 1;
         else if (prev.kind == ActionKind::Forward) e.after_fwd += 1;
         else if (prev.kind == ActionKind::BackwardWeight) e.after_w += 1;
+        else if (prev.kind == ActionKind::Backward || prev.kind == ActionKind::BackwardInput) e.after_b += 1;
         else e.full += 1;
       }
       prev = a;
@@ -63,6 +64,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     e.full /= span;
     e.after_fwd /= span;
     e.after_w /= span;
+    e.after_b /= span;
     exposure_.push_back(e);
     w_lag_.push_back(lag);
   }
@@ -107,6 +109,9 @@ SwapExposure PipelineModel::exposure(int stage, int a, int b) const {
   SwapExposure e = exposure_[stage];
   e.fwd_ms = fwd_ms(a, b) * slow_[stage];
   e.w_ms = bwd_weight_ms(a, b) * slow_[stage];
+  // The backward before: its B (or whole backward) without recompute, the
+  // least it takes under any policy of the range.
+  e.b_ms = (bwd_ms(a, b) - (split_ ? bwd_weight_ms(a, b) : 0)) * slow_[stage];
   return e;
 }
 

@@ -15,21 +15,22 @@ struct PolicyItem {
 
 // Where a stage's swap-ins cannot hide, per microbatch, counted from the
 // schedule's order the way the simulator issues them: a backward's swap-in
-// starts with the action before it when that is a forward or a W (so it
-// hides behind that action's time), but only when the backward itself is
-// due after another backward, a step or nothing (fully exposed); right
-// after its own microbatch's forward it also waits for that forward's
-// swap-out (twice the transfer).
+// starts with the action before it (a forward, a W or another backward), so
+// it hides behind that action's time; only a backward due first after a
+// step or nothing waits for it in full; right after its own microbatch's
+// forward it also waits for that forward's swap-out (twice the transfer).
 struct SwapExposure {
   double twice = 0;      // backwards right after their own forward
   double full = 0;       // backwards whose swap-in is fully exposed
   double after_fwd = 0;  // backwards right after a forward (window fwd_ms)
   double after_w = 0;    // backwards right after a W (window w_ms)
-  double fwd_ms = 0, w_ms = 0;
+  double after_b = 0;    // backwards right after a backward or B (window b_ms)
+  double fwd_ms = 0, w_ms = 0, b_ms = 0;
   // Stall per microbatch for a swap-in of sw ms.
   double stall_ms(double sw) const {
     if (sw <= 0) return 0;
-    return (2 * twice + full) * sw + after_fwd * (sw > fwd_ms ? sw - fwd_ms : 0) + after_w * (sw > w_ms ? sw - w_ms : 0);
+    return (2 * twice + full) * sw + after_fwd * (sw > fwd_ms ? sw - fwd_ms : 0) + after_w * (sw > w_ms ? sw - w_ms : 0) +
+           after_b * (sw > b_ms ? sw - b_ms : 0);
   }
 };
 

@@ -264,8 +264,12 @@ class Simulation {
   std::int64_t& bwd_arrival(int j, int mb) { return bwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
 
   // Swap-in for the backward right after action `next_index`, issued when
-  // the action before it starts so the copy overlaps that compute.
-  void prefetch_swap_in(int d, std::int64_t next_index, std::int64_t issue_time) {
+  // the action before it starts so the copy overlaps that compute. Issued
+  // from a backward (`after_offloads`), it also waits for the device's
+  // swap-outs: the backward still holds its own reloaded activations, so a
+  // third buffer (a forward's going out) would break peak_memory_bound's
+  // two buffers beside a backward.
+  void prefetch_swap_in(int d, std::int64_t next_index, std::int64_t issue_time, bool after_offloads = false) {
     auto& s = dev_[d];
     s.swapin_done = kUnset;
     if (!any_swap_ || next_index >= s.length) return;
@@ -275,7 +279,7 @@ class Simulation {
     const VStage& v = vs_[j];
     if (v.swap_bytes == 0) return;
     std::int64_t out_done = swap_out_done_[static_cast<size_t>(j) * M_ + n.microbatch];
-    std::int64_t start = std::max({issue_time, out_done, s.swap_in_free});
+    std::int64_t start = std::max({issue_time, out_done, s.swap_in_free, after_offloads ? s.swap_out_free : 0});
     std::int64_t end = start + v.swap;
     s.swap_in_free = end;
     s.swapin_done = end;
@@ -445,8 +449,9 @@ class Simulation {
         s.busy += end - start - v.tp_bwd - (v.recompute > 0 ? v.tp_recompute : 0);
         s.tensor += v.tp_bwd + (v.recompute > 0 ? v.tp_recompute : 0);
         s.free = end + v.send_bwd_cpu + overhead_;
-        s.swapin_done = kUnset;
-        prefetch_swap_in(d, s.cursor + 1, end);
+        // A backward right after this one (a flush's drain, GPipe's
+        // backward phase) reloads behind this one's compute, not after it.
+        prefetch_swap_in(d, s.cursor + 1, start, /*after_offloads=*/true);
       }
       s.last_end = s.free;
       ++s.cursor;
