@@ -1,8 +1,8 @@
 // A resume must continue the checkpoint's model, stages and optimizer;
-// anything else it may change (engine/core/spec/resume_check.h, issue 22).
+// anything else it may change (engine/core/job/resume_check.h, issue 22).
 #include <gtest/gtest.h>
 
-#include "core/spec/resume_check.h"
+#include "core/job/resume_check.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/nas/cache_prediction.h"
-#include "core/spec/resume_check.h"
+#include "core/job/resume_check.h"
 #include "core/spec/spec_error.h"
 
 namespace pw::cli {

@@ -4,7 +4,7 @@
 
 #include "core/cluster/topology.h"
 #include "core/model/layer_profile.h"
-#include "core/plan/plan.h"
+#include "core/layout/plan_layout.h"
 
 namespace pw {
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/model/layer_profile.h"
-#include "core/plan/plan.h"
+#include "core/layout/plan_layout.h"
 #include "core/spec/device.h"
 
 namespace pw {

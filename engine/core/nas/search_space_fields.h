@@ -14,7 +14,7 @@ enum class SpaceScope {
 // A search-space field as data, as job_fields.h does for the rest of the
 // job: parse_search_space reads each with its row's range, the studio's
 // search-space designer builds its editors from the same rows, and the
-// resume check (spec/resume_check.cpp) asks `resume_may_change`, so none of
+// resume check (job/resume_check.cpp) asks `resume_may_change`, so none of
 // the three keeps a list of its own that can drift.
 struct SpaceField {
   std::string_view key;  // "window"

@@ -6,7 +6,7 @@
 #include "core/cost/gradient_sync.h"
 #include "core/events/event.h"
 #include "core/model/layer_profile.h"
-#include "core/plan/plan.h"
+#include "core/layout/plan_layout.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/device.h"
 

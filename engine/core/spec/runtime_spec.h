@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/plan/plan.h"
-#include "core/replan/replan_trigger.h"
+#include "core/layout/plan_layout.h"
+#include "core/spec/replan_settings.h"
 
 namespace pw {
 

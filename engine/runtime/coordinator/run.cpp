@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/spec/resume_check.h"
+#include "core/job/resume_check.h"
 #include "core/io/checked_write.h"
 #include "runtime/child_process.h"
 #include "runtime/protocol.h"

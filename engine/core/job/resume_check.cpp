@@ -1,4 +1,4 @@
-#include "core/spec/resume_check.h"
+#include "core/job/resume_check.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
