@@ -11,12 +11,6 @@
 
 namespace pw {
 
-std::vector<std::string> planner_names() {
-  std::vector<std::string> names;
-  for (const auto& e : planner_registry()) names.push_back(e.name);
-  return names;
-}
-
 std::unique_ptr<Planner> make_planner(const std::string& name) {
   for (const auto& e : planner_registry())
     if (e.name == name) return e.make();

@@ -8,6 +8,7 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/device.h"
+#include "core/spec/job_fields.h"  // planner_names(): the names the registry makes
 
 namespace pw {
 
@@ -53,8 +54,6 @@ class Planner {
   virtual Plan plan(const PlanRequest& req) const = 0;
 };
 
-// Known planner names, in the order the CLI lists them.
-std::vector<std::string> planner_names();
 // Throws std::invalid_argument for an unknown name.
 std::unique_ptr<Planner> make_planner(const std::string& name);
 

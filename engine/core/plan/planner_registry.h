@@ -13,7 +13,9 @@ struct PlannerEntry {
   std::function<std::unique_ptr<Planner>()> make;
 };
 
-// The one list of planners; add a planner here.
+// One maker for each name of planner_names() (core/spec/job_fields.h, the
+// job format's list), in its order: add a planner there and here
+// (test_planner_names holds the two equal).
 const std::vector<PlannerEntry>& planner_registry();
 
 }  // namespace pw

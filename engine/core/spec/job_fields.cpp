@@ -58,4 +58,6 @@ const std::vector<std::string>& model_kind_names() {
   return kinds;
 }
 
+std::vector<std::string> planner_names() { return {"uniform", "vpipe", "gpipe", "pipedream", "exact"}; }
+
 }  // namespace pw

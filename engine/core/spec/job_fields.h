@@ -23,4 +23,10 @@ const FieldRange& job_field_range(std::string_view path);
 // model.kind's values, in the order the designer offers them.
 const std::vector<std::string>& model_kind_names();
 
+// pipeline.planner's and runtime.replan.planner's values, in the order the
+// CLI lists them. Names are the job format's, so the spec owns the list;
+// plan/planner_registry makes a planner for each (a test holds the two
+// equal), and the parser need not reach up to the planners to check one.
+std::vector<std::string> planner_names();
+
 }  // namespace pw

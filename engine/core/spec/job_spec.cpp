@@ -6,7 +6,6 @@
 
 #include "core/cluster/topology.h"
 #include "core/cluster/transport_choice.h"
-#include "core/plan/planner.h"
 #include "core/spec/bounded_json.h"
 #include "core/spec/job_fields.h"
 #include "core/spec/json_fields.h"

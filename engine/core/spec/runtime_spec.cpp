@@ -1,6 +1,6 @@
 #include "core/spec/runtime_spec.h"
 
-#include "core/plan/planner.h"
+#include "core/spec/job_fields.h"
 #include "core/spec/json_fields.h"
 #include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
