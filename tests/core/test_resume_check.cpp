@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/job/resume_check.h"
+#include "core/spec/model_fields.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -101,6 +102,42 @@ TEST(ResumeCheck, ASupernetKeepsItsSearchSpaceAndSeed) {
   } catch (const SpecError& e) {
     EXPECT_EQ(e.path(), "model.channels");  // the model differs first here
   }
+}
+
+// The model's fields come from one table (spec/model_fields.h): every row
+// that shapes the weights, changed alone under a kind that writes it, is
+// refused naming the row; every other row may change. A row added to the
+// table is compared with no second list to update.
+TEST(ResumeCheck, EachModelFieldOfTheTableIsComparedOrAllowedAsItsRowSays) {
+  ASSERT_GT(model_fields().size(), 20u);
+  for (const auto& row : model_fields()) {
+    SCOPED_TRACE(std::string(row.path));
+    JobSpec saved = job(), resumed = job();
+    const std::string kind = row.kinds.empty() ? saved.model.kind : std::string(row.kinds.front());
+    saved.model.kind = resumed.model.kind = kind;
+    std::visit(
+        [&](auto member) {
+          auto& v = resumed.model.*member;
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string>) v += "x";
+          else if constexpr (std::is_arithmetic_v<T>) v += 1;
+          else v.push_back(3);
+        },
+        row.member);
+    ASSERT_NE(row.value(saved.model), row.value(resumed.model));
+    if (!row.shapes_weights) {
+      EXPECT_NO_THROW(check_resume_compatible(saved, resumed));
+      continue;
+    }
+    try {
+      check_resume_compatible(saved, resumed);
+      ADD_FAILURE() << "a changed " << row.path << " was resumed";
+    } catch (const SpecError& e) {
+      EXPECT_EQ(e.path(), row.path);
+      EXPECT_NE(std::string(e.what()).find("a resume cannot change the model"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(model_field("model.nonesuch"), std::logic_error);  // a parser reading it would fail alike
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/nas/search_space_fields.h"
+#include "core/spec/model_fields.h"
 #include "core/spec/spec_error.h"
 
 namespace pw {
@@ -26,27 +27,16 @@ bool may_change_on_resume(const std::string& key) {
 }  // namespace
 
 void check_resume_compatible(const JobSpec& checkpoint, const JobSpec& resumed) {
-  const ModelSpec &a = checkpoint.model, &b = resumed.model;
-  const std::string model = "the model";
-  same("model.kind", a.kind, b.kind, model);
-  // The fields each kind's layers are built from (parse_model in job_spec.cpp).
-  same("model.layers", a.layers, b.layers, model);
-  same("model.encoder_layers", a.encoder_layers, b.encoder_layers, model);
-  same("model.decoder_layers", a.decoder_layers, b.decoder_layers, model);
-  same("model.hidden", a.hidden, b.hidden, model);
-  same("model.heads", a.heads, b.heads, model);
-  same("model.seq_len", a.seq_len, b.seq_len, model);
-  same("model.vocab", a.vocab, b.vocab, model);
-  same("model.ffn_mult", a.ffn_mult, b.ffn_mult, model);
-  same("model.input", a.input, b.input, model);
-  same(a.kind == "cnn" ? "model.channels" : "model.widths", a.widths, b.widths, model);
-  same("model.classes", a.classes, b.classes, model);
-  same("model.image_size", a.image_size, b.image_size, model);
-  same("model.in_channels", a.in_channels, b.in_channels, model);
-  same("model.param_mb", a.param_mb, b.param_mb, model);
-  same("model.output_mb", a.output_mb, b.output_mb, model);
-  same("model.input.shape", a.input_shape, b.input_shape, model);
-  same("model.input.dtype", a.input_dtype, b.input_dtype, model);
+  // The model's fields that shape the checkpoint's weights, from the one
+  // table the parser reads them by (model_fields.h); a key another kind
+  // writes for the same member (channels / widths) is named as this kind's.
+  for (const auto& row : model_fields()) {
+    if (!row.shapes_weights || !row.applies_to(checkpoint.model.kind)) continue;
+    const nlohmann::json saved = row.value(checkpoint.model), now = row.value(resumed.model);
+    if (saved != now)
+      throw SpecError(std::string(row.path), "differs from the checkpoint's " + saved.dump() + " (now " + now.dump() +
+                                                 "); a resume cannot change the model");
+  }
   // One checkpoint file per stage process, laid out by the chunks per device.
   same("pipeline.stages", checkpoint.pipeline.stages, resumed.pipeline.stages, "the stage count");
   same("pipeline.chunks", checkpoint.pipeline.chunks, resumed.pipeline.chunks, "the chunks per device");

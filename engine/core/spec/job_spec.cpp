@@ -8,6 +8,7 @@
 #include "core/cluster/transport_choice.h"
 #include "core/spec/bounded_json.h"
 #include "core/spec/job_fields.h"
+#include "core/spec/model_fields.h"
 #include "core/spec/json_fields.h"
 #include "core/spec/override.h"
 #include "core/spec/spec_bounds.h"
@@ -26,6 +27,13 @@ T ranged(JsonFields& f, const std::string& key, std::optional<T> fallback = std:
 double ranged_number(JsonFields& f, const std::string& key, std::optional<double> fallback = std::nullopt) {
   const FieldRange& r = job_field_range(f.path_of(key));
   return f.number(key, r.min, r.max, fallback);
+}
+
+// Every model field the parser took (finish() has refused the rest) has
+// its row in model_fields.h, which the resume check compares by: one parsed
+// without a row throws std::logic_error on any job that writes it.
+void has_rows(const JsonFields& f) {
+  for (const auto& [key, value] : f.raw_object().items()) model_field(f.path_of(key));
 }
 
 ModelSpec parse_model(JsonFields f) {
@@ -77,6 +85,7 @@ ModelSpec parse_model(JsonFields f) {
     m.input_shape = in.int_list<std::int64_t>("shape", 1, kShapeExtent, kShapeDims);
     m.input_dtype = in.choice("dtype", {"float32", "int64"}, "float32");
     in.finish();
+    has_rows(in);
     m.classes = ranged<int>(f, "classes", 10);
     // Token input of shape [seq_len]: a language model over `classes` symbols.
     if (m.input_dtype == "int64" && m.input_shape.size() == 1) {
@@ -96,6 +105,7 @@ ModelSpec parse_model(JsonFields f) {
     m.optimizer_ms = ranged_number(f, "optimizer_ms", 0.0);
   }
   f.finish();
+  has_rows(f);
   return m;
 }
 
