@@ -44,6 +44,8 @@ nlohmann::json result_json(const PreparedJob& p, const SimResult& r) {
                    {"microbatches", p.job.pipeline.microbatches},
                    {"throughput_samples_per_s", r.throughput_samples_per_s},
                    {"iteration_time_ms", r.iteration_time_ms},
+                   {"iteration_cost", to_string(iteration_cost_of(p.job))},
+                   {"span_ms", r.span_ms},
                    {"bubble_fraction", r.bubble_fraction},
                    {"overlapped_iteration_ms", r.overlapped_iteration_ms},
                    {"window_bubble_fraction", r.window_bubble_fraction},
@@ -71,6 +73,10 @@ void print_human(const PreparedJob& p, const SimResult& r) {
   std::cout << "  throughput      " << fixed(r.throughput_samples_per_s, 1) << " samples/s"
             << (r.replicas > 1 ? " (all " + std::to_string(r.replicas) + " replicas)" : "") << "\n"
             << "  iteration time  " << fixed(r.iteration_time_ms, 2) << " ms\n"
+            << (r.span_ms > r.iteration_time_ms * (1 + 1e-9) && p.schedule->flushes()
+                    ? "  flushed span    " + fixed(r.span_ms, 2) +
+                          " ms (iterations overlap: each costs its longest device window, docs/schedules.md)\n"
+                    : std::string())
             << "  bubble          " << pct(r.bubble_fraction) << "\n"
             << "  events          " << r.events << "\n\n";
   const bool sync = r.replicas > 1;

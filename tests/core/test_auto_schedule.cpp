@@ -61,11 +61,17 @@ TEST(AutoSchedule, CandidatesFollowTheShape) {
   EXPECT_EQ(c[3].second, 1);
   prof.layers.resize(8);
   c = auto_schedule_candidates(r);
-  ASSERT_EQ(c.size(), 6u);
+  ASSERT_EQ(c.size(), 9u);
   EXPECT_EQ(c[4].first, ScheduleKind::ZBV);
   EXPECT_EQ(c[4].second, 2);
+  // Issue 43: the controllable-memory V's, then the generated V, after the
+  // V families whose plans it reuses.
+  EXPECT_EQ(c[6].first, ScheduleKind::VHalf);
+  EXPECT_EQ(c[7].first, ScheduleKind::VMin);
+  EXPECT_EQ(c[8].first, ScheduleKind::Generated);
+  EXPECT_EQ(c[8].second, 2);
   r.microbatches = 7;  // DualPipeV needs 2p microbatches
-  EXPECT_EQ(auto_schedule_candidates(r).size(), 5u);
+  EXPECT_EQ(auto_schedule_candidates(r).size(), 8u);
   r.stages = 1;
   EXPECT_EQ(auto_schedule_candidates(r).size(), 1u);
 }

@@ -103,12 +103,8 @@ TEST(OrderChoice, VPipesJointChoiceNeverSlowerThanAdaptingAfterAndSometimesFaste
       ++faster;
       most = std::max(most, 1 - j.iteration_time_ms / a.iteration_time_ms);
       EXPECT_FALSE(same_partition_and_policy(joint, after)) << at;
-      // The search ranked it no better by the unit-cost order: the order
-      // made the difference.
-      auto unit = make_schedule(ScheduleKind::Generated, p, m, 1);
-      SimInput ju{req.profile, &joint, unit.get(), req.device, req.microbatch_size};
-      SimInput au{req.profile, &after, unit.get(), req.device, req.microbatch_size};
-      EXPECT_GE(simulate(ju).iteration_time_ms, simulate(au).iteration_time_ms - 1e-9) << at;
+      // (Since issue 43 the hand-built families' plans are candidates
+      // too, so the winner need not be one the unit-cost order ranked.)
     }
   }
   EXPECT_GE(n, 20);

@@ -483,7 +483,9 @@ TEST(PlanOrderV, SimulatorRunsTheVOrderNeverSlowerThanTheUnitCostOne) {
         if (!same_order(*stored, *unit)) {
           ++differs;
           most = std::max(most, 1 - s.iteration_time_ms / u.iteration_time_ms);
-          EXPECT_LT(s.iteration_time_ms, u.iteration_time_ms) << at << ": " << plan.generated->source;
+          // Another order at the same time (a hand-built one of the V
+          // families, issue 43) may be stored: never slower.
+          EXPECT_LE(s.iteration_time_ms, u.iteration_time_ms + 1e-9) << at << ": " << plan.generated->source;
         }
         // Through the plan's JSON, as a worker reads it.
         Plan back = plan_from_json(to_json(plan));

@@ -103,7 +103,15 @@ PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile) {
   r.chunks = job.pipeline.chunks;
   r.auto_schedule = job.pipeline.schedule_auto;
   r.microbatch_size = job.training.microbatch_size;
+  r.iteration_cost = iteration_cost_of(job);
+  r.memory_cap = job.pipeline.memory_cap;
   return r;
+}
+
+IterationCost iteration_cost_of(const JobSpec& job) {
+  // Both reduce the whole pipeline's gradient at every step (docs/engine.md):
+  // no device starts the next iteration before every device's last W.
+  return job.training.clip_grad_norm > 0 || job.training.skip_nonfinite ? IterationCost::Span : IterationCost::Window;
 }
 
 SimInput PreparedJob::sim_input() const {
@@ -114,6 +122,7 @@ SimInput PreparedJob::sim_input() const {
   in.device = job.cluster.device;
   in.microbatch_size = job.training.microbatch_size;
   in.sync = gradient_sync(job);
+  in.iteration_cost = iteration_cost_of(job);
   return in;
 }
 

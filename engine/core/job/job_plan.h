@@ -21,6 +21,11 @@ Topology topology_of(const ClusterSpec& cluster);
 // The job's replicas and topology as the cost model takes them.
 GradientSync gradient_sync(const JobSpec& job);
 
+// What an iteration of the job costs (order_timeline.h): its span where the
+// step reduces the whole gradient (training.clip_grad_norm,
+// training.skip_nonfinite), else its longest device window.
+IterationCost iteration_cost_of(const JobSpec& job);
+
 // The planner's view of a job (the profile must outlive the request).
 PlanRequest plan_request(const JobSpec& job, const ModelProfile& profile);
 

@@ -34,6 +34,8 @@ SupernetMode supernet_mode(const JobSpec& job) {
     case ScheduleKind::ZBH2:
     case ScheduleKind::ZBV:
     case ScheduleKind::DualPipeV:
+    case ScheduleKind::VHalf:
+    case ScheduleKind::VMin:
     case ScheduleKind::Generated: break;
   }
   throw SpecError("pipeline.schedule", "a supernet job runs csp, gpipe, 1f1b (VPipe-style) or pipedream, "

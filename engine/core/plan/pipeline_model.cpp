@@ -381,6 +381,7 @@ double PipelineModel::simulate_ms(const Plan& plan) const {
   in.microbatch_size = req_.microbatch_size;
   in.slowdown = req_.slowdown;
   in.sync = req_.sync;
+  in.iteration_cost = req_.iteration_cost;
   return simulate(in).iteration_time_ms;
 }
 

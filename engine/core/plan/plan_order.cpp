@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -16,7 +17,9 @@ constexpr double kLeast = 1e-9;
 
 }  // namespace
 
-OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
+namespace {
+
+OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector<double>& cap_units) {
   if (!req.profile) throw std::invalid_argument("generated order: no model profile");
   const int p = req.stages, m = req.microbatches, chunks = req.chunks;
   if ((chunks != 1 && chunks != 2) || static_cast<int>(plan.stages.size()) != p * chunks)
@@ -35,6 +38,8 @@ OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
   pr.released.resize(V);
   pr.hops.resize(V - 1);
   pr.memory_limit.resize(p);
+  pr.objective = req.iteration_cost;
+  cap_units.assign(p, 0);
   std::vector<StageCost> cost(V);
   std::vector<std::uint64_t> held(V);
   for (int j = 0; j < V; ++j) {
@@ -90,19 +95,66 @@ OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
     // At least one microbatch per chunk, the least any order holds (a V's
     // turn keeps one on each chunk): a device too small even for that gets
     // an order anyway, and the simulator says the plan is out of memory.
+    // pipeline.memory_cap in the same units: the device's bytes per
+    // microbatch over its chunks (what 1F1B keeps of it) against one unit.
+    double device_mb = 0;
+    for (int k = 0; k < chunks; ++k) device_mb += static_cast<double>(held[pr.vstage(d, k)]);
+    limit = std::min(limit, memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb));
     pr.memory_limit[d] = std::clamp(limit, static_cast<double>(chunks), most);
+    cap_units[d] = memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb);
   }
   return pr;
 }
 
-void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget) {
+}  // namespace
+
+OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan) {
+  std::vector<double> cap;
+  return order_problem(req, plan, cap);
+}
+
+std::string memory_cap_violation(const PlanRequest& req, const Plan& plan, const Schedule& sched) {
+  if (!req.memory_cap.set() || !req.profile) return "";
+  const int p = req.stages;
+  std::vector<double> peak(p, 0), cap(p, 0);
+  const bool order_placement = (sched.chunks() == 1 || (sched.chunks() == 2 && sched.virtual_stage(0, 1) == 2 * p - 1));
+  if (order_placement && static_cast<int>(plan.stages.size()) == p * sched.chunks()) {
+    PlanRequest r = req;
+    r.chunks = sched.chunks();
+    OrderProblem pr = order_problem(r, plan, cap);
+    pr.memory_limit.clear();
+    const OrderTiming t = time_orders(pr, order_of(sched));
+    peak = t.peak_memory;
+  } else {
+    // Interleaved: its in-flight count of chunk microbatches, at equal chunks.
+    for (int d = 0; d < p; ++d) {
+      peak[d] = sched.in_flight(d);
+      cap[d] = memory_cap_units(req.memory_cap, p, req.microbatches, sched.chunks());
+    }
+  }
+  for (int d = 0; d < p; ++d)
+    if (peak[d] > cap[d] + 1e-9) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "pipeline.memory_cap (%s): device %d keeps %.2f microbatches' activations in flight, the cap "
+                    "allows %.2f",
+                    to_string(req.memory_cap).c_str(), d, peak[d], cap[d]);
+      return buf;
+    }
+  return "";
+}
+
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget,
+                            const std::vector<NamedOrder>& extra) {
   plan.generated.reset();
   if (req.schedule != ScheduleKind::Generated || (req.chunks != 1 && req.chunks != 2) || plan.stages.empty()) return;
   const OrderProblem pr = plan_order_problem(req, plan);
   const auto unit = order_of(*make_schedule(ScheduleKind::Generated, req.stages, req.microbatches, req.chunks));
   GeneratedOrder g;
   try {
-    g = generate_order(pr, search_budget, {{"unit costs", unit}});
+    std::vector<NamedOrder> candidates = extra;
+    candidates.emplace_back("unit costs", unit);
+    g = generate_order(pr, search_budget, candidates);
   } catch (const std::runtime_error&) {
     // Nothing fits the limits (the plan is out of memory whatever the
     // order): the unit-cost order, which the simulator will judge.
@@ -122,8 +174,8 @@ void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t sea
   o.hop_ms = pr.hops;
   o.memory_limit = pr.memory_limit;
   o.source = g.source;
-  o.generated_ms = g.timing.makespan;
-  o.unit_order_ms = time_orders(pr, unit).makespan;
+  o.generated_ms = g.timing.cost(pr.objective);
+  o.unit_order_ms = time_orders(pr, unit).cost(pr.objective);
   for (const auto& d : g.order) o.order.push_back(order_to_text(d));
   plan.generated = std::move(o);
 }

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/plan/plan.h"
 #include "core/plan/planner.h"
@@ -32,7 +34,17 @@ namespace pw {
 //    larger of the two chunks' (the generator counts units, not bytes, so
 //    the smaller chunk's microbatch counts as a whole one until its B), and
 //    both chunks' fixed memory is subtracted.
+//  - the objective: req.iteration_cost (the window or the span);
+//  - pipeline.memory_cap (req.memory_cap): the limit is at most the cap in
+//    the same units (memory_cap_units with the device's bytes per
+//    microbatch over its chunks).
 OrderProblem plan_order_problem(const PlanRequest& req, const Plan& plan);
+
+// "" when `sched` keeps within req.memory_cap on every device with `plan`
+// (counted as plan_order_problem counts: a microbatch's units from F to B,
+// W's stash from B to W; interleaved: its in-flight chunk microbatches),
+// else which device holds how much against the cap, naming the field.
+std::string memory_cap_violation(const PlanRequest& req, const Plan& plan, const Schedule& sched);
 
 // The local search's budget for a plan's order (actions timed): enough
 // for the gains of unequal stages at 8 x 32, a few ms per plan
@@ -44,7 +56,9 @@ constexpr std::int64_t kPlanOrderSearch = 500'000;
 // candidates, and stores it with its inputs in plan.generated. Only for
 // req.schedule == Generated with one chunk or a V's two; otherwise clears
 // it.
-void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget = kPlanOrderSearch);
+// `extra`: further candidates (a hand-built order the plan was made for).
+void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t search_budget = kPlanOrderSearch,
+                            const std::vector<NamedOrder>& extra = {});
 
 // The schedule a job runs with `plan`: for Generated, the order stored in
 // plan.generated when it was made for this shape (devices, microbatches,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/plan/generated_plan.h"
 #include "core/plan/plan_order.h"
 #include "core/plan/planner_registry.h"
 #include "core/schedule/schedule.h"
@@ -21,7 +22,9 @@ std::unique_ptr<Planner> make_planner(const std::string& name) {
 
 void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   // Generated: the order made for this plan's own costs and memory, kept
-  // only where the simulator agrees it beats the unit-cost order.
+  // only where the simulator agrees it beats the unit-cost order and every
+  // hand-built order of the placement (so `generated` is never slower than
+  // one of them on the same plan, by the simulator's own measure).
   if (!keep_order || !plan.generated) attach_generated_order(req, plan);
   auto sched = make_plan_schedule(req.schedule, req.stages, req.microbatches, req.chunks, plan);
   SimInput in;
@@ -32,21 +35,43 @@ void evaluate_plan(const PlanRequest& req, Plan& plan, bool keep_order) {
   in.microbatch_size = req.microbatch_size;
   in.slowdown = req.slowdown;
   in.sync = req.sync;
-  SimResult r = simulate(in);
-  if (plan.generated && plan.generated->source != "unit costs") {
-    auto unit = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
-    in.schedule = unit.get();
-    SimResult u = simulate(in);
-    if ((u.feasible && !r.feasible) || (u.feasible == r.feasible && u.iteration_time_ms < r.iteration_time_ms)) {
-      plan.generated->order.clear();
-      for (const auto& d : order_of(*unit)) plan.generated->order.push_back(order_to_text(d));
-      plan.generated->source = "unit costs (simulated faster than " + plan.generated->source + ")";
-      plan.generated->generated_ms = plan.generated->unit_order_ms;
-      sched = std::move(unit);
-      r = std::move(u);
-    } else {
-      in.schedule = sched.get();
+  in.iteration_cost = req.iteration_cost;
+  // Feasible: within the budget (the simulator) and the cap.
+  auto judge = [&](const Schedule& s, SimResult& res) {
+    if (!res.feasible) return;
+    if (std::string why = memory_cap_violation(req, plan, s); !why.empty()) {
+      res.feasible = false;
+      res.reason = why;
     }
+  };
+  SimResult r = simulate(in);
+  judge(*sched, r);
+  if (plan.generated && plan.generated->source != "unit costs") {
+    std::vector<NamedOrder> others;
+    others.emplace_back("unit costs", order_of(*make_schedule(req.schedule, req.stages, req.microbatches, req.chunks)));
+    for (auto& o : hand_built_orders(default_order_problem(req.stages, req.microbatches, req.chunks)))
+      others.push_back(std::move(o));
+    for (auto& [name, order] : others) {
+      OrderProblem shape = default_order_problem(req.stages, req.microbatches, req.chunks);
+      shape.memory_limit.clear();
+      GeneratedOrder g;
+      g.order = std::move(order);
+      auto alt = make_generated_schedule(shape, g);
+      in.schedule = alt.get();
+      SimResult u = simulate(in);
+      judge(*alt, u);
+      if ((u.feasible && !r.feasible) || (u.feasible == r.feasible && u.iteration_time_ms < r.iteration_time_ms * (1 - 1e-12))) {
+        plan.generated->order.clear();
+        for (const auto& d : g.order) plan.generated->order.push_back(order_to_text(d));
+        const std::string was = plan.generated->source;
+        plan.generated->source = name + " (simulated faster than " +
+                                 (was.find(" (simulated faster than ") == std::string::npos ? was : was.substr(0, was.find(" (simulated"))) + ")";
+        plan.generated->generated_ms = time_orders(plan_order_problem(req, plan), g.order).cost(req.iteration_cost);
+        sched = std::move(alt);
+        r = std::move(u);
+      }
+    }
+    in.schedule = sched.get();
   }
   plan.iteration_time_ms = r.iteration_time_ms;
   plan.throughput_samples_per_s = r.throughput_samples_per_s;
@@ -90,16 +115,26 @@ std::vector<std::pair<ScheduleKind, int>> auto_schedule_candidates(const PlanReq
   if (2 * req.stages <= layers) {
     out.push_back({ScheduleKind::ZBV, 2});
     if (req.microbatches >= 2 * req.stages) out.push_back({ScheduleKind::DualPipeV, 2});
+    out.push_back({ScheduleKind::VHalf, 2});
+    out.push_back({ScheduleKind::VMin, 2});
+    out.push_back({ScheduleKind::Generated, 2});
   }
   return out;
 }
 
 namespace {
+
+// Feasible first, then the shorter iteration.
+bool better(const Plan& p, const Plan& best) {
+  return (p.feasible && !best.feasible) || (p.feasible == best.feasible && p.iteration_time_ms < best.iteration_time_ms);
+}
+
 Plan run_auto(const std::string& name, const PlanRequest& req) {
   Plan best;
   bool have = false;
   double planning_ms = 0, base_ms = 0;
   const auto candidates = auto_schedule_candidates(req);
+  std::vector<Plan> family_plans[3];  // by chunks: the hand-built families' plans, for generated
   for (auto [kind, chunks] : candidates) {
     PlanRequest r = req;
     r.search_effort = req.search_effort * 2.0 / static_cast<double>(candidates.size());
@@ -108,19 +143,37 @@ Plan run_auto(const std::string& name, const PlanRequest& req) {
     r.chunks = chunks;
     r.current = nullptr;  // a plan in force belongs to one schedule's stage count
     Plan p;
-    try {
-      p = run_planner(name, r);
-    } catch (const std::invalid_argument&) {
-      // A planner that cannot plan this family (exact: one chunk per
-      // device) leaves it out; 1F1B's failure is the caller's to see.
-      if (kind == ScheduleKind::OneFOneB) throw;
-      continue;
+    if (kind == ScheduleKind::Generated) {
+      // The order generated for each plan the placement's hand-built
+      // families were given and for the one the planner makes for
+      // generated itself: never slower than any of them (generated_plan.h).
+      auto t0 = std::chrono::steady_clock::now();
+      auto planner = make_planner(name);
+      std::vector<Plan> plans;
+      try {
+        plans.push_back(planner->plan(r));
+      } catch (const std::invalid_argument&) {
+        // A planner that cannot plan this placement: the families' plans.
+      }
+      for (const Plan& f : family_plans[chunks]) plans.push_back(f);
+      p = best_generated(r, plans);
+      p.planning_time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p.planner = name;
+    } else {
+      try {
+        p = run_planner(name, r);
+      } catch (const std::invalid_argument&) {
+        // A planner that cannot plan this family (exact: one chunk per
+        // device) leaves it out; 1F1B's failure is the caller's to see.
+        if (kind == ScheduleKind::OneFOneB) throw;
+        continue;
+      }
+      family_plans[chunks].push_back(p);
     }
+    if (p.stages.empty()) continue;
     planning_ms += p.planning_time_ms;
     if (kind == ScheduleKind::OneFOneB && p.feasible) base_ms = p.iteration_time_ms;
-    // Feasible first, then fastest.
-    if (!have || (p.feasible && !best.feasible) ||
-        (p.feasible == best.feasible && p.iteration_time_ms < best.iteration_time_ms)) {
+    if (!have || better(p, best)) {
       best = std::move(p);
       have = true;
     }
@@ -129,21 +182,45 @@ Plan run_auto(const std::string& name, const PlanRequest& req) {
   best.best_1f1b_ms = base_ms;
   return best;
 }
+
+// pipeline.schedule "generated": the planner's own generated plan, and the
+// plans it makes for each hand-built family of the placement, each with
+// the order generated for it; the fastest (generated_plan.h).
+Plan run_generated(const Planner& planner, const std::string& name, const PlanRequest& req) {
+  std::vector<Plan> plans;
+  Plan own = planner.plan(req);
+  if (!own.stages.empty()) plans.push_back(std::move(own));
+  for (ScheduleKind k : placement_families(req)) {
+    PlanRequest r = req;
+    r.schedule = k;
+    try {
+      Plan q = planner.plan(r);
+      if (!q.stages.empty()) plans.push_back(std::move(q));
+    } catch (const std::invalid_argument&) {
+      // A family this planner or shape refuses is no candidate.
+    }
+  }
+  Plan best = best_generated(req, plans);
+  best.planner = name;
+  return best;
+}
+
 }  // namespace
 
 Plan run_planner(const std::string& name, const PlanRequest& req) {
   if (req.auto_schedule) return run_auto(name, req);
   auto planner = make_planner(name);
   auto t0 = std::chrono::steady_clock::now();
-  Plan plan = planner->plan(req);
+  const bool generated = req.schedule == ScheduleKind::Generated && (req.chunks == 1 || req.chunks == 2);
+  Plan plan = generated ? run_generated(*planner, name, req) : planner->plan(req);
   auto t1 = std::chrono::steady_clock::now();
   plan.planning_time_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   plan.planner = name;
   plan.schedule = to_string(req.schedule);
   if (req.current) plan.layers_moved = layers_moved(*req.current, plan);
-  // A plan chosen with its order (vpipe under "generated") keeps it: it
-  // was generated for this request, and again would cost as much.
-  if (!plan.stages.empty()) evaluate_plan(req, plan, true);
+  // A plan chosen with its order (vpipe under "generated", run_generated)
+  // keeps it: it was generated for this request, and again would cost as much.
+  if (!plan.stages.empty() && !generated) evaluate_plan(req, plan, true);
   return plan;
 }
 

@@ -6,6 +6,8 @@
 #include "core/cost/gradient_sync.h"
 #include "core/model/layer_profile.h"
 #include "core/plan/plan.h"
+#include "core/schedule/memory_cap.h"
+#include "core/schedule/order_timeline.h"
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/device.h"
 #include "core/spec/job_fields.h"  // planner_names(): the names the registry makes
@@ -43,6 +45,12 @@ struct PlanRequest {
   // Replicas of the pipeline and where they sit: plans are judged with
   // their gradient synchronisation (SimInput::sync).
   GradientSync sync;
+  // What an iteration costs (order_timeline.h): plans are judged, and
+  // generated orders made, by it (SimInput::iteration_cost).
+  IterationCost iteration_cost = IterationCost::Window;
+  // pipeline.memory_cap: a plan whose order keeps more activations in
+  // flight on some device is infeasible; generated orders are made under it.
+  MemoryCap memory_cap;
 };
 
 class Planner {
@@ -74,7 +82,8 @@ Plan run_planner(const std::string& name, const PlanRequest& req);
 
 // The families "auto" tries for a request's shape, with their chunk counts:
 // V-shaped ones need 2 x stages <= layers, DualPipeV also microbatches >=
-// 2 x stages.
+// 2 x stages; then v-half, v-min and the generated V, which judges the
+// plans of every V family with its own order (generated_plan.h).
 std::vector<std::pair<ScheduleKind, int>> auto_schedule_candidates(const PlanRequest& req);
 
 }  // namespace pw

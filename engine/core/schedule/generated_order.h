@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule/greedy_order.h"
 #include "core/schedule/order_timeline.h"
 #include "core/schedule/schedule.h"
 
@@ -30,14 +31,16 @@ struct GeneratedOrder {
 // actions timed in all (time_orders calls x actions per call).
 GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget = 10'000'000);
 
-// Named per-device orders (each ending with the optimizer step).
-using NamedOrder = std::pair<std::string, std::vector<std::vector<Action>>>;
-
 // The same, judging `extra` candidates beside the heuristic's and the
 // hand-built ones (those that do not fit the limits are dropped): a plan
 // passes the order it would run otherwise, so the result is never slower
 // than that one either.
 GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget, const std::vector<NamedOrder>& extra);
+
+// The hand-built orders of pr's placement, by name (one chunk: 1f1b, zb-h1,
+// zb-h2; a V: zb-v, dualpipe-v, v-half, v-min), each where its family
+// accepts the shape; not timed or filtered by memory.
+std::vector<NamedOrder> hand_built_orders(const OrderProblem& pr);
 
 // A schedule's per-device orders, as stored.
 std::vector<std::vector<Action>> order_of(const Schedule& s);

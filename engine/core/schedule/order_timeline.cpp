@@ -6,6 +6,8 @@
 
 namespace pw {
 
+const char* to_string(IterationCost c) { return c == IterationCost::Window ? "window" : "span"; }
+
 void OrderProblem::validate() const {
   if (devices < 1) throw std::invalid_argument("devices: must be >= 1, got " + std::to_string(devices));
   if (microbatches < 1) throw std::invalid_argument("microbatches: must be >= 1, got " + std::to_string(microbatches));
@@ -119,6 +121,7 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
     t.complete = t.complete && cursor[d] == order[d].size();
     t.makespan = std::max(t.makespan, t.last_end[d]);
     t.first_start[d] = std::max(0.0, t.first_start[d]);
+    t.window = std::max(t.window, t.last_end[d] - t.first_start[d]);
   }
   return t;
 }

@@ -5,6 +5,20 @@
 
 namespace pw {
 
+// What one iteration costs when a job trains many back to back (issue 43,
+// docs/schedules.md). The engine's stage loop starts iteration i+1 on a
+// device right after that device's own optimizer step; nothing waits for
+// the other devices unless the job reduces the whole gradient at the step
+// (training.clip_grad_norm, training.skip_nonfinite). So by default
+// iterations overlap and one costs its longest device window (first start
+// to last end on one device): shifting the whole iteration by that much
+// keeps every device's order and every dependency, so it bounds the
+// steady-state period, and for 1F1B-like orders, whose device 0 is busy
+// from the first moment to the last, it is the span. With a synchronising
+// step an iteration costs its span (first start to last end anywhere).
+enum class IterationCost { Window, Span };
+const char* to_string(IterationCost c);
+
 // One microbatch's compute on one virtual stage: forward, input gradient
 // (B) and weight gradient (W). A full Backward takes b + w.
 struct ActionTimes {
@@ -28,6 +42,7 @@ struct OrderProblem {
   // costs, core/plan/plan_order.h); empty = the scalars above everywhere.
   std::vector<double> hops;      // transfer between virtual stage j and j+1 (size V-1), if on two devices
   std::vector<double> released;  // released_at_b per virtual stage (size V), each in [0, 1]
+  IterationCost objective = IterationCost::Window;  // what the generator minimises
 
   double hop(int j) const { return hops.empty() ? transfer : hops[j]; }
   double release(int vs) const { return released.empty() ? released_at_b : released[vs]; }
@@ -41,10 +56,12 @@ struct OrderProblem {
 
 struct OrderTiming {
   bool complete = false;             // false: some device waits forever (the order cannot run)
-  double makespan = 0;               // end of the last action (the flushed iteration)
+  double makespan = 0;               // end of the last action (the flushed iteration, the span)
+  double window = 0;                 // the longest device window, last_end - first_start
   std::vector<double> first_start;   // per device
   std::vector<double> last_end;      // per device
   std::vector<double> peak_memory;   // per device, units, counted along the order
+  double cost(IterationCost c) const { return c == IterationCost::Window ? window : makespan; }
 };
 
 // Runs `order` (per device; OptimizerStep takes no time) as early as its

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/schedule/generated_order.h"
+#include "core/schedule/controllable_memory.h"
 #include "core/schedule/zero_bubble.h"
 
 namespace pw {
@@ -137,9 +138,13 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int micr
     case ScheduleKind::ZBH2: return make_zb_h2(devices, microbatches);
     case ScheduleKind::ZBV:
     case ScheduleKind::DualPipeV:
+    case ScheduleKind::VHalf:
+    case ScheduleKind::VMin:
       if (chunks != 2)
         throw std::invalid_argument(to_string(kind) + " places exactly 2 chunks per device (a V), got " +
                                     std::to_string(chunks));
+      if (kind == ScheduleKind::VHalf) return make_v_half(devices, microbatches);
+      if (kind == ScheduleKind::VMin) return make_v_min(devices, microbatches);
       return kind == ScheduleKind::ZBV ? make_zb_v(devices, microbatches) : make_dualpipe_v(devices, microbatches);
     case ScheduleKind::Generated: return make_generated(devices, microbatches, chunks);
     case ScheduleKind::CSP:

@@ -15,16 +15,20 @@ constexpr Name kNames[] = {{ScheduleKind::GPipe, "gpipe"},
                            {ScheduleKind::ZBH2, "zb-h2"},
                            {ScheduleKind::ZBV, "zb-v"},
                            {ScheduleKind::DualPipeV, "dualpipe-v"},
+                           {ScheduleKind::VHalf, "v-half"},
+                           {ScheduleKind::VMin, "v-min"},
                            {ScheduleKind::Generated, "generated"}};
 }  // namespace
 
-bool is_v_shape(ScheduleKind k) { return k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV; }
+bool is_v_shape(ScheduleKind k) {
+  return k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV || k == ScheduleKind::VHalf || k == ScheduleKind::VMin;
+}
 
 bool flushes(ScheduleKind k) { return k != ScheduleKind::PipeDream; }
 
 bool splits_backward(ScheduleKind k) {
   return k == ScheduleKind::ZBH1 || k == ScheduleKind::ZBH2 || k == ScheduleKind::ZBV || k == ScheduleKind::DualPipeV ||
-         k == ScheduleKind::Generated;
+         k == ScheduleKind::VHalf || k == ScheduleKind::VMin || k == ScheduleKind::Generated;
 }
 
 std::string to_string(ScheduleKind k) {

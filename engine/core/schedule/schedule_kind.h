@@ -17,6 +17,10 @@ enum class ScheduleKind {
   ZBH2,       // 2p-1 microbatches in flight, W fills the warm-up/drain bubbles
   ZBV,        // V-shaped: two chunks per device, device d holds d and 2p-1-d
   DualPipeV,  // DeepSeek's DualPipe cut in half: V-shaped, paired F and B
+  // Controllable memory (Qi et al., NeurIPS'24): V orders at about 1/2 and
+  // 1/3 of 1F1B's activations (controllable_memory.h).
+  VHalf,
+  VMin,
   // Generated per (p, m) and memory limit by the Zero Bubble authors'
   // heuristic, or a hand-built order where that is faster
   // (generated_order.h); one chunk per device, or two in a V.

@@ -466,6 +466,13 @@ class Simulation {
     std::int64_t span = 0;
     for (const auto& s : dev_) span = std::max(span, s.last_end);
     double iter_ns = static_cast<double>(span);
+    if (sched_.flushes() && in_.iteration_cost == IterationCost::Window) {
+      // Each device starts its next iteration once its own step is done
+      // (and its first input is there): the longest device window.
+      std::int64_t window = 0;
+      for (const auto& s : dev_) window = std::max(window, s.last_end - std::max<std::int64_t>(s.first_start, 0));
+      iter_ns = static_cast<double>(window);
+    }
     double busy_scale = 1.0;
     if (!sched_.flushes()) {
       // Steady state: time between the ends of the two iterations at stage 0.
@@ -479,10 +486,14 @@ class Simulation {
       for (const auto& s : dev_) iter_ns = std::max(iter_ns, s.busy * busy_scale);
     }
     r.iteration_time_ms = iter_ns / 1e6;
+    r.span_ms = static_cast<double>(span) / 1e6;
     r.replicas = std::max(1, in_.sync.replicas);
     r.tensor = std::max(1, in_.sync.tensor);
     double samples = static_cast<double>(sched_.microbatches()) * in_.microbatch_size * r.replicas;
     r.throughput_samples_per_s = iter_ns > 0 ? samples / (iter_ns / 1e9) : 0;
+    // Busy shares and the bubble stay against the flushed span (as a
+    // recording's, first event to last); window_bubble_fraction is the window's.
+    const double shares_of = sched_.flushes() ? static_cast<double>(span) : iter_ns;
     double total_busy = 0;
     for (int d = 0; d < p_; ++d) {
       const auto& s = dev_[d];
@@ -491,7 +502,7 @@ class Simulation {
       st.sync_ms = s.sync * busy_scale / 1e6;
       st.sync_exposed_ms = s.sync_exposed * busy_scale / 1e6;
       st.tensor_ms = s.tensor * busy_scale / 1e6;
-      st.busy_fraction = busy_fraction(st.busy_ms * 1e6, iter_ns);
+      st.busy_fraction = busy_fraction(st.busy_ms * 1e6, shares_of);
       st.peak_memory_bytes = static_cast<std::uint64_t>(s.peak);
       st.first_start_ms = std::max<std::int64_t>(s.first_start, 0) / 1e6;
       st.last_end_ms = s.last_compute_end / 1e6;
@@ -514,7 +525,7 @@ class Simulation {
       }
       r.stages.push_back(st);
     }
-    r.bubble_fraction = bubble_fraction(total_busy, p_, iter_ns);
+    r.bubble_fraction = bubble_fraction(total_busy, p_, shares_of);
     // The Zero Bubble paper's definition: over the overlapped window.
     r.window_bubble_fraction = bubble_fraction(total_busy, p_, r.overlapped_iteration_ms * 1e6);
     return r;

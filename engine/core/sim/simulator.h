@@ -7,6 +7,7 @@
 #include "core/events/event.h"
 #include "core/model/layer_profile.h"
 #include "core/layout/plan_layout.h"
+#include "core/schedule/order_timeline.h"
 #include "core/schedule/schedule.h"
 #include "core/spec/device.h"
 
@@ -25,6 +26,11 @@ struct SimInput {
   // stage's gradients are all-reduced over its replicas in buckets before
   // its optimizer step, and the throughput counts every replica.
   GradientSync sync;
+  // What an iteration of a flushing schedule costs (order_timeline.h):
+  // its longest device window (the engine's back-to-back iterations) or
+  // its span (a job that reduces the whole gradient at the step); sets
+  // iteration_time_ms and the throughput. PipeDream's is its steady state.
+  IterationCost iteration_cost = IterationCost::Window;
 };
 
 struct SimStage {
@@ -52,7 +58,10 @@ struct SimResult {
   bool feasible = true;
   std::string reason;
   int oom_stage = -1;
+  // What one iteration costs (SimInput::iteration_cost): the headline.
   double iteration_time_ms = 0;
+  // The flushed iteration, first action to last end on any device.
+  double span_ms = 0;
   double throughput_samples_per_s = 0;
   double bubble_fraction = 0;
   // Longest device window (SimStage): the iteration time when iterations

@@ -1,0 +1,37 @@
+#include "core/plan/generated_plan.h"
+
+#include <string>
+
+namespace pw {
+
+std::vector<ScheduleKind> placement_families(const PlanRequest& req) {
+  if (req.chunks == 1) return {ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2};
+  std::vector<ScheduleKind> out{ScheduleKind::ZBV};
+  if (req.microbatches >= 2 * req.stages) out.push_back(ScheduleKind::DualPipeV);
+  out.push_back(ScheduleKind::VHalf);
+  out.push_back(ScheduleKind::VMin);
+  return out;
+}
+
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans) {
+  Plan best;
+  bool have = false;
+  for (const Plan& p : plans) {
+    Plan q = p;
+    // An order stored for another schedule's request is none of ours.
+    const bool ours = q.schedule == to_string(ScheduleKind::Generated) && q.generated;
+    if (!ours) q.generated.reset();
+    q.schedule = to_string(ScheduleKind::Generated);
+    q.feasible = true;
+    q.reason.clear();
+    evaluate_plan(req, q, ours);
+    if (!have || (q.feasible && !best.feasible) ||
+        (q.feasible == best.feasible && q.iteration_time_ms < best.iteration_time_ms * (1 - 1e-12))) {
+      best = std::move(q);
+      have = true;
+    }
+  }
+  return best;
+}
+
+}  // namespace pw

@@ -1,0 +1,32 @@
+#pragma once
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/plan/planner.h"
+#include "core/schedule/schedule_kind.h"
+
+namespace pw {
+
+// pipeline.schedule "generated" never slower than a hand-built order at the
+// same memory (issue 43). A partition search sizes its plan for one order:
+// a plan made for the unit-cost generated order (ZB-H1-like, deferring W's
+// and their stash on the last devices) can be far from the partition 1F1B
+// or ZB-V would get, and an order generated for it afterwards cannot win
+// that back (bert24-4gpu: 194.8 samples/s against 1F1B's 251.9). So the
+// plans the planner makes for each hand-built family of the placement are
+// candidates too: each judged with the order generated for it, which on
+// that plan is never slower than the family's own order (evaluate_plan
+// simulates the hand-built orders beside it), and the fastest kept.
+
+// The hand-built families of req's placement: one chunk 1f1b, zb-h1, zb-h2;
+// a V zb-v, dualpipe-v (m >= 2p), v-half, v-min.
+std::vector<ScheduleKind> placement_families(const PlanRequest& req);
+
+// Of `plans` (partitions and policies made for any family of req's
+// placement), the fastest under req (schedule Generated) with its order
+// generated for it (evaluate_plan: feasible first, then shorter); a plan
+// already carrying an order made for this request keeps it. Returned
+// evaluated, its schedule "generated"; an empty plan if `plans` is empty.
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans);
+
+}  // namespace pw
