@@ -7,6 +7,7 @@
 #include "cli/format.h"
 #include "cli/job_inputs.h"
 #include "core/io/checked_write.h"
+#include "core/plan/layer_list.h"
 #include "core/job/job_plan.h"
 #include "core/nas/search_space.h"
 #include "core/plan/plan_order.h"
@@ -15,18 +16,6 @@
 namespace pw::cli {
 
 namespace {
-
-// Layer indices as compact ranges: "3-5,9".
-std::string layer_list(const std::vector<int>& layers) {
-  std::string out;
-  for (size_t i = 0; i < layers.size();) {
-    size_t j = i;
-    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(layers[i]) + (j > i ? "-" + std::to_string(layers[j]) : "");
-    i = j + 1;
-  }
-  return out.empty() ? "-" : out;
-}
 
 void print_plan_table(const JobSpec& job, const ModelProfile& profile, const Plan& plan) {
   std::cout << "plan by " << plan.planner << " for " << job.name << ": " << profile.size() << " layers on "

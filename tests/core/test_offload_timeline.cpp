@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "core/analysis/explain_report.h"
 #include "core/analysis/idle_attribution.h"
 #include "core/plan/pipeline_model.h"
 #include "core/plan/planner.h"
@@ -150,4 +151,76 @@ TEST(OffloadTimeline, PlannerCountsNoStallWhereTheReloadHides) {
   PipelineModel model2(req);
   slow.plan.policy[0] = MemoryPolicy::Swap;
   EXPECT_NEAR(model2.evaluate(0, 0, 0, slow.plan.policy).drain_ms, 1.5, 1e-9);
+}
+
+// Which layers go when: a stage of four layers offloading layers 0, 2 and
+// 3 (1, 1 and 2 MB: 4 ms in all) sends two runs back to back in layer
+// order, 0 alone then 2-3, each its share of the time by bytes, and
+// reloads them the same way.
+TEST(OffloadTimeline, EachRunOfSwappedLayersIsItsOwnTransfer) {
+  LayerProfile L;
+  L.fwd_ms = 2;
+  L.bwd_ms = 4;
+  L.activation_bytes = 1'000'000;
+  Pipeline s = uniform_pipeline(ScheduleKind::GPipe, 1, 1, 1, 4, L);
+  s.device.host_link_gbps = 8;
+  s.profile.layers[3].activation_bytes = 2'000'000;
+  s.plan.policy = {MemoryPolicy::Swap, MemoryPolicy::Keep, MemoryPolicy::Swap, MemoryPolicy::Swap};
+  Recorder rec;
+  s.run(&rec);
+  std::vector<Event> out, in;
+  for (const Event& e : rec.events) {
+    if (e.kind == EventKind::SwapOut) out.push_back(e);
+    if (e.kind == EventKind::SwapIn) in.push_back(e);
+  }
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(in.size(), 2u);
+  // The forward of 4 layers ends at 8: layer 0 [8, 9), layers 2-3 [9, 12).
+  EXPECT_EQ(std::make_pair(out[0].first_layer, out[0].last_layer), std::make_pair(0, 0));
+  EXPECT_EQ(std::make_pair(out[1].first_layer, out[1].last_layer), std::make_pair(2, 3));
+  EXPECT_EQ(out[0].start_ns, 8'000'000);
+  EXPECT_EQ(out[0].end_ns, 9'000'000);
+  EXPECT_EQ(out[1].start_ns, 9'000'000);
+  EXPECT_EQ(out[1].end_ns, 12'000'000);
+  EXPECT_EQ(out[0].bytes + out[1].bytes, 4'000'000);
+  // The backward's reload starts when its forward's offload is done (12).
+  EXPECT_EQ(in[0].start_ns, 12'000'000);
+  EXPECT_EQ(in[1].end_ns, 16'000'000);
+}
+
+// explain's offload summary of the ZB-H1 case above: stage 0 offloads layer
+// 0 of both microbatches (2.5 MB each way each); its link carries
+// [2, 7) out and [4.5, 7) + [10, 12.5) in: 10 ms, of which the stage waited
+// 0.5 ms (B1's late reload), so 9.5 ms hid behind compute.
+TEST(OffloadTimeline, ExplainSaysWhichLayersWentWhenAndWhatTheLinkHid) {
+  Pipeline s = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
+  s.plan.policy[0] = MemoryPolicy::Swap;
+  Recorder rec;
+  s.run(&rec);
+  const ExplainReport x = explain_report(rec.events, ExplainSources{}, ExplainReportOptions{.suggestions = false});
+  ASSERT_TRUE(x.explained);
+  ASSERT_TRUE(x.offload.has_value());
+  const OffloadSummary& o = *x.offload;
+  ASSERT_EQ(o.stages.size(), 1u);
+  const StageOffload& st = o.stages[0];
+  EXPECT_EQ(st.stage, 0);
+  EXPECT_EQ(st.layers, std::vector<std::int32_t>{0});
+  EXPECT_EQ(st.bytes_out, 5'000'000);
+  EXPECT_EQ(st.bytes_in, 5'000'000);
+  EXPECT_EQ(st.link_ns, 10'000'000);
+  EXPECT_EQ(st.exposed_ns, 500'000);
+  EXPECT_EQ(st.hidden_ns(), 9'500'000);
+  ASSERT_EQ(st.microbatches.size(), 2u);
+  EXPECT_EQ(st.microbatches[0].microbatch, 0);
+  EXPECT_EQ(st.microbatches[0].out_start_ns, 2'000'000);
+  EXPECT_EQ(st.microbatches[0].in_end_ns, 7'000'000);
+  EXPECT_EQ(st.microbatches[1].microbatch, 1);
+  EXPECT_EQ(st.microbatches[1].out_start_ns, 4'500'000);
+  EXPECT_EQ(st.microbatches[1].in_start_ns, 10'000'000);
+  EXPECT_EQ(o.hidden_ns(), 9'500'000);
+  // Keep: nothing offloaded, no summary.
+  Pipeline keep = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
+  Recorder none;
+  keep.run(&none);
+  EXPECT_FALSE(explain_report(none.events, ExplainSources{}, ExplainReportOptions{.suggestions = false}).offload);
 }

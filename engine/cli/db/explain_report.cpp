@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "core/analysis/explain_report.h"
+#include "core/plan/layer_list.h"
 #include "core/plan/plan.h"
 #include "core/spec/job_spec.h"
 #include "core/spec/refusal.h"
@@ -67,6 +68,36 @@ nlohmann::json gradient_sync_json(const ExplainReport& x, std::int64_t wall) {
           {"largest_stage_ns", g.largest_stage_ns},
           {"critical_path_ns", cp.cause_ns[k]},
           {"critical_path_share", cp.cause_ns[k] / len}};
+}
+
+// Activation offload in the explained iteration: per stage the layers
+// offloaded, the bytes, the host link's time and what of it compute hid;
+// each microbatch's offload and reload. Null where no stage swapped.
+nlohmann::json offload_json(const ExplainReport& x) {
+  if (!x.offload) return nullptr;
+  const OffloadSummary& o = *x.offload;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageOffload& s : o.stages) {
+    nlohmann::json mbs = nlohmann::json::array();
+    for (const MicrobatchOffload& m : s.microbatches)
+      mbs.push_back({{"microbatch", m.microbatch},
+                     {"chunk", m.chunk},
+                     {"out_start_ns", m.out_start_ns},
+                     {"out_end_ns", m.out_end_ns},
+                     {"in_start_ns", m.in_start_ns},
+                     {"in_end_ns", m.in_end_ns}});
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"layer_list", layer_list(s.layers)},
+                      {"bytes_out", s.bytes_out},
+                      {"bytes_in", s.bytes_in},
+                      {"link_ns", s.link_ns},
+                      {"hidden_ns", s.hidden_ns()},
+                      {"exposed_ns", s.exposed_ns},
+                      {"microbatches", mbs}});
+  }
+  return {{"link_ns", o.link_ns}, {"hidden_ns", o.hidden_ns()}, {"exposed_ns", o.exposed_ns},
+          {"bytes_out", o.bytes_out}, {"stages", stages}};
 }
 
 // Replicas the run trained with: its last plan's parallel.data (the
@@ -221,6 +252,7 @@ nlohmann::json explain_json(const db::RunReader& r, const ExplainReport& x, int 
   j["totals"] = {{"wall_ns", wall}, {"compute_ns", compute}, {"causes", totals}};
   j["critical_path"] = path_json(x.critical_path);
   j["gradient_sync"] = gradient_sync_json(x, wall);
+  j["offload"] = offload_json(x);
   j["predicted_vs_measured"] = x.prediction ? predicted_json(*x.prediction) : nlohmann::json(nullptr);
   j["model_error"] = x.model_error >= 0 ? nlohmann::json(x.model_error) : nlohmann::json(nullptr);
   nlohmann::json sug = nlohmann::json::array();

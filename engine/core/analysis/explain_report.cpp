@@ -58,6 +58,7 @@ ExplainReport explain_report(const std::vector<Event>& events, const ExplainSour
   r.explained = true;
   r.critical_path = critical_path(events, r.attribution, r.iteration);
   r.gradient_sync = gradient_sync(r.attribution, r.critical_path, r.iteration, src.planned_replicas);
+  r.offload = offload_summary(events, r.attribution, r.iteration);
 
   if (!src.prediction) {
     r.notes.push_back("predicted vs measured: " + src.prediction_none);

@@ -12,6 +12,7 @@
 
 #include "core/analysis/critical_path.h"
 #include "core/analysis/idle_attribution.h"
+#include "core/analysis/offload_summary.h"
 #include "core/analysis/predicted_timeline.h"
 #include "core/analysis/suggestions.h"
 
@@ -54,6 +55,7 @@ struct ExplainReport {
   Attribution attribution;      // every iteration (the path may reach into the one before)
   CriticalPath critical_path;   // of `iteration`
   std::optional<GradientSyncSummary> gradient_sync;  // none: no replicas and no such wait
+  std::optional<OffloadSummary> offload;             // none: no stage swapped in the iteration
   std::optional<PredictedTimeline> prediction;       // predicted vs measured, when the run has its inputs
   // model_error_on_run of the prediction: what a suggestion's gain must
   // exceed (withhold_within_error); < 0: unknown.

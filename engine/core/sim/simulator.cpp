@@ -38,6 +38,14 @@ struct VStage {  // one virtual stage's per-microbatch costs in ns
     std::int32_t first, last;
   };
   std::vector<Bucket> buckets;  // gradient sync over the replicas, in ready order
+  // The stage's swapped layers in runs of neighbours, each with its bytes:
+  // one transfer per run in layer order, so the events say which layers of
+  // which microbatch are on the host link when (explain, the studio).
+  struct SwapRun {
+    std::int32_t first, last;
+    std::int64_t bytes;
+  };
+  std::vector<SwapRun> swap_runs;
   std::int64_t last_grad_end = kUnset;  // the latest backward that completed its gradients
 };
 
@@ -189,6 +197,16 @@ class Simulation {
       v.swap = to_ns(transfer_ms(c.swap_bytes_per_mb, dev.host_link_gbps, 0));
       v.kept = static_cast<std::int64_t>(c.kept_bytes_per_mb);
       v.swap_bytes = static_cast<std::int64_t>(c.swap_bytes_per_mb);
+      for (int l = r.first_layer; l <= r.last_layer; ++l) {
+        if (in_.plan->policy[l] != MemoryPolicy::Swap) continue;
+        const auto bytes = static_cast<std::int64_t>(in_.profile->layers[l].activation_bytes);
+        if (!v.swap_runs.empty() && v.swap_runs.back().last == l - 1) {
+          v.swap_runs.back().last = l;
+          v.swap_runs.back().bytes += bytes;
+        } else {
+          v.swap_runs.push_back({l, l, bytes});
+        }
+      }
       v.recompute_peak = static_cast<std::int64_t>(c.recompute_peak_bytes);
       v.workspace = static_cast<std::int64_t>(c.workspace_bytes);
       any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
@@ -222,6 +240,25 @@ class Simulation {
     ev.first_layer = first;
     ev.last_layer = last;
     sink_->on_event(ev);
+  }
+
+  // One stage's offload or reload of a microbatch over [s, e): an event per
+  // run of swapped layers, back to back in layer order, each its share of
+  // the time by bytes (the ends rounded from the start, so they meet at e).
+  void emit_swap(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e) {
+    if (v.swap_runs.size() <= 1) {
+      const auto& run = v.swap_runs.front();
+      emit_layers(d, k, mb, chunk, run.first, run.last, s, e, v.swap_bytes);
+      return;
+    }
+    std::int64_t done = 0, t = s;
+    for (const auto& run : v.swap_runs) {
+      done += run.bytes;
+      const std::int64_t to =
+          s + std::llround(static_cast<double>(e - s) * static_cast<double>(done) / static_cast<double>(v.swap_bytes));
+      emit_layers(d, k, mb, chunk, run.first, run.last, t, to, run.bytes);
+      t = to;
+    }
   }
 
   // A compute action [s, e) whose last `tp` ns are its tensor group's
@@ -284,7 +321,7 @@ class Simulation {
     s.swap_in_free = end;
     s.swapin_done = end;
     add_memory(d, start, v.swap_bytes);
-    emit(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end, v.swap_bytes);
+    emit_swap(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end);
   }
 
   // The replicas' all-reduce of the gradients device d's optimizer step
@@ -377,7 +414,7 @@ class Simulation {
           s.swap_out_free = se;
           swap_out_done_[static_cast<size_t>(j) * M_ + mb] = se;
           add_memory(d, se, -v.swap_bytes);
-          emit(d, EventKind::SwapOut, mb, a.chunk, v, so, se, v.swap_bytes);
+          emit_swap(d, EventKind::SwapOut, mb, a.chunk, v, so, se);
         }
         // After this forward's own swap-out is known: the next action may be
         // this microbatch's backward.

@@ -1,0 +1,87 @@
+#include "core/analysis/offload_summary.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/events/event_kinds.h"
+
+namespace pw {
+namespace {
+
+// Busy time of intervals that may overlap (the engine's per-layer swaps
+// nest inside one another's span only in time, never in bytes).
+std::int64_t union_ns(std::vector<std::pair<std::int64_t, std::int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::int64_t total = 0, end = INT64_MIN;
+  for (auto [s, e] : spans) {
+    if (s >= end) {
+      total += e - s;
+      end = e;
+    } else if (e > end) {
+      total += e - end;
+      end = e;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+std::optional<OffloadSummary> offload_summary(const std::vector<Event>& events, const Attribution& att, int iteration) {
+  std::map<int, const StageIteration*> window;
+  for (const auto& s : att.stage_iterations)
+    if (s.iteration == iteration) window[s.stage] = &s;
+  struct Acc {
+    std::set<std::int32_t> layers;
+    std::int64_t out = 0, in = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> outs, ins;
+    std::map<std::pair<int, int>, MicrobatchOffload> mbs;
+  };
+  std::map<int, Acc> acc;
+  for (const Event& e : events) {
+    if (!is_swap(e.kind)) continue;
+    auto w = window.find(e.stage);
+    if (w == window.end() || e.start_ns < w->second->start_ns || e.start_ns >= w->second->end_ns) continue;
+    Acc& a = acc[e.stage];
+    MicrobatchOffload& m = a.mbs[{e.microbatch, e.chunk}];
+    m.microbatch = e.microbatch;
+    m.chunk = e.chunk;
+    if (e.kind == EventKind::SwapOut) {
+      for (std::int32_t l = e.first_layer; l >= 0 && l <= e.last_layer; ++l) a.layers.insert(l);
+      a.out += e.bytes;
+      a.outs.emplace_back(e.start_ns, e.end_ns);
+      m.out_start_ns = m.out_start_ns < 0 ? e.start_ns : std::min(m.out_start_ns, e.start_ns);
+      m.out_end_ns = std::max(m.out_end_ns, e.end_ns);
+    } else {
+      a.in += e.bytes;
+      a.ins.emplace_back(e.start_ns, e.end_ns);
+      m.in_start_ns = m.in_start_ns < 0 ? e.start_ns : std::min(m.in_start_ns, e.start_ns);
+      m.in_end_ns = std::max(m.in_end_ns, e.end_ns);
+    }
+  }
+  if (acc.empty()) return std::nullopt;
+  OffloadSummary r;
+  for (auto& [stage, a] : acc) {
+    StageOffload s;
+    s.stage = stage;
+    s.layers.assign(a.layers.begin(), a.layers.end());
+    s.bytes_out = a.out;
+    s.bytes_in = a.in;
+    s.link_ns = union_ns(a.outs) + union_ns(a.ins);  // two channels: one each way
+    s.exposed_ns = window[stage]->cause_ns[static_cast<int>(IdleCause::SwapStall)];
+    for (auto& [key, m] : a.mbs) s.microbatches.push_back(m);
+    std::sort(s.microbatches.begin(), s.microbatches.end(), [](const MicrobatchOffload& x, const MicrobatchOffload& y) {
+      const auto kx = x.out_start_ns >= 0 ? x.out_start_ns : x.in_start_ns;
+      const auto ky = y.out_start_ns >= 0 ? y.out_start_ns : y.in_start_ns;
+      return kx < ky;
+    });
+    r.link_ns += s.link_ns;
+    r.exposed_ns += s.exposed_ns;
+    r.bytes_out += s.bytes_out;
+    r.stages.push_back(std::move(s));
+  }
+  return r;
+}
+
+}  // namespace pw
