@@ -10,6 +10,7 @@
 //   W frees.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/analysis/explain_report.h"
@@ -223,4 +224,55 @@ TEST(OffloadTimeline, ExplainSaysWhichLayersWentWhenAndWhatTheLinkHid) {
   Recorder none;
   keep.run(&none);
   EXPECT_FALSE(explain_report(none.events, ExplainSources{}, ExplainReportOptions{.suggestions = false}).offload);
+}
+
+// The policy solver under pipeline.memory_cap (issue 43), with the order's
+// own in-flight count: ZB-H1's stage 0 on 4 stages holds 4 microbatches
+// (its warm-up forwards), 4 layers of 1 MB each, no W stash (no weights),
+// so keep holds 4 x 4 = 16 MB. Offloading k layers holds 4 (4 - k) MB plus
+// 2k MB back for the backward running and the next: 16 - 2k MB. Under a
+// 10 MB cap at least 3 layers must go (or be recomputed: 16 - 3k MB, a
+// forward each), and the solver offloads, hidden behind compute.
+TEST(OffloadTimeline, TheCapIsMetWithTheOrdersOwnInFlightCountByOffloading) {
+  LayerProfile L;
+  L.fwd_ms = 1;
+  L.bwd_ms = 2;
+  L.bwd_weight_ms = 0;
+  L.activation_bytes = 1'000'000;
+  L.input_bytes = 250'000;
+  Pipeline s = uniform_pipeline(ScheduleKind::ZBH1, 4, 8, 1, 4, L);
+  PlanRequest req;
+  req.profile = &s.profile;
+  req.device = s.device;
+  req.schedule = ScheduleKind::ZBH1;
+  req.stages = 4;
+  req.microbatches = 8;
+  ASSERT_EQ(PipelineModel(req).in_flight(0), 4);
+  std::vector<MemoryPolicy> pol(4);
+  EXPECT_EQ(PipelineModel(req).solve(0, 0, 3, pol.data()).swap_bytes, 0u);  // no cap: keep
+  req.memory_cap.bytes = 10'000'000;
+  PipelineModel capped(req);
+  RangeChoice c = capped.solve(0, 0, 3, pol.data());
+  EXPECT_TRUE(c.fits);
+  EXPECT_EQ(c.swap_bytes, 3'000'000u);
+  EXPECT_EQ(c.recompute_ms, 0.0);
+  EXPECT_EQ(std::count(pol.begin(), pol.end(), MemoryPolicy::Swap), 3);
+  // Held: 4 x 1 MB kept + 2 x 3 MB back = 10 MB, the cap exactly.
+  StageCost held;
+  held.kept_bytes_per_mb = 1'000'000;
+  held.swap_bytes_per_mb = 3'000'000;
+  EXPECT_EQ(held_activation_bytes(held, 4, 0, -1), 10'000'000u);
+  // A fraction: 1/2 of 1F1B's min(m, p) = 4 microbatches kept whole, 8 MB:
+  // 16 - 2k <= 8 needs all 4 offloaded.
+  req.memory_cap = MemoryCap{};
+  req.memory_cap.fraction = 0.5;
+  EXPECT_EQ(PipelineModel(req).solve(0, 0, 3, pol.data()).swap_bytes, 4'000'000u);
+  // Without a host link the cap is met by recompute: 16 - 3k <= 10, k = 2.
+  req.memory_cap = MemoryCap{};
+  req.memory_cap.bytes = 10'000'000;
+  req.device.host_link_gbps = 1e-6;
+  RangeChoice r = PipelineModel(req).solve(0, 0, 3, pol.data());
+  EXPECT_TRUE(r.fits);
+  EXPECT_EQ(r.swap_bytes, 0u);
+  EXPECT_EQ(r.recompute_ms, 2.0);
 }

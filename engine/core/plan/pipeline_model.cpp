@@ -72,6 +72,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
   bwd_.assign(layers_ + 1, 0);
   bww_.assign(layers_ + 1, 0);
   stash_.assign(layers_ + 1, 0);
+  act_.assign(layers_ + 1, 0);
   opt_.assign(layers_ + 1, 0);
   param_.assign(layers_ + 1, 0);
   static_.assign(layers_ + 1, 0);
@@ -81,6 +82,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     bwd_[l + 1] = bwd_[l] + L.bwd_ms;
     bww_[l + 1] = bww_[l] + weight_grad_ms(L);
     stash_[l + 1] = stash_[l] + w_stash_bytes(L);
+    act_[l + 1] = act_[l] + L.activation_bytes;
     opt_[l + 1] = opt_[l] + L.optimizer_ms;
     param_[l + 1] = param_[l] + L.param_bytes;
     // Weights, gradients and optimizer state, as stage_cost counts them.
@@ -103,6 +105,14 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
 
 std::uint64_t PipelineModel::held_floor(int a, int b) const {
   return split_ ? stash_[b + 1] - stash_[a] : 0;
+}
+
+std::uint64_t PipelineModel::activation_cap(int a, int b) const {
+  const MemoryCap& cap = req_.memory_cap;
+  if (cap.bytes > 0) return std::max<std::uint64_t>(1, cap.bytes / static_cast<std::uint64_t>(req_.chunks));
+  if (cap.fraction <= 0) return 0;
+  const double keep = static_cast<double>(std::min(m_, req_.stages)) * static_cast<double>(act_[b + 1] - act_[a]);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cap.fraction * keep));
 }
 
 SwapExposure PipelineModel::exposure(int stage, int a, int b) const {
@@ -156,7 +166,9 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   const double slow = slow_[stage];
   double f = fwd_ms(a, b) * slow;
   double sw = swap_ms(swap);
-  r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f);
+  const std::uint64_t cap = activation_cap(a, b);
+  r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f) &&
+           (cap == 0 || held_activation_bytes(c, in_flight_[stage], held_floor(a, b), w_lag_[stage]) <= cap);
   r.recompute_ms = rec_ms * slow;
   r.swap_bytes = swap;
   const double stall = exposure(stage, a, b).stall_ms(sw);  // per microbatch
@@ -202,6 +214,7 @@ PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<Policy
   prob.in_flight = in_flight_[stage];
   prob.weight_versions = versions_[stage];
   prob.budget = budget_[stage];
+  prob.activation_cap = activation_cap(a, b);
   prob.swap_cap = swap_budget_bytes(fwd_ms(a, b) * slow_[stage]);
   // What a swapped byte costs per microbatch: the stalls the schedule's
   // order leaves (finish() counts the same).

@@ -113,6 +113,12 @@ class PipelineModel {
   // w_stash_bytes_per_mb, as the simulator frees and adds them at B).
   bool split_ = false;
   std::uint64_t held_floor(int a, int b) const;
+  // pipeline.memory_cap as the bytes a stage holding [a, b] may keep in
+  // flight (0: none): a fraction of 1F1B's min(m, p) microbatches of the
+  // range's activations kept whole, so that recompute and swap bring a
+  // stage under it; bytes shared equally by a device's chunks.
+  std::uint64_t activation_cap(int a, int b) const;
+  std::vector<std::uint64_t> act_;  // prefix sums of the layers' activation bytes
   std::vector<std::uint64_t> stash_;
   std::vector<int> in_flight_, versions_, device_;
   std::vector<int> w_lag_;  // per virtual stage: most microbatches between B and W at once (split backward)

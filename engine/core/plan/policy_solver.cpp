@@ -49,7 +49,10 @@ class State {
     return held_memory_bound(cost_, p_.in_flight, p_.weight_versions, p_.kept_floor, p_.w_lag);
   }
   bool swap_ok() const { return swap_ <= p_.swap_cap; }
-  bool fits() const { return swap_ok() && bound() <= p_.budget; }
+  bool fits() const {
+    if (!swap_ok() || bound() > p_.budget) return false;
+    return p_.within_cap(cost_);  // as bound() has just filled it
+  }
   // Recompute and exposed swap time; a hidden swap still costs a little,
   // so that among equal plans the one moving fewer bytes wins.
   double cost() const { return rec_ + p_.swap_cost_ms(swap_) + static_cast<double>(swap_) * 1e-15; }
@@ -197,7 +200,7 @@ void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& 
       c.swap_bytes_per_mb = swap;
       c.recompute_peak_bytes = peak;
       std::uint64_t bound = held_memory_bound(c, prob.in_flight, prob.weight_versions, prob.kept_floor, prob.w_lag);
-      if (bound <= prob.budget) visit(pol, kept, swap, peak, r, bound);
+      if (bound <= prob.budget && prob.within_cap(c)) visit(pol, kept, swap, peak, r, bound);
       return;
     }
     const PolicyItem& it = items[i];

@@ -51,6 +51,20 @@ inline std::uint64_t held_memory_bound(const StageCost& c, int in_flight, int we
   return bound + static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
 }
 
+// The activations a stage holds in flight at worst, what pipeline.memory_cap
+// caps (core/schedule/memory_cap.h): what microbatches keep from F to B, W's
+// stash beyond it from B to W (as held_memory_bound counts them), and of
+// what goes to the host, only what is back on the device: the reload of the
+// backward running and of the one after it.
+inline std::uint64_t held_activation_bytes(const StageCost& c, int in_flight, std::uint64_t kept_floor, int w_lag) {
+  std::uint64_t held = static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + 2 * c.swap_bytes_per_mb;
+  if (kept_floor > c.kept_bytes_per_mb) {
+    const int n = w_lag < 0 || w_lag > in_flight ? in_flight : w_lag;
+    held += static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
+  }
+  return held;
+}
+
 struct PolicyProblem {
   StageCost base;
   int in_flight = 1;
@@ -64,6 +78,12 @@ struct PolicyProblem {
   // stash exceeds it by. < 0: unknown, max(kept, kept_floor) each.
   int w_lag = -1;
   std::uint64_t budget = 0;
+  // pipeline.memory_cap as this stage's bytes (held_activation_bytes must
+  // not exceed it); 0: no cap.
+  std::uint64_t activation_cap = 0;
+  bool within_cap(const StageCost& c) const {
+    return activation_cap == 0 || held_activation_bytes(c, in_flight, kept_floor, w_lag) <= activation_cap;
+  }
   std::uint64_t swap_cap = 0;      // swap bytes per microbatch the host link moves behind the forward
   double swap_ms_per_byte = 0;     // host-link transfer time of one byte
   SwapExposure exposure;
