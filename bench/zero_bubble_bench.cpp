@@ -12,6 +12,7 @@
 
 #include "bench_quick.h"
 #include "zero_bubble_generated.h"
+#include "zero_bubble_grid.h"
 #include "core/job/job_plan.h"
 #include "core/plan/planner.h"
 #include "planner_instances.h"
@@ -103,6 +104,7 @@ void planning_time() {
 }  // namespace
 
 int main() {
+  bench::generated_grid();
   bench::generated_orders();
   throughput();
   planning_time();

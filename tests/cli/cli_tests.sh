@@ -77,16 +77,22 @@ out=$("$PW" simulate "$tmp/huge.json" 2>&1); rc=$?
 
 # simulate --json reports both iteration times and both bubble figures
 # (issue 28): the window is within the span, the window bubble within the
-# span's, and every stage's window within the iteration.
+# span's, and every stage's window within the span. The headline
+# iteration_time_ms is the window (issue 43: iterations overlap in the
+# engine), the span where training.clip_grad_norm makes the step a barrier.
 "$PW" simulate "$U" --set 'pipeline.schedule="zb-h2"' --json > "$tmp/zb.json" 2>/dev/null
+"$PW" simulate "$U" --set 'pipeline.schedule="zb-h2"' --set training.clip_grad_norm=1 --json > "$tmp/zb-clip.json" 2>/dev/null
 py_check "simulate --json windows" "
 import json
 d = json.load(open('$tmp/zb.json'))
-assert 0 < d['overlapped_iteration_ms'] <= d['iteration_time_ms'] + 1e-9, d
+assert 0 < d['overlapped_iteration_ms'] <= d['span_ms'] + 1e-9, d
+assert d['iteration_time_ms'] == d['overlapped_iteration_ms'] and d['iteration_cost'] == 'window', d
 assert 0 <= d['window_bubble_fraction'] <= d['bubble_fraction'] + 1e-12, d
 for s in d['stages']:
-    assert 0 <= s['first_start_ms'] < s['last_end_ms'] <= d['iteration_time_ms'] + 1e-9, s
+    assert 0 <= s['first_start_ms'] < s['last_end_ms'] <= d['span_ms'] + 1e-9, s
 assert max(s['last_end_ms'] - s['first_start_ms'] for s in d['stages']) == d['overlapped_iteration_ms']
+c = json.load(open('$tmp/zb-clip.json'))
+assert c['iteration_cost'] == 'span' and c['iteration_time_ms'] == c['span_ms'] > d['iteration_time_ms'], c
 "
 
 # plan --export-schedule (issue 28): torch.distributed.pipelining's action

@@ -28,14 +28,21 @@ TEST(AutoSchedule, KeepsTheFastestFeasibleFamilyAndReportsTheBest1F1B) {
       r.schedule = kind;
       r.chunks = chunks;
       r.search_effort = 2.0 / static_cast<double>(auto_schedule_candidates(req).size());  // as auto does
+      // Generated is judged within auto from the families' plans
+      // (generated_plan.h), not planned again: the hand-built ones here.
+      if (kind == ScheduleKind::Generated) continue;
       Plan p = run_planner("vpipe", r);
       if (kind == ScheduleKind::OneFOneB) base = p.feasible ? p.iteration_time_ms : 0;
       if (p.feasible && p.iteration_time_ms < best) best = p.iteration_time_ms, winner = to_string(kind);
     }
     ASSERT_LT(best, 1e300);
     EXPECT_TRUE(a.feasible);
-    EXPECT_DOUBLE_EQ(a.iteration_time_ms, best);
-    EXPECT_EQ(a.schedule, winner);
+    // The fastest hand-built family, or generated at least as fast.
+    EXPECT_LE(a.iteration_time_ms, best * (1 + 1e-12));
+    if (a.schedule != "generated") {
+      EXPECT_DOUBLE_EQ(a.iteration_time_ms, best);
+      EXPECT_EQ(a.schedule, winner);
+    }
     EXPECT_DOUBLE_EQ(a.best_1f1b_ms, base);
     if (base > 0) EXPECT_LE(a.iteration_time_ms, base);
     // The plan runs under the schedule it names: re-simulating agrees.

@@ -13,18 +13,21 @@ std::vector<ScheduleKind> placement_families(const PlanRequest& req) {
   return out;
 }
 
-Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans) {
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget) {
   Plan best;
   bool have = false;
   for (const Plan& p : plans) {
     Plan q = p;
     // An order stored for another schedule's request is none of ours.
     const bool ours = q.schedule == to_string(ScheduleKind::Generated) && q.generated;
-    if (!ours) q.generated.reset();
+    if (!ours) {
+      q.generated.reset();
+      attach_generated_order(req, q, search_budget);
+    }
     q.schedule = to_string(ScheduleKind::Generated);
     q.feasible = true;
     q.reason.clear();
-    evaluate_plan(req, q, ours);
+    evaluate_plan(req, q, true);
     if (!have || (q.feasible && !best.feasible) ||
         (q.feasible == best.feasible && q.iteration_time_ms < best.iteration_time_ms * (1 - 1e-12))) {
       best = std::move(q);

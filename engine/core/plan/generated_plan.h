@@ -1,7 +1,9 @@
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "core/plan/plan.h"
+#include "core/plan/plan_order.h"
 #include "core/plan/planner.h"
 #include "core/schedule/schedule_kind.h"
 
@@ -27,6 +29,7 @@ std::vector<ScheduleKind> placement_families(const PlanRequest& req);
 // generated for it (evaluate_plan: feasible first, then shorter); a plan
 // already carrying an order made for this request keeps it. Returned
 // evaluated, its schedule "generated"; an empty plan if `plans` is empty.
-Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans);
+// `search_budget`: the local search's for each order generated here.
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget = kPlanOrderSearch);
 
 }  // namespace pw

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/plan/generated_plan.h"
+#include "core/plan/order_choice.h"
 #include "core/plan/plan_order.h"
 #include "core/plan/planner_registry.h"
 #include "core/schedule/schedule.h"
@@ -155,8 +156,16 @@ Plan run_auto(const std::string& name, const PlanRequest& req) {
       } catch (const std::invalid_argument&) {
         // A planner that cannot plan this placement: the families' plans.
       }
-      for (const Plan& f : family_plans[chunks]) plans.push_back(f);
-      p = best_generated(r, plans);
+      // The guarantee needs only the fastest family plan (its own order is
+      // among those evaluate_plan simulates); the runner-up may win with a
+      // generated order. Two keep auto's planning time (each costs a
+      // generation and the hand-built orders' simulations).
+      std::vector<Plan> fam = family_plans[chunks];
+      std::stable_sort(fam.begin(), fam.end(), [](const Plan& a, const Plan& b) {
+        return a.feasible != b.feasible ? a.feasible : a.iteration_time_ms < b.iteration_time_ms;
+      });
+      for (size_t i = 0; i < fam.size() && i < 2; ++i) plans.push_back(fam[i]);
+      p = best_generated(r, plans, kFinalistOrderSearch);
       p.planning_time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       p.planner = name;
     } else {
