@@ -1,22 +1,21 @@
 // `pipewright run JOB` of a supernet job (one with a search_space), in the
 // pipeline run's shape: checked (supernet_run_check.h), configured
 // (supernet_launch.h), launched on CSP worker processes
-// (runtime/nas/csp_launch.h) with its control server (supernet_control.h),
+// (runtime/nas/csp_launch.h) with the pipeline run's control handler (cli/runtime/run_control.h),
 // progress and throughput (supernet_progress.h), and reported
 // (supernet_report.h). `pipewright search` runs the evolutionary search over
 // what such a run trained (cmd_nas_search.cpp).
-#include <atomic>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/nas/nas_run.h"
-#include "cli/nas/supernet_control.h"
 #include "cli/nas/supernet_launch.h"
 #include "cli/nas/supernet_progress.h"
 #include "cli/nas/supernet_report.h"
 #include "cli/nas/supernet_run_check.h"
 #include "cli/run_outputs.h"
+#include "cli/runtime/run_control.h"
 #include "core/events/run_records.h"
 #include "core/io/checked_write.h"
 #include "core/nas/subnet_records.h"
@@ -33,15 +32,22 @@ int run_supernet_command(const std::string& job_file, const JobSpec& job, const 
   std::filesystem::create_directories(l.out_dir);
   checked.locks.push_back(RunDirLock::acquire(l.out_dir));  // the same lock where it existed
   write_file_atomically(l.out_dir + "/job.json", job.raw.dump(2) + "\n", "job");  // `pipewright search RUN_DIR` reads it
-  std::atomic<bool> stop{false};  // a control client's stop; outlives the outputs' control server
-  l.stop = &stop;
+  // A control client's requests, through the pipeline run's handler: its
+  // stages agree on a stop at a subnet and nothing else. Outlives the
+  // outputs' control server.
+  rt::RunCommands commands;
+  rt::RunCommands::Abilities can;
+  can.only_stop = true;
+  commands.set_abilities(can);
+  l.commands = &commands;
+  RunControl control(commands);
   l.interrupted = interrupts.probe();
   RunOutputs outputs(args.outputs, {new_run_id(), job.name, "run", job.pipeline.stages});
   if (outputs.recording()) {
     nlohmann::json profile = nas::supernet_profile_json(nj), plan = nas::supernet_plan_json(nj);
     outputs.begin(job.raw, &profile, &plan);
   }
-  serve_supernet_control(outputs, stop);
+  control.serve(outputs);
   RunRecorder& rec = outputs.recorder();
   nas::SubnetRecorder deps({[&](int id, const std::vector<int>& c) { rec.subnet(id, nlohmann::json(c)); },
                             [&](const SubnetState& x) { rec.subnet_state(x); },

@@ -3,15 +3,12 @@
 #include "core/events/clock.h"
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 
 #include "core/events/run_records.h"
 #include "core/model/profile_io.h"
-#ifdef PW_HAVE_IPC
-#include "ipc/control.h"
-#endif
+#include "cli/runtime/run_control.h"
 
 namespace pw::cli {
 namespace {
@@ -25,11 +22,7 @@ class RunRecording final : public rt::RunObserver {
                                         RunOutputs::Run{new_run_id(), p.job.name, "run", p.job.pipeline.stages});
     nlohmann::json profile = profile_to_json(p.profile), plan = to_json(p.plan);
     out_->begin(p.job.raw, &profile, &plan);
-#ifdef PW_HAVE_IPC
-    if (opt_.commands && out_->publisher())
-      out_->set_control_handler(
-          [this, pub = out_->publisher()](const ipc::pb::ControlRequest& r) { return handle(r, *pub); });
-#endif
+    if (opt_.commands) control_.emplace(*opt_.commands).serve(*out_);
     if (next_) next_->on_start(p, start);
   }
 
@@ -106,56 +99,7 @@ class RunRecording final : public rt::RunObserver {
   }
 
  private:
-#ifdef PW_HAVE_IPC
-  // On the control server's thread: the coordinator takes posted commands
-  // at its next poll; the reply says what was accepted.
-  ipc::pb::ControlReply handle(const ipc::pb::ControlRequest& req, const ipc::Publisher& pub) {
-    namespace pb = ipc::pb;
-    using R = pb::ControlRequest;
-    auto can = opt_.commands->abilities();
-    std::lock_guard lk(mu_);
-    auto flush_needed = [&]() -> std::optional<pb::ControlReply> {
-      if (can.flushes) return std::nullopt;
-      return ipc::error_reply(pb::UNSUPPORTED, "the pipedream schedule has no flush to pause, stop or checkpoint at");
-    };
-    switch (req.command_case()) {
-      case R::kPause:
-        if (auto e = flush_needed()) return *e;
-        if (paused_) return ipc::error_reply(pb::WRONG_STATE, "already paused");
-        paused_ = true;
-        opt_.commands->post(rt::RunCommand::Pause);
-        break;
-      case R::kResume:
-        if (!paused_) return ipc::error_reply(pb::WRONG_STATE, "not paused");
-        paused_ = false;
-        opt_.commands->post(rt::RunCommand::Resume);
-        break;
-      case R::kStop:
-        if (auto e = flush_needed()) return *e;
-        opt_.commands->post(rt::RunCommand::Stop);
-        break;
-      case R::kCheckpoint:
-        if (auto e = flush_needed()) return *e;
-        if (!can.checkpoints) return ipc::error_reply(pb::UNSUPPORTED, "this run has no run directory");
-        opt_.commands->post(rt::RunCommand::Checkpoint);
-        break;
-      case R::kRebalance:
-        if (!can.rebalances)
-          return ipc::error_reply(pb::UNSUPPORTED, "online replanning is off for this job (runtime.replan)");
-        opt_.commands->post(rt::RunCommand::Rebalance);
-        break;
-      case R::kSet:
-        return ipc::error_reply(pb::INVALID, "setting \"" + req.set().key() + "\" cannot change during a run");
-      case R::kQueryStatus: break;
-      default: return ipc::error_reply(pb::UNSUPPORTED, "unsupported command");
-    }
-    pb::ControlReply reply;
-    *reply.mutable_status() = pub.snapshot().status();
-    return reply;
-  }
-  std::mutex mu_;
-  bool paused_ = false;  // as requested (the stages pause at their next agreed iteration)
-#endif
+  std::optional<RunControl> control_;  // with commands: the control server's handler
 
   RunRecordingOptions opt_;
   rt::RunObserver* next_;

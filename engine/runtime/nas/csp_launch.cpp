@@ -175,14 +175,16 @@ CspRunResult launch_csp_run(const CspLaunch& l) {
   // failed stage, or stopped itself, would otherwise wait for Gloo's timeout.
   // SIGINT/SIGTERM to the launcher ends the workers alike: CspInterrupted.
   // A stop request is not an abort: the stages drain to an agreed subnet
-  // and finish as a shorter run would (see CspLaunch::stop).
+  // and finish as a shorter run would (see CspLaunch::commands).
   constexpr double kAbortGraceS = 1.0;
   auto interrupted = [&] { return l.interrupted ? l.interrupted() : 0; };
   std::string failed;
   auto abort_workers = [&] { workers.abort(kAbortGraceS); };
   bool stop_asked = false;
   auto ask_stop = [&] {
-    if (stop_asked || !l.stop || !l.stop->load()) return;
+    if (stop_asked || !l.commands) return;
+    const auto taken = l.commands->take();
+    if (std::find(taken.begin(), taken.end(), RunCommand::Stop) == taken.end()) return;
     stop_asked = true;
     try {
       write_file_atomically(stop_request_file(store_dir), "", "stop request");

@@ -1,5 +1,5 @@
 #pragma once
-#include <atomic>
+#include "runtime/run_commands.h"  // CspLaunch::commands
 #include <functional>
 #include <cstdint>
 #include <string>
@@ -40,11 +40,13 @@ struct CspLaunch {
   // so the observer and event sink see the whole run, on one timeline that
   // continues where the checkpoint's ended.
   std::string resume_dir;
-  // Set by another thread (a control client's stop): stage 0 holds back
-  // every subnet it has not started, the stages drain what it had (as for
-  // a checkpoint) and end with the weights of a run of that many subnets;
-  // launch_csp_run returns normally, `stopped` set. May be null.
-  const std::atomic<bool>* stop = nullptr;
+  // Posted by another thread (the control server, cli/runtime/run_control,
+  // as for a pipeline run) and taken while the workers run: a Stop makes
+  // stage 0 hold back every subnet it has not started, the stages drain
+  // what it had (as for a checkpoint) and end with the weights of a run of
+  // that many subnets; launch_csp_run returns normally, `stopped` set. The
+  // stages agree on nothing else (Abilities::only_stop). May be null.
+  RunCommands* commands = nullptr;
   // The signal asking the run to end (SIGINT, SIGTERM), 0 while none: the
   // workers are ended at once and launch_csp_run throws CspInterrupted. The
   // command owning the process's signals answers it (cli/interrupt.h);
