@@ -4,10 +4,14 @@
 namespace pw {
 
 // A lower bound on the iteration time of every plan of `req`, whatever the
-// partition, memory policy or schedule. Two facts give it:
+// partition, memory policy or schedule. These facts give it:
 //  - every microbatch's forward and backward of every layer runs once on
 //    some device, and the devices together do at most sum(1 / slowdown)
 //    nominal milliseconds of work per millisecond;
+//  - the busiest device runs every microbatch's forward and backward of
+//    its own layers: at least busiest_device_work_ms per microbatch (whole
+//    layers do not split evenly over many stages: 258 layers on 192 leave
+//    some stage two, 1.5 times the average);
 //  - where the schedule flushes (every kind but async PipeDream), an
 //    iteration contains one microbatch's forward through every layer and
 //    then its input gradients back through every layer, one after another
@@ -24,6 +28,14 @@ namespace pw {
 // microbatch sizes and (tensor, stages, replicas) splits that cannot beat
 // a plan already found (microbatch_search.h, parallel_search.h).
 double iteration_lower_bound_ms(const PlanRequest& req);
+
+// The least forward + backward work per microbatch of the busiest device,
+// over every way of placing the layers: one contiguous range per device
+// (chunks 1, the schedule fixed) the least largest stage over contiguous
+// partitions, each stage at its device's slowdown; otherwise (chunks, or
+// "auto", which may choose a V) the smallest ceil(layers / devices) layers
+// at the fastest device's speed, since some device holds that many.
+double busiest_device_work_ms(const PlanRequest& req);
 
 // Whether the model's weights, gradients and optimizer state fit in the
 // stages' memory together (a necessary condition for any plan).

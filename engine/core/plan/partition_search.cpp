@@ -45,6 +45,26 @@ double PartitionSearch::estimate_ms(const Layout& ends) {
   return m_.estimate_ms(to_ranges(ends), c);
 }
 
+double PartitionSearch::estimate_near(const Layout& ends, const Layout& base, const std::vector<RangeChoice>& base_choices) {
+  const size_t V = ends.size();
+  near_choices_ = base_choices;
+  near_ranges_.resize(V);
+  int first = 0;
+  for (size_t s = 0; s < V; ++s) {
+    near_ranges_[s] = {first, ends[s]};
+    // A stage whose range is the base's keeps the base's choice.
+    const bool same = ends[s] == base[s] && (s == 0 || ends[s - 1] == base[s - 1]);
+    if (!same) {
+      near_choices_[s] = choice(static_cast<int>(s), first, ends[s]);
+      if (!near_choices_[s].fits) return kInf;
+    }
+    first = ends[s] + 1;
+  }
+  for (const auto& x : near_choices_)
+    if (!x.fits) return kInf;
+  return m_.estimate_ms(near_ranges_, near_choices_);
+}
+
 double PartitionSearch::bottleneck_ms(const Layout& ends) {
   double t = 0;
   int first = 0;

@@ -22,6 +22,11 @@ class PartitionSearch {
   const RangeChoice& choice(int stage, int a, int b);
   std::vector<RangeChoice> choices(const Layout& ends);
   double estimate_ms(const Layout& ends);  // +inf when a stage does not fit
+  // estimate_ms of `ends`, a layout that differs from `base` (whose choices
+  // are `base_choices`) in a few stages only: the same figure, but only the
+  // changed stages are looked up (a climb's neighbours, on hundreds of
+  // stages, would otherwise spend most of their time in the cache).
+  double estimate_near(const Layout& ends, const Layout& base, const std::vector<RangeChoice>& base_choices);
   // Largest stage period of a layout (+inf when a stage does not fit).
   double bottleneck_ms(const Layout& ends);
 
@@ -53,6 +58,9 @@ class PartitionSearch {
   static constexpr double kInf = 1e300;
   const PipelineModel& m_;
   std::unordered_map<std::uint64_t, RangeChoice> cache_;
+  // estimate_near's copies, kept to reuse their memory.
+  std::vector<RangeChoice> near_choices_;
+  std::vector<StageRange> near_ranges_;
 };
 
 }  // namespace pw

@@ -13,6 +13,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+thread_local VPipeWork work;
+
 // Layouts one boundary layer away: stage s gives its last layer to s + 1
 // or takes the first layer of s + 1.
 std::vector<Layout> neighbours(const Layout& ends) {
@@ -61,9 +63,37 @@ double overflow(PartitionSearch& search, const Layout& ends) {
   return over;
 }
 
+// Moves pass a layer along at most this many boundaries: every run on
+// short pipelines, 4 on long ones (the moves grow as stages x span).
+int move_span(const PipelineModel& m) { return m.stages() <= 16 ? m.stages() : 4; }
+
+// Two-move neighbourhoods cost |moves|^2 estimates, and the final
+// passes many simulations; on models this small that is still about a
+// millisecond, and they close the last gaps to exact (docs/planners.md).
+constexpr int kSmallModelLayers = 32;
+bool small_model(const PipelineModel& m) { return m.layers() <= kSmallModelLayers; }
+bool pair_moves(const PipelineModel& m) { return small_model(m) && m.stages() <= 16; }
+
+// Every estimate is counted (vpipe_work).
+double estimate(PartitionSearch& search, const Layout& l) {
+  ++work.estimates;
+  work.stage_estimates += static_cast<std::int64_t>(l.size());
+  return search.estimate_ms(l);
+}
+// A layout near `base`, whose choices are `base_choices`: the same figure
+// as estimate(), with only the changed stages looked up.
+double estimate_near(PartitionSearch& search, const Layout& l, const Layout& base,
+                     const std::vector<RangeChoice>& base_choices) {
+  ++work.estimates;
+  work.stage_estimates += static_cast<std::int64_t>(l.size());
+  return search.estimate_near(l, base, base_choices);
+}
+
 class Search {
  public:
-  explicit Search(const PlanRequest& req) : model_(req), search_(model_), finalists_(order_finalists(req)) {
+  explicit Search(const PlanRequest& req)
+      : model_(req), search_(model_), finalists_(order_finalists(req)), climb_left_(climb_budget(req)) {
+    ++work.searches;
     const std::int64_t actions = 2LL * model_.stages() * model_.microbatches() + 1;
     // Simulations get ~100k schedule actions of planning time.
     const auto most = std::max<std::int64_t>(4, static_cast<std::int64_t>(200 * req.search_effort));
@@ -88,13 +118,21 @@ class Search {
     std::set<Layout> seen;
     std::vector<std::pair<double, Layout>> scored;
     for (auto& c : cands)
-      if (seen.insert(c).second) scored.push_back({search_.estimate_ms(c), c});
+      if (seen.insert(c).second) scored.push_back({estimate(search_, c), c});
     std::sort(scored.begin(), scored.end());
     if (scored.front().first >= 1e299) return least_overflow(scored);
     // Climb each candidate on the estimate (cheap), then simulate the three
-    // best results and climb on simulated time from the best.
-    for (size_t i = 0; i < scored.size() && i < 3; ++i)
-      if (scored[i].first < 1e299) scored[i].first = climb_estimate(scored[i].second, scored[i].first);
+    // best results and climb on simulated time from the best. The climbs
+    // share the search's budget; one that stops short leaves the rest to
+    // those after it.
+    size_t climbing = 0;
+    while (climbing < scored.size() && climbing < 3 && scored[climbing].first < 1e299) ++climbing;
+    for (size_t i = 0; i < climbing; ++i) {
+      double spent = 0;
+      scored[i].first = climb_on_estimate(search_, scored[i].second, scored[i].first,
+                                          climb_left_ / static_cast<double>(climbing - i), &spent);
+      climb_left_ -= spent;
+    }
     std::sort(scored.begin(), scored.end());
     scored.erase(std::unique(scored.begin(), scored.end()), scored.end());
     Layout best;
@@ -112,7 +150,7 @@ class Search {
     // On larger models the climb has already judged these moves with the
     // solver's policies and few stages are short enough for a front: the
     // pass would spend the simulation budget for little (auto's < 50 ms).
-    if (small_model()) refine_layout(plan, best_ms);
+    if (small_model(model_)) refine_layout(plan, best_ms);
     // "generated": the plan's own order may rank the runners-up above it.
     if (order_finalists(model_.request()) > 0)
       return choose_by_generated_order(model_.request(), plan, finalists_.plans());
@@ -121,13 +159,13 @@ class Search {
 
   Plan incremental(const Plan& current) {
     Layout ends = to_layout(current.stages);
-    double est = search_.estimate_ms(ends);
+    double est = estimate(search_, ends);
     for (int round = 0; round < 4 * model_.layers(); ++round) {
       Layout next;
       double next_est = kInf, next_over = kInf;
       double over = est < 1e299 ? 0 : overflow(search_, ends);
       for (auto& n : neighbours(ends)) {
-        double e = search_.estimate_ms(n);
+        double e = estimate(search_, n);
         if (est < 1e299) {
           if (e < next_est) {
             next_est = e;
@@ -157,53 +195,21 @@ class Search {
   double simulate(const Layout& ends) { return simulate(plan_from_layout(model_, ends)); }
   double simulate(const Plan& plan) {
     --sims_left_;
+    ++work.simulations;
     const double t = model_.simulate_ms(plan);
     finalists_.offer(plan, t);
     return t;
   }
 
-  // Hill climbing on the estimate over the same moves as climb().
-  double climb_estimate(Layout& l, double est) {
-    const int span = model_.stages() <= 16 ? model_.stages() : 4;
-    for (int round = 0; round < 4 * model_.layers(); ++round) {
-      Layout step;
-      double step_est = est * (1 - 1e-9);
-      for (auto& n : shifts(l, span)) {
-        double e = search_.estimate_ms(n);
-        if (e < step_est) {
-          step_est = e;
-          step = std::move(n);
-        }
-      }
-      // Stuck: try two moves at once (a layer passed along one run, then
-      // another), which single moves reach only through a worse layout.
-      // |moves|^2 estimates: small models only (kPairMoveLayers).
-      if (step.empty() && pair_moves()) {
-        for (auto& n : shifts(l, span)) {
-          for (auto& n2 : shifts(n, span)) {
-            double e = search_.estimate_ms(n2);
-            if (e < step_est) {
-              step_est = e;
-              step = std::move(n2);
-            }
-          }
-        }
-      }
-      if (step.empty()) break;
-      l = std::move(step);
-      est = step_est;
-    }
-    return est;
-  }
-
   // Hill climbing on simulated time over moves of one layer along a run
   // of boundaries; each round simulates the moves with the best estimates.
   void climb(Layout& best, double& best_ms) {
-    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    const int span = move_span(model_);
     while (sims_left_ > 0) {
       std::vector<std::pair<double, Layout>> moves;
+      const std::vector<RangeChoice> cur = search_.choices(best);
       for (auto& n : shifts(best, span)) {
-        double e = search_.estimate_ms(n);
+        double e = estimate_near(search_, n, best, cur);
         if (e < 1e299) moves.push_back({e, std::move(n)});
       }
       std::sort(moves.begin(), moves.end());
@@ -234,8 +240,8 @@ class Search {
     std::vector<std::vector<FrontPolicy>> fronts(V);
     for (int s = lo; s <= hi; ++s) fronts[s] = model_.policy_front(s, plan.stages[s].first_layer, plan.stages[s].last_layer);
     // Larger models: one pass over each front's three cheapest policies.
-    const size_t tries = small_model() ? 12 : 3;
-    for (int pass = 0; pass < (small_model() ? 4 : 1); ++pass) {
+    const size_t tries = small_model(model_) ? 12 : 3;
+    for (int pass = 0; pass < (small_model(model_) ? 4 : 1); ++pass) {
       bool improved = false;
       for (int s = lo; s <= hi; ++s) {
         const int a = plan.stages[s].first_layer;
@@ -261,12 +267,13 @@ class Search {
   // first improvement taken; the climb judged moves by the solver's
   // policies only.
   void refine_layout(Plan& plan, double& ms) {
-    const int span = model_.stages() <= 16 ? model_.stages() : 4;
+    const int span = move_span(model_);
     while (sims_left_ > 0) {
       const Layout cur = to_layout(plan.stages);
+      const std::vector<RangeChoice> cur_choices = search_.choices(cur);
       std::vector<std::pair<double, Layout>> moves;
       for (auto& n : shifts(cur, span)) {
-        double e = search_.estimate_ms(n);
+        double e = estimate_near(search_, n, cur, cur_choices);
         if (e < 1e299) moves.push_back({e, std::move(n)});
       }
       std::sort(moves.begin(), moves.end());
@@ -288,13 +295,13 @@ class Search {
         }
       }
       // Stuck: the pairs of moves with the best estimates, simulated.
-      if (!improved && pair_moves()) {
+      if (!improved && pair_moves(model_)) {
         std::set<Layout> seen{cur};
         std::vector<std::pair<double, Layout>> pairs;
         for (auto& [e, n] : moves)
           for (auto& n2 : shifts(n, span)) {
             if (!seen.insert(n2).second) continue;
-            double e2 = search_.estimate_ms(n2);
+            double e2 = estimate_near(search_, n2, cur, cur_choices);
             if (e2 < 1e299) pairs.push_back({e2, std::move(n2)});
           }
         std::sort(pairs.begin(), pairs.end());
@@ -316,13 +323,6 @@ class Search {
     }
   }
 
-  // Two-move neighbourhoods cost |moves|^2 estimates, and the final
-  // passes many simulations; on models this small that is still about a
-  // millisecond, and they close the last gaps to exact (docs/planners.md).
-  bool small_model() const { return model_.layers() <= kSmallModelLayers; }
-  bool pair_moves() const { return small_model() && model_.stages() <= 16; }
-  static constexpr int kSmallModelLayers = 32;
-
   // Nothing fits the bound: return the candidate closest to fitting.
   Plan least_overflow(const std::vector<std::pair<double, Layout>>& scored) {
     const Layout* best = &scored.front().second;
@@ -342,9 +342,67 @@ class Search {
   PartitionSearch search_;
   PlanFinalists finalists_;
   int sims_left_ = 0;
+  double climb_left_ = 0;  // stage estimates (climb_budget)
 };
 
 }  // namespace
+
+double climb_on_estimate(PartitionSearch& search, Layout& l, double est, double budget, double* spent) {
+  const PipelineModel& model = search.model();
+  const int span = move_span(model);
+  const double V = model.stages();
+  double used = 0;
+  std::vector<RangeChoice> cur = search.choices(l);
+  auto spend = [&](std::size_t estimates) {
+    const double cost = static_cast<double>(estimates) * V;
+    if (used + cost > budget) return false;
+    used += cost;
+    return true;
+  };
+  for (int round = 0; round < 4 * model.layers(); ++round) {
+    std::vector<Layout> moves = shifts(l, span);
+    if (!spend(moves.size())) break;
+    Layout step;
+    double step_est = est * (1 - 1e-9);
+    for (auto& n : moves) {
+      double e = estimate_near(search, n, l, cur);
+      if (e < step_est) {
+        step_est = e;
+        step = std::move(n);
+      }
+    }
+    // Stuck: try two moves at once (a layer passed along one run, then
+    // another), which single moves reach only through a worse layout.
+    // |moves|^2 estimates: small models only (kSmallModelLayers); where the
+    // budget ends inside, the best pair seen so far is taken.
+    if (step.empty() && pair_moves(model)) {
+      for (auto& n : shifts(l, span)) {
+        std::vector<Layout> second = shifts(n, span);
+        if (!spend(second.size())) break;
+        for (auto& n2 : second) {
+          double e = estimate_near(search, n2, l, cur);
+          if (e < step_est) {
+            step_est = e;
+            step = std::move(n2);
+          }
+        }
+      }
+    }
+    if (step.empty()) break;
+    l = std::move(step);
+    est = step_est;
+    cur = search.choices(l);
+  }
+  work.climb_stage_estimates += static_cast<std::int64_t>(used);
+  if (spent) *spent = used;
+  return est;
+}
+
+const VPipeWork& vpipe_work() { return work; }
+
+double climb_budget(const PlanRequest& req) {
+  return std::max(kClimbFloor, kClimbStageEstimates * req.search_effort);
+}
 
 Plan plan_from_layout(const PipelineModel& model, const Layout& ends) {
   Plan p;

@@ -1,4 +1,6 @@
 #pragma once
+#include <cstdint>
+
 #include "core/plan/partition_search.h"
 #include "core/plan/planner.h"
 
@@ -25,5 +27,37 @@ class VPipePlanner final : public Planner {
 
 // A plan from a layout: each stage's policy from the model's solver.
 Plan plan_from_layout(const PipelineModel& model, const Layout& ends);
+
+// What vpipe's searches on this thread have cost since it started, counted
+// rather than timed (a count is the same on every machine): tests hold the
+// search to its budget with it, the benchmarks print it.
+struct VPipeWork {
+  std::int64_t searches = 0;     // plans made
+  std::int64_t estimates = 0;    // layouts estimated (PartitionSearch)
+  // The same, each times its layout's stages: what an estimate costs.
+  std::int64_t stage_estimates = 0;
+  std::int64_t climb_stage_estimates = 0;  // of which the estimate climbs'
+  std::int64_t simulations = 0;            // plans simulated
+};
+const VPipeWork& vpipe_work();
+
+// vpipe's hill climb on the estimate (docs/planners.md, vpipe step 4) from
+// `ends`, whose estimate is `est`: each round takes the move of a layer
+// along a run of boundaries with the best estimate while that improves it
+// (on small models, pairs of moves when no single one does). A round costs
+// its moves x the stages in stage estimates and is taken whole within
+// `budget` or not at all, so a climb with the budget makes the moves it
+// always made, and one without stops where it got to. Returns the estimate
+// reached (`ends` moved there) and the stage estimates spent in `spent`.
+double climb_on_estimate(PartitionSearch& search, Layout& ends, double est, double budget,
+                         double* spent = nullptr);
+
+// The stage estimates the climbs on the estimate may spend in one search:
+// a share of kClimbStageEstimates by req.search_effort, and never under
+// kClimbFloor, so that a candidate of a large search (effort 1 / 500) still
+// climbs from its seeds (docs/planners.md, "Search effort").
+double climb_budget(const PlanRequest& req);
+inline constexpr double kClimbStageEstimates = 2e8;
+inline constexpr double kClimbFloor = 4e6;
 
 }  // namespace pw
