@@ -29,6 +29,30 @@ void check_profile_fits(const JobSpec& job, const ModelProfile& p) {
   check_runtime_layers(job.runtime, static_cast<int>(p.size()));
 }
 
+// parallel.tensor = t > 1 with a measured profile: its attention and FFN
+// blocks priced as shards (split_measured_layer), the rest whole, and a
+// note saying which figures are measured and which modelled.
+void split_measured_profile(const JobSpec& job, ModelProfile& p) {
+  const std::string t = std::to_string(job.parallel.tensor);
+  int split = 0;
+  for (LayerProfile& l : p.layers)
+    if (tensor_splits_measured(l)) {
+      split_measured_layer(job, l);
+      ++split;
+    }
+  if (split == 0) {
+    p.assumptions.push_back("parallel.tensor = " + t + " with a measured profile: none of its layers is an attention "
+                            "or FFN block, so all are costed whole, as measured");
+    return;
+  }
+  p.assumptions.push_back(
+      "parallel.tensor = " + t + " with a measured profile: measured (t = 1) are each layer's times and memory; "
+      "modelled are the " + std::to_string(split) + " attention / FFN blocks' split (each phase's time above its "
+      "dispatches divided by " + t + ", as the analytic profile splits its blocks) and their all-reduces (one [s, b, h] "
+      "activation each way per block over the intra-node link); the other " + std::to_string(p.size() - split) +
+      " layers (embedding, head, ...) and all memory are costed whole, as measured (memory an upper bound)");
+}
+
 }  // namespace
 
 ModelProfile job_profile(const JobSpec& job) {
@@ -49,12 +73,6 @@ ModelProfile job_profile(const JobSpec& job) {
     throw SpecError("model.profile", e.what());
   }
   check_profile_fits(job, p);
-  // Only the analytic transformer knows how its blocks split; a measured
-  // profile's layers are whole (and its t = 1 runs had no tensor all-reduces).
-  if (job.parallel.tensor > 1)
-    p.assumptions.push_back("parallel.tensor = " + std::to_string(job.parallel.tensor) +
-                            " is not priced with a measured profile: its layers are costed whole, without the "
-                            "split's compute or its all-reduces (plan from the analytic model to compare t)");
   // Measured elsewhere: re-target to the job's device (profile_retarget.h).
   std::string measured = job.model.profile_device.empty() ? p.device : job.model.profile_device;
   const DeviceSpec& to = job.cluster.device;
@@ -66,6 +84,9 @@ ModelProfile job_profile(const JobSpec& job) {
     p.assumptions.push_back("profile device \"" + measured + "\" is not a preset: costs used as measured");
   else if (from->tflops != to.tflops || from->mem_bandwidth_gbs != to.mem_bandwidth_gbs)
     p = retarget_profile(p, *from, to);
+  // Measured at t = 1 (whole layers, no tensor all-reduces): on the job's
+  // device, the blocks split as the analytic profile splits its own.
+  if (job.parallel.tensor > 1) split_measured_profile(job, p);
   // A branching graph is laid out for this job's stage count, so that
   // contiguous stages can cut it wherever PipeDream's optimizer could.
   return order_for_stages(p, job.pipeline.stages * job.pipeline.chunks);

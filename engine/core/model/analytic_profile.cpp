@@ -95,24 +95,38 @@ LayerProfile make_layer(std::string name, std::string type, double fwd_flops, do
 // group inside a node), added to the time of the phase they block: the
 // forward, and the backward's B (they carry input gradients; W waits for
 // none). Their latency is part of the phase's fixed part.
-void add_tensor_collectives(const JobSpec& job, double hidden_bytes, ModelProfile& out) {
+void add_tensor_collectives(const JobSpec& job, double hidden_bytes, LayerProfile& l) {
   const int t = job.parallel.tensor;
   const LinkSpeed link{job.cluster.device.link_gbps, job.cluster.device.link_latency_us, false};
   const auto bytes = static_cast<std::uint64_t>(hidden_bytes);
   const double one = tensor_allreduce_ms(bytes, t, link);
   const double latency = 2.0 * (t - 1) * link.latency_us * 1e-3;  // the ring's 2 (t - 1) steps
-  for (LayerProfile& l : out.layers) {
-    const TensorCollectives c = tensor_collectives_of(l.type);
-    l.tensor_fwd_ms = c.forward * one;
-    l.tensor_bwd_ms = c.backward * one;
-    l.tensor_fwd_bytes = c.forward * bytes;
-    l.tensor_bwd_bytes = c.backward * bytes;
-    l.fwd_ms += l.tensor_fwd_ms;
-    l.fwd_fixed_ms += c.forward * latency;
-    if (l.bwd_weight_ms < 0) l.bwd_weight_ms = weight_grad_ms(l);  // W keeps its compute alone
-    l.bwd_ms += l.tensor_bwd_ms;
-    l.bwd_fixed_ms += c.backward * latency;
-  }
+  const TensorCollectives c = tensor_collectives_of(l.type);
+  l.tensor_fwd_ms = c.forward * one;
+  l.tensor_bwd_ms = c.backward * one;
+  l.tensor_fwd_bytes = c.forward * bytes;
+  l.tensor_bwd_bytes = c.backward * bytes;
+  l.fwd_ms += l.tensor_fwd_ms;
+  l.fwd_fixed_ms += c.forward * latency;
+  if (l.bwd_weight_ms < 0) l.bwd_weight_ms = weight_grad_ms(l);  // W keeps its compute alone
+  l.bwd_ms += l.tensor_bwd_ms;
+  l.bwd_fixed_ms += c.backward * latency;
+}
+
+// One [s, b, h] activation of the job's transformer, the tensor a block's
+// all-reduce carries.
+double hidden_bytes_of(const JobSpec& job) {
+  return 2.0 * job.training.microbatch_size * job.model.seq_len * job.model.hidden * units_for(job).act_scale;
+}
+
+// A phase measured whole (`whole` ms, `kernels` dispatches) as a shard of
+// 1/t of its work runs it: with_fixed's time at full efficiency recovered
+// from the measurement, divided by t, and the rule applied again (so the
+// part above the dispatches is divided by t). Returns {time, fixed part}.
+std::pair<double, double> shard_of_measured(double whole, double kernels, double t, const Units& u) {
+  const double dispatch = kernels * u.dispatch_ms;
+  if (whole <= dispatch) return {whole, whole};
+  return with_fixed((whole - dispatch) / (1 + u.penalty / u.microbatch) / t, kernels, u);
 }
 
 void transformer_layers(const JobSpec& job, ModelProfile& out) {
@@ -180,7 +194,8 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   bool tied = m.kind == "gpt";  // GPT ties the head to the embedding
   out.layers.push_back(make_layer("head", "head", head_flops, 2 * head_flops, logits + outside(hidden_bytes),
                                   outside(hidden_bytes), 0, tied ? 0 : h * m.vocab / t, u, head_flops, tied ? 0 : 1));
-  if (t > 1) add_tensor_collectives(job, hidden_bytes, out);
+  if (t > 1)
+    for (LayerProfile& l : out.layers) add_tensor_collectives(job, hidden_bytes, l);
 }
 
 void mlp_layers(const JobSpec& job, ModelProfile& out) {
@@ -263,6 +278,22 @@ ModelProfile analytic_profile(const JobSpec& job) {
   else
     uniform_layers(job, p);
   return p;
+}
+
+bool tensor_splits_measured(const LayerProfile& l) {
+  return l.type == "attention" || l.type == "cross_attention" || l.type == "ffn";
+}
+
+void split_measured_layer(const JobSpec& job, LayerProfile& l) {
+  const int t = job.parallel.tensor;
+  if (t <= 1 || !tensor_splits_measured(l)) return;
+  const Units u = units_for(job);
+  const double w_share = l.bwd_ms > 0 && l.bwd_weight_ms >= 0 ? l.bwd_weight_ms / l.bwd_ms : -1;
+  // The analytic blocks' kernels: one dispatch forward, two backward.
+  std::tie(l.fwd_ms, l.fwd_fixed_ms) = shard_of_measured(l.fwd_ms, 1, t, u);
+  std::tie(l.bwd_ms, l.bwd_fixed_ms) = shard_of_measured(l.bwd_ms, 2, t, u);
+  if (w_share >= 0) l.bwd_weight_ms = w_share * l.bwd_ms;  // W keeps its share of the shard's backward
+  add_tensor_collectives(job, hidden_bytes_of(job), l);
 }
 
 }  // namespace pw

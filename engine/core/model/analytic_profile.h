@@ -18,4 +18,21 @@ LayerProfile analytic_layer(const JobSpec& job, std::string name, std::string ty
                             double bwd_flops, double activation_bytes, double input_bytes, double output_bytes,
                             double params);
 
+// parallel.tensor with a measured profile (job_plan.cpp): whether a
+// measured layer is split over the tensor group, by its type (the analytic
+// profile's attention, cross-attention and FFN blocks, whose names and
+// types the engine's profiler keeps); embeddings, heads and every other
+// layer stay whole.
+bool tensor_splits_measured(const LayerProfile& layer);
+
+// A layer measured at t = 1 priced at the job's parallel.tensor = t as
+// the analytic profile prices its blocks: each phase's time above its
+// dispatches (the device's microbatch rule, with_fixed) divided by t, W
+// keeping its share of the backward, then the block's all-reduces of one
+// [s, b, h] activation over the intra-node link added to the forward and
+// the backward's B. Memory (activations, weights, optimizer state) is left
+// as measured, an upper bound. Layers tensor_splits_measured refuses are
+// left whole.
+void split_measured_layer(const JobSpec& job, LayerProfile& layer);
+
 }  // namespace pw
