@@ -18,8 +18,11 @@ Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std:
   bool have = false;
   for (const Plan& p : plans) {
     Plan q = p;
-    // An order stored for another schedule's request is none of ours.
-    const bool ours = q.schedule == to_string(ScheduleKind::Generated) && q.generated;
+    // An order stored for another schedule's request is none of ours: a
+    // family's plan comes evaluated under its family (its schedule named,
+    // no order); the planner's own plan for generated comes with the order
+    // it was chosen by (schedule not yet named), made for this request.
+    const bool ours = q.generated && (q.schedule.empty() || q.schedule == to_string(ScheduleKind::Generated));
     if (!ours) {
       q.generated.reset();
       attach_generated_order(req, q, search_budget);
