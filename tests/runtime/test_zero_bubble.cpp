@@ -40,7 +40,19 @@ struct Trained {
   // Per device, the F / B / W (or full backward) each worker ran, in the
   // order it started them, from its events file: every iteration's in turn.
   std::vector<std::vector<Action>> ran;
+  std::vector<Event> swaps;  // every device's swap_out / swap_in events, in file order
 };
+
+std::vector<Event> swaps_recorded(const std::string& dir, int devices) {
+  std::vector<Event> out;
+  for (int d = 0; d < devices; ++d) {
+    std::ifstream in(dir + "/events/stage" + std::to_string(d) + ".jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (auto e = event_from_json_line(line); e && (e->kind == EventKind::SwapOut || e->kind == EventKind::SwapIn))
+        out.push_back(*e);
+  }
+  return out;
+}
 
 std::vector<std::vector<Action>> actions_run(const std::string& dir, int devices) {
   std::vector<std::vector<Action>> out(devices);
@@ -108,6 +120,7 @@ Trained run(const nlohmann::json& doc, Policies policies, const std::function<vo
   if (r.result.exit_code == 0) {
     r.weights = model_order_weights(dir, j, plan, *s);
     r.ran = actions_run(dir, s->devices());
+    r.swaps = swaps_recorded(dir, s->devices());
   }
   std::filesystem::remove_all(dir);
   return r;
@@ -292,6 +305,39 @@ TEST(ZeroBubbleStep, NonFiniteGradientsSkipTheStepOnEveryStage) {
   bool any_nonfinite = false;
   for (auto& w : unchecked.weights) any_nonfinite = any_nonfinite || !w.isfinite().all().item<bool>();
   EXPECT_TRUE(any_nonfinite);
+}
+
+// Activation offload inside a zero-bubble order (issue 43): under ZB-H1 on
+// 2 stages, layers 1 (stage 0's middle) and 3 (stage 1's first) on swap go
+// to the host after their forward and come back for B, and W (any time
+// later) finds its saved inputs there: the same losses and weights as keep,
+// bit for bit (so within 1e-6 of the reference loop too), and each swapped
+// layer's offload and reload recorded once per microbatch, naming the layer.
+TEST(ZeroBubbleOffload, SwapUnderZbH1TrainsAsKeepAndRecordsEachLayersTransfers) {
+  auto doc = job("zb-h1");
+  Trained keep = run(doc, Policies::Keep);
+  Trained swap = run(doc, Policies::Keep, [](Plan& p) { p.policy[1] = p.policy[3] = MemoryPolicy::Swap; });
+  expect_bitwise(keep, swap);
+  expect_close(reference_loop(parse_job(doc)), swap, 1e-6);
+  EXPECT_TRUE(keep.swaps.empty());
+  const int iterations = 3, microbatches = 4;
+  for (int layer : {1, 3}) {
+    for (EventKind kind : {EventKind::SwapOut, EventKind::SwapIn}) {
+      std::vector<int> per_mb(microbatches, 0);
+      for (const Event& e : swap.swaps)
+        if (e.kind == kind && e.first_layer == layer) {
+          EXPECT_EQ(e.last_layer, layer);
+          EXPECT_EQ(e.stage, layer < 3 ? 0 : 1);
+          EXPECT_GT(e.bytes, 0);
+          ASSERT_GE(e.microbatch, 0);
+          ASSERT_LT(e.microbatch, microbatches);
+          ++per_mb[e.microbatch];
+        }
+      for (int mb = 0; mb < microbatches; ++mb)
+        EXPECT_EQ(per_mb[mb], iterations) << to_string(kind) << " of layer " << layer << ", microbatch " << mb;
+    }
+  }
+  EXPECT_EQ(swap.swaps.size(), static_cast<std::size_t>(2 * 2 * iterations * microbatches));
 }
 
 TEST(ZeroBubbleStep, ClippingUnderPipeDreamIsRefusedNamingTheField) {

@@ -15,6 +15,16 @@ namespace pw::rt {
 
 using namespace stage_impl;
 
+namespace {
+// A swap moves one layer's saved tensors: its event names that layer, so
+// explain and the studio say which layers of which microbatch went when.
+Event swap_event(const ActiveSchedule& run, EventKind kind, int mb, int chunk, int layer, std::int64_t bytes) {
+  Event e = run.event(kind, mb, chunk, bytes);
+  e.first_layer = e.last_layer = layer;
+  return e;
+}
+}  // namespace
+
 void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) {
   int v = run.virtual_stage(chunk);
   const auto& r = plan.stages[v];
@@ -64,15 +74,16 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
       // The host pool lives outside the device account (see memory.h).
       std::int64_t bytes = ls.swap->swap_out();
       telemetry.memory().add_host(bytes);
-      telemetry.emit(run.event(EventKind::SwapOut, mb, chunk, bytes), s0);
+      telemetry.emit(swap_event(run, EventKind::SwapOut, mb, chunk, l, bytes), s0);
     }
     x = out;
   }
   if (v == vstages - 1) {
     at::Tensor logits = x.detach().requires_grad_(true);
     // Flush schedules accumulate the batch's gradient over microbatches;
-    // PipeDream updates after every microbatch.
-    at::Tensor l = pipeline_loss(logits, batch.target) / (run.async ? 1 : microbatches);
+    // PipeDream updates after every microbatch. A tensor-parallel head's
+    // logits are this rank's vocabulary shard (vocab_cross_entropy.h).
+    at::Tensor l = pipeline_loss(logits, batch.target, &tensors) / (run.async ? 1 : microbatches);
     l.backward();
     st.out_grad = logits.grad();
     losses.emplace_back(run.global_mb(mb), l.detach());
@@ -97,7 +108,7 @@ torch::autograd::Edge StageExecutor::Impl::output_root(const ActiveSchedule& run
     EventClock::Mark s0 = telemetry.mark();
     std::int64_t bytes = ls.swap->swap_in();
     telemetry.memory().add_host(-bytes);
-    telemetry.emit(run.event(EventKind::SwapIn, mb, chunk, bytes), s0);
+    telemetry.emit(swap_event(run, EventKind::SwapIn, mb, chunk, l, bytes), s0);
     return ls.root;
   }
   if (!ls.out.defined()) {
