@@ -219,6 +219,12 @@ TEST(OffloadTimeline, ExplainSaysWhichLayersWentWhenAndWhatTheLinkHid) {
   EXPECT_EQ(st.microbatches[1].out_start_ns, 4'500'000);
   EXPECT_EQ(st.microbatches[1].in_start_ns, 10'000'000);
   EXPECT_EQ(o.hidden_ns(), 9'500'000);
+  // In words, as explain prints it and the studio's Explain dock shows it.
+  EXPECT_EQ(offload_lines(o),
+            (std::vector<std::string>{"activation offload (swap policy, over the host link): 10.00 ms of transfers, "
+                                      "9.50 ms hidden behind compute, 0.50 ms exposed (swap_stall)",
+                                      "stage 0: layers 0 of 2 microbatch(es), 0.00 GiB out; link 10.00 ms, hidden 9.50 ms, "
+                                      "exposed 0.50 ms"}));
   // Keep: nothing offloaded, no summary.
   Pipeline keep = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
   Recorder none;

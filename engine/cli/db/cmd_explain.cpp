@@ -74,14 +74,9 @@ void print_human(const nlohmann::json& x) {
     std::cout << "; " << pct(g["critical_path_share"].get<double>()) << " of the critical path\n";
   }
   if (x.contains("offload") && x["offload"].is_object()) {
-    const auto& o = x["offload"];
-    std::cout << "\nactivation offload (swap policy, over the host link): " << ms(o["link_ns"]) << " ms of transfers, "
-              << ms(o["hidden_ns"]) << " ms hidden behind compute, " << ms(o["exposed_ns"]) << " ms exposed (swap_stall)\n";
-    for (const auto& s : o["stages"])
-      std::cout << "  stage " << s["stage"] << ": layers " << s["layer_list"].get<std::string>() << " of "
-                << s["microbatches"].size() << " microbatch(es), " << gib(s["bytes_out"].get<std::uint64_t>())
-                << " out; link " << ms(s["link_ns"]) << " ms, hidden " << ms(s["hidden_ns"]) << " ms, exposed "
-                << ms(s["exposed_ns"]) << " ms\n";
+    // core's offload_lines: the whole, then a line per stage.
+    const auto& lines = x["offload"]["lines"];
+    for (std::size_t i = 0; i < lines.size(); ++i) std::cout << (i == 0 ? "\n" : "  ") << lines[i].get<std::string>() << "\n";
   }
   const auto& p = x["predicted_vs_measured"];
   if (!p.is_null()) {

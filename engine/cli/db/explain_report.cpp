@@ -97,7 +97,7 @@ nlohmann::json offload_json(const ExplainReport& x) {
                       {"microbatches", mbs}});
   }
   return {{"link_ns", o.link_ns}, {"hidden_ns", o.hidden_ns()}, {"exposed_ns", o.exposed_ns},
-          {"bytes_out", o.bytes_out}, {"stages", stages}};
+          {"bytes_out", o.bytes_out}, {"stages", stages}, {"lines", offload_lines(o)}};
 }
 
 // Replicas the run trained with: its last plan's parallel.data (the

@@ -1,10 +1,12 @@
 #include "core/analysis/offload_summary.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "core/events/event_kinds.h"
+#include "core/plan/layer_list.h"
 
 namespace pw {
 namespace {
@@ -82,6 +84,26 @@ std::optional<OffloadSummary> offload_summary(const std::vector<Event>& events, 
     r.stages.push_back(std::move(s));
   }
   return r;
+}
+
+std::vector<std::string> offload_lines(const OffloadSummary& o) {
+  auto ms = [](std::int64_t ns) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", static_cast<double>(ns) / 1e6);
+    return std::string(b);
+  };
+  std::vector<std::string> out;
+  out.push_back("activation offload (swap policy, over the host link): " + ms(o.link_ns) + " ms of transfers, " +
+                ms(o.hidden_ns()) + " ms hidden behind compute, " + ms(o.exposed_ns) + " ms exposed (swap_stall)");
+  for (const StageOffload& s : o.stages) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.2f GiB", static_cast<double>(s.bytes_out) / (1024.0 * 1024 * 1024));
+    const std::vector<int> layers(s.layers.begin(), s.layers.end());
+    out.push_back("stage " + std::to_string(s.stage) + ": layers " + layer_list(layers) + " of " +
+                  std::to_string(s.microbatches.size()) + " microbatch(es), " + gib + " out; link " + ms(s.link_ns) +
+                  " ms, hidden " + ms(s.hidden_ns()) + " ms, exposed " + ms(s.exposed_ns) + " ms");
+  }
+  return out;
 }
 
 }  // namespace pw

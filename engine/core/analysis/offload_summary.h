@@ -7,6 +7,7 @@
 // explain` prints it and the studio's Explain dock shows it.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/analysis/idle_attribution.h"
@@ -40,5 +41,11 @@ struct OffloadSummary {
 // its attributed window (`att`'s rows of `iteration`). None when no stage
 // swapped in that window.
 std::optional<OffloadSummary> offload_summary(const std::vector<Event>& events, const Attribution& att, int iteration);
+
+// The summary in words, one line for the whole and one per stage ("stage 0:
+// layers 2,4,6 of 8 microbatches, 7.88 GiB out; link 1056.96 ms, hidden
+// 1056.96 ms, exposed 0.00 ms"): what `pipewright explain` prints and the
+// studio's Explain dock shows, written once.
+std::vector<std::string> offload_lines(const OffloadSummary& o);
 
 }  // namespace pw
