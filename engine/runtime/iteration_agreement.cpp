@@ -1,10 +1,7 @@
 #include "runtime/iteration_agreement.h"
+#include "runtime/store_bytes.h"
 
 namespace pw::rt {
-namespace {
-std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
-}  // namespace
 
 std::int64_t read_counter(c10d::Store& store, const std::string& key) {
   if (!store.check({key})) return 0;

@@ -1,4 +1,5 @@
 #include "runtime/worker.h"
+#include "runtime/store_bytes.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -46,8 +47,6 @@
 namespace pw::rt {
 namespace {
 
-std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
 
 // Keeps the coordinator informed that this process is alive and obeys its
 // abort; if the coordinator itself disappears, the worker exits too (no

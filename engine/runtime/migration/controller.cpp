@@ -1,4 +1,5 @@
 #include "runtime/migration/controller.h"
+#include "runtime/store_bytes.h"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -16,8 +17,6 @@
 namespace pw::rt::migration {
 namespace {
 
-std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
 
 nlohmann::json ranges(const Plan& p) {
   auto a = nlohmann::json::array();

@@ -1,4 +1,5 @@
 #include "runtime/migration/worker_agent.h"
+#include "runtime/store_bytes.h"
 
 #include "core/events/clock.h"
 #include "core/events/event_kinds.h"
@@ -23,8 +24,6 @@
 namespace pw::rt::migration {
 namespace {
 
-std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string from_bytes(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end()}; }
 
 // Tags of their own, above the training (< 2^28) and evaluation (2^28 + v) ranges.
 int state_tag(int version, int layer, int part) { return (1 << 29) + (version % 256) * 65536 + layer * 2 + part; }
