@@ -21,9 +21,9 @@
 using namespace pw::rt::nas;
 
 namespace {
-const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
+const std::string kCacheJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
 
-std::string tmp(const std::string& tag) {
+std::string cache_tmp(const std::string& tag) {
   return (std::filesystem::temp_directory_path() / ("pw-nas-cache-" + std::to_string(getpid()) + "-" + tag)).string();
 }
 
@@ -41,10 +41,10 @@ std::vector<std::string> space_sets(const std::string& optimizer, int subnets) {
           "training.lr=0.01"};
 }
 
-pw::nas::NasJob prepared(const std::vector<std::string>& sets) {
+pw::nas::NasJob cache_job(const std::vector<std::string>& sets) {
   auto s = sets;
   s.insert(s.end(), {"pipeline.stages=2", "cluster.devices=2"});
-  return pw::nas::prepare_nas_job(pw::load_job(kJob, s));
+  return pw::nas::prepare_nas_job(pw::load_job(kCacheJob, s));
 }
 
 struct CacheRun {
@@ -55,10 +55,10 @@ struct CacheRun {
 CacheRun run(const std::vector<std::string>& sets, const std::string& tag) {
   CspLaunch l;
   l.worker_binary = PW_NAS_WORKER_BIN;
-  l.job_file = kJob;
+  l.job_file = kCacheJob;
   l.overrides = sets;
   l.workers = 2;
-  l.out_dir = tmp(tag);
+  l.out_dir = cache_tmp(tag);
   return {launch_csp_run(l), l.out_dir};
 }
 
@@ -87,12 +87,12 @@ TEST(NasDeviceCache, AThirdOfTheSliceTrainsTheUnlimitedWeightsBitwiseWithOptimiz
   for (const std::string opt : {"adam", "momentum"}) {
     SCOPED_TRACE(opt);
     auto sets = space_sets(opt, 24);
-    auto nj = prepared(sets);
+    auto nj = cache_job(sets);
     auto slice = pw::nas::supernet_slice_bytes(nj);
     const double third = std::max(slice[0], slice[1]) / 3;
     auto limited_sets = sets;
     limited_sets.push_back("search_space.device_budget_gb=" + gib(third));
-    auto limited_nj = prepared(limited_sets);
+    auto limited_nj = cache_job(limited_sets);
     auto active = pw::nas::stage_cache_active(limited_nj);
     ASSERT_TRUE(active[0] && active[1]);
 
@@ -140,14 +140,14 @@ TEST(NasDeviceCache, ThreeCandidatesRoomForTwoWorkedByHand) {
   // neither A nor C is used again, the least recently used goes (C, step
   // 2). 5 uses, 1 hit, 4 loads, 2 evictions, 5216 + 7792 + 10368 + 7792 =
   // 31168 bytes of weights moved.
-  const std::string list = tmp("list.txt");
+  const std::string list = cache_tmp("list.txt");
   std::ofstream(list) << "0 0\n1 1\n2 2\n0 0\n2 1\n";
   std::vector<std::string> sets = {"training.iterations=5", "data.train_samples=160", "search_space.choice_layers=2",
                                    "search_space.kernels=[3]", "search_space.widths=[8,12,16]",
                                    "search_space.skip=false", "search_space.sampler=\"list\"",
                                    "search_space.subnet_file=\"" + list + "\"",
                                    "search_space.device_budget_gb=" + gib(165000)};
-  auto nj = prepared(sets);
+  auto nj = cache_job(sets);
   ASSERT_EQ(nj.stages[1].first, 1);
   EXPECT_EQ(nj.space.layers[1].candidates[0].resident_bytes(), 10432);
   EXPECT_EQ(pw::nas::stage_capacities(nj)[1], 39520);
@@ -170,7 +170,7 @@ TEST(NasDeviceCache, ThreeCandidatesRoomForTwoWorkedByHand) {
 
 TEST(NasDeviceCache, LoadsAreRealCopiesWithinTheBudgetAndABudgetNoSubnetFitsIsRefused) {
   at::set_num_threads(1);
-  auto nj = prepared(space_sets("adam", 8));
+  auto nj = cache_job(space_sets("adam", 8));
   CnnSupernet net(nj.job, nj.space, nj.stages[0]);
   const auto before = net.candidate(0, 0).params[0].clone();
   auto steps = pw::nas::stage_cache_steps(nj.space, nj.sequence, nj.stages[0]);
@@ -210,7 +210,7 @@ TEST(NasDeviceCache, LoadsAreRealCopiesWithinTheBudgetAndABudgetNoSubnetFitsIsRe
   auto tiny = space_sets("adam", 8);
   tiny.push_back("search_space.device_budget_gb=" + gib(200000));
   try {
-    pw::nas::check_device_budget(prepared(tiny));
+    pw::nas::check_device_budget(cache_job(tiny));
     ADD_FAILURE() << "a budget no subnet fits was accepted";
   } catch (const pw::SpecError& e) {
     EXPECT_NE(std::string(e.what()).find("search_space.device_budget_gb"), std::string::npos) << e.what();

@@ -30,10 +30,10 @@ using pw::nastest::spawn_cli;
 using pw::nastest::wait_exit;
 
 namespace {
-const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
+const std::string kResumeJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
 // Adam: the checkpoint must carry optimizer state and step counts (its bias
 // correction) for the losses to match, not only the weights.
-const std::vector<std::string> kSets = {"training.iterations=64", "data.train_samples=640", "training.optimizer=adam",
+const std::vector<std::string> kResumeSets = {"training.iterations=64", "data.train_samples=640", "training.optimizer=adam",
                                         "training.lr=0.01"};
 constexpr int kEvery = 8;
 
@@ -54,7 +54,7 @@ int run_cli(std::vector<std::string> args, const fs::path& dir, const std::strin
 }
 
 std::vector<std::string> with_sets(std::vector<std::string> args) {
-  for (const auto& s : kSets) args.insert(args.end(), {"--set", s});
+  for (const auto& s : kResumeSets) args.insert(args.end(), {"--set", s});
   return args;
 }
 
@@ -99,20 +99,20 @@ struct Tmp {
 TEST(NasResume, KilledWorkerResumesToTheUninterruptedLossesExactly) {
   Tmp tmp;
   const fs::path& dir = tmp.dir;
-  auto nj = pw::nas::prepare_nas_job(pw::load_job(kJob, kSets));
+  auto nj = pw::nas::prepare_nas_job(pw::load_job(kResumeJob, kResumeSets));
   const int n = static_cast<int>(nj.sequence.size());
   ASSERT_EQ(n, 64);
 
   // The uninterrupted run, without checkpoints (their drains change timing only).
   std::string out, err;
-  ASSERT_EQ(run_cli(with_sets({PW_CLI_BIN, "run", kJob, "--run-dir", (dir / "full").string(), "--json", "--quiet"}),
+  ASSERT_EQ(run_cli(with_sets({PW_CLI_BIN, "run", kResumeJob, "--run-dir", (dir / "full").string(), "--json", "--quiet"}),
                     dir, "full", &out, &err), 0) << err;
   const auto full = nlohmann::json::parse(out);
   ASSERT_EQ(full.at("losses").size(), static_cast<size_t>(n));
 
   // The same run with checkpoints, one worker killed once a checkpoint is complete.
   const fs::path cut = dir / "cut";
-  pid_t pid = spawn_cli(with_sets({PW_CLI_BIN, "run", kJob, "--run-dir", cut.string(), "--checkpoint-every",
+  pid_t pid = spawn_cli(with_sets({PW_CLI_BIN, "run", kResumeJob, "--run-dir", cut.string(), "--checkpoint-every",
                                    std::to_string(kEvery), "--db", (dir / "cut.sqlite").string(), "--quiet"}),
                         dir / "cut.out", dir / "cut.err");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -199,12 +199,12 @@ TEST(NasResume, WithADeviceCacheTheResumedRunIsTheUninterruptedOne) {
   std::vector<std::string> sets = {"training.iterations=40", "data.train_samples=1280", "search_space.kernels=[3,5]",
                                    "search_space.widths=[8,12,16,20,24]", "training.optimizer=adam",
                                    "training.lr=0.01"};
-  auto nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  auto nj = pw::nas::prepare_nas_job(pw::load_job(kResumeJob, sets));
   auto slice = pw::nas::supernet_slice_bytes(nj);
   char budget[64];
   std::snprintf(budget, sizeof budget, "%.17g", std::max(slice[0], slice[1]) / 3 / (1024.0 * 1024 * 1024));
   sets.push_back(std::string("search_space.device_budget_gb=") + budget);
-  nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  nj = pw::nas::prepare_nas_job(pw::load_job(kResumeJob, sets));
   auto active = pw::nas::stage_cache_active(nj);
   ASSERT_TRUE(active[0] && active[1]);
   auto with = [&](std::vector<std::string> args) {
@@ -212,12 +212,12 @@ TEST(NasResume, WithADeviceCacheTheResumedRunIsTheUninterruptedOne) {
     return args;
   };
   std::string out, err;
-  ASSERT_EQ(run_cli(with({PW_CLI_BIN, "run", kJob, "--run-dir", (dir / "full").string(), "--json", "--quiet"}), dir,
+  ASSERT_EQ(run_cli(with({PW_CLI_BIN, "run", kResumeJob, "--run-dir", (dir / "full").string(), "--json", "--quiet"}), dir,
                     "full", &out, &err), 0) << err;
   const auto full = nlohmann::json::parse(out);
 
   const fs::path cut = dir / "cut";
-  pid_t pid = spawn_cli(with({PW_CLI_BIN, "run", kJob, "--run-dir", cut.string(), "--checkpoint-every", "8", "--quiet"}),
+  pid_t pid = spawn_cli(with({PW_CLI_BIN, "run", kResumeJob, "--run-dir", cut.string(), "--checkpoint-every", "8", "--quiet"}),
                         dir / "cut.out", dir / "cut.err");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!fs::exists(cut / "checkpoint" / "meta.json") && std::chrono::steady_clock::now() < deadline)
@@ -257,7 +257,7 @@ TEST(NasResume, NoCheckpointIsNamed) {
   // A run directory as a run without --checkpoint-every leaves it: its job, no checkpoint.
   Tmp tmp;
   fs::create_directories(tmp.dir / "plain");
-  fs::copy_file(kJob, tmp.dir / "plain" / "job.json");
+  fs::copy_file(kResumeJob, tmp.dir / "plain" / "job.json");
   std::string err;
   // A refusal (issue 41): nothing was started or written.
   EXPECT_EQ(run_cli({PW_CLI_BIN, "run", "--resume", (tmp.dir / "plain").string(), "--quiet"}, tmp.dir, "resume", nullptr,

@@ -19,8 +19,8 @@
 #include "nas_cli_process.h"
 
 namespace {
-const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
-const std::vector<std::string> kSets = {"training.iterations=24", "data.train_samples=1024"};
+const std::string kRecordsJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
+const std::vector<std::string> kRecordsSets = {"training.iterations=24", "data.train_samples=1024"};
 
 int run_cli(std::vector<std::string> args) {
   return pw::nastest::wait_exit(pw::nastest::spawn_cli(std::move(args)));
@@ -32,13 +32,13 @@ TEST(NasRunRecords, RealTwoWorkerRunWritesStatesAndEdgesIntoItsDatabase) {
   fs::path dir = fs::temp_directory_path() / ("pw-nas-records-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string db = (dir / "run.sqlite").string();
-  std::vector<std::string> args = {PW_CLI_BIN, "run", kJob, "--db", db, "--run-dir", (dir / "run").string(), "--quiet"};
-  for (const auto& s : kSets) args.insert(args.end(), {"--set", s});
+  std::vector<std::string> args = {PW_CLI_BIN, "run", kRecordsJob, "--db", db, "--run-dir", (dir / "run").string(), "--quiet"};
+  for (const auto& s : kRecordsSets) args.insert(args.end(), {"--set", s});
   ASSERT_EQ(run_cli(args), 0);
 
   // The sequence and partition, from the job itself.
-  std::vector<std::string> sets = kSets;
-  auto nj = pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  std::vector<std::string> sets = kRecordsSets;
+  auto nj = pw::nas::prepare_nas_job(pw::load_job(kRecordsJob, sets));
   ASSERT_EQ(nj.stages.size(), 2u);
   const int n = static_cast<int>(nj.sequence.size());
 

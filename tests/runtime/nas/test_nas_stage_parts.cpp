@@ -28,16 +28,16 @@ using pw::nas::CspActionKind;
 using pw::nas::CspStage;
 
 namespace {
-const std::string kJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
+const std::string kPartsJob = std::string(PW_SOURCE_DIR) + "/resources/jobs/fmnist-supernet.json";
 
-std::string tmp(const std::string& tag) {
+std::string parts_tmp(const std::string& tag) {
   return (std::filesystem::temp_directory_path() / ("pw-nas-parts-" + std::to_string(getpid()) + "-" + tag)).string();
 }
 
-pw::nas::NasJob prepared(std::vector<std::string> sets) {
+pw::nas::NasJob parts_job(std::vector<std::string> sets) {
   sets.insert(sets.end(), {"pipeline.stages=2", "cluster.devices=2", "search_space.kernels=[3,5]",
                            "search_space.widths=[8,12,16,20,24]", "training.iterations=12"});
-  return pw::nas::prepare_nas_job(pw::load_job(kJob, sets));
+  return pw::nas::prepare_nas_job(pw::load_job(kPartsJob, sets));
 }
 
 // What a launcher's replay of the stream hands its sink.
@@ -102,7 +102,7 @@ TEST(NasStagePolicy, ALaterStageRacesTheFirstArrivalAndCspWaitsForItsTurn) {
 }
 
 TEST(NasStageRecorder, WhatTheStageRecordsIsWhatTheLauncherReplays) {
-  const std::string file = tmp("records.jsonl");
+  const std::string file = parts_tmp("records.jsonl");
   StageClock clock(pw::steady_now_ns());
   {
     StageRecorder rec(file, false, 1, {2, 3}, clock);
@@ -145,11 +145,11 @@ TEST(NasStageRecorder, AnUnwritableStreamIsNamed) {
 
 TEST(NasStageCache, WithoutABudgetTheWholeSliceIsResidentWithOneItIsWithinIt) {
   at::set_num_threads(1);
-  const std::string file = tmp("cache.jsonl");
+  const std::string file = parts_tmp("cache.jsonl");
   StageClock clock(0);
   StageRecorder rec(file, false, 1, {0, 1}, clock);
   {
-    auto nj = prepared({});
+    auto nj = parts_job({});
     CnnSupernet net(nj.job, nj.space, nj.stages[1]);
     StageCache cache(nj, 1, nj.space.window, net, clock, rec);
     EXPECT_FALSE(cache.active());
@@ -158,11 +158,11 @@ TEST(NasStageCache, WithoutABudgetTheWholeSliceIsResidentWithOneItIsWithinIt) {
     EXPECT_TRUE(cache.finish().is_null());
   }
   {
-    auto whole = prepared({});
+    auto whole = parts_job({});
     const double slice = pw::nas::supernet_slice_bytes(whole)[1];
     char gb[64];
     std::snprintf(gb, sizeof gb, "%.17g", slice / 2 / (1024.0 * 1024 * 1024));
-    auto nj = prepared({std::string("search_space.device_budget_gb=") + gb});
+    auto nj = parts_job({std::string("search_space.device_budget_gb=") + gb});
     ASSERT_TRUE(pw::nas::stage_cache_active(nj)[1]);
     CnnSupernet net(nj.job, nj.space, nj.stages[1]);
     StageCache cache(nj, 1, nj.space.window, net, clock, rec);
