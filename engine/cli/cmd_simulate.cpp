@@ -128,6 +128,12 @@ int run_simulate(const SimulateArgs& args) {
   };
   SimResult r;
   if (!control.run([&] { r = simulate(p.sim_input(), control.sink()); })) return 1;  // stopped
+  // What the simulator cannot see but the plan's evaluation did:
+  // pipeline.memory_cap (evaluate_plan), named in the plan's reason.
+  if (r.feasible && !p.plan.feasible && !p.plan.reason.empty()) {
+    r.feasible = false;
+    r.reason = p.plan.reason;
+  }
   if (trace) {
     trace->finish();
     try {

@@ -69,6 +69,8 @@ TEST(MemoryCap, UnitsFollowOneF1BsBusiestDevice) {
   EXPECT_DOUBLE_EQ(memory_cap_units(memory_cap_fraction(1), 8, 4, 1), 4.0);  // m < p: 1F1B holds m
   // Unequal chunks: the device's bytes per microbatch over the unit's bytes.
   EXPECT_DOUBLE_EQ(memory_cap_units(memory_cap_fraction(0.5), 4, 8, 2, 300, 500), 0.5 * 4 * 500 / 300);
+  // A microbatch that keeps nothing on the device (all offloaded): no count is over.
+  EXPECT_TRUE(std::isinf(memory_cap_units(memory_cap_fraction(0.5), 4, 8, 1, 0, 500)));
   // Bytes: over the unit's bytes.
   MemoryCap b;
   b.bytes = 1000;

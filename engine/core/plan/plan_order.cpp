@@ -95,10 +95,15 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
     // At least one microbatch per chunk, the least any order holds (a V's
     // turn keeps one on each chunk): a device too small even for that gets
     // an order anyway, and the simulator says the plan is out of memory.
-    // pipeline.memory_cap in the same units: the device's bytes per
-    // microbatch over its chunks (what 1F1B keeps of it) against one unit.
+    // pipeline.memory_cap in the same units: a fraction of 1F1B's
+    // min(m, p) microbatches of the device's layers kept whole (recompute
+    // and offload bring a device under it, as the planners' range check
+    // counts: PipelineModel::activation_cap), against one unit.
     double device_mb = 0;
-    for (int k = 0; k < chunks; ++k) device_mb += static_cast<double>(held[pr.vstage(d, k)]);
+    for (int k = 0; k < chunks; ++k) {
+      const StageRange& r = plan.stages[pr.vstage(d, k)];
+      for (int l = r.first_layer; l <= r.last_layer; ++l) device_mb += static_cast<double>(prof.layers[l].activation_bytes);
+    }
     limit = std::min(limit, memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb));
     pr.memory_limit[d] = std::clamp(limit, static_cast<double>(chunks), most);
     cap_units[d] = memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb);

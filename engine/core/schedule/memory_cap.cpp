@@ -89,7 +89,11 @@ double memory_cap_units(const MemoryCap& cap, int devices, int microbatches, int
   if (!cap.set()) return std::numeric_limits<double>::infinity();
   const double in_1f1b = std::min(microbatches, devices);
   if (cap.fraction > 0) {
-    if (device_mb_bytes > 0 && unit_bytes > 0) return cap.fraction * in_1f1b * device_mb_bytes / unit_bytes;
+    if (device_mb_bytes > 0) {
+      // A microbatch that holds nothing on the device (all offloaded): any count fits.
+      if (!(unit_bytes > 0)) return std::numeric_limits<double>::infinity();
+      return cap.fraction * in_1f1b * device_mb_bytes / unit_bytes;
+    }
     return cap.fraction * in_1f1b * chunks;
   }
   if (!(unit_bytes > 0)) return std::numeric_limits<double>::infinity();  // nothing held: any cap fits

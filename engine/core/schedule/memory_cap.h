@@ -15,10 +15,12 @@ namespace pw {
 // weights, optimizer state, transfer buffers or the backward's workspace,
 // and not what is swapped to the host (on the device only from its swap-in).
 //
-// `fraction` f: f x what 1F1B keeps on its busiest device, min(m, p)
-// microbatches of this device's layers (both chunks of a V): the unit in
-// which the generator counts (memory_cap_units). `bytes`: that many bytes
-// per device. At most one is set; neither = no cap (the budget alone).
+// `fraction` f: f x what 1F1B keeps on its busiest device with every layer
+// kept whole, min(m, p) microbatches of this device's layers' activation
+// bytes (both chunks of a V), so that recompute and offload can bring a
+// device under it (the planners' range check counts alike,
+// PipelineModel::activation_cap). `bytes`: that many bytes per device. At
+// most one is set; neither = no cap (the budget alone).
 struct MemoryCap {
   double fraction = 0;
   std::uint64_t bytes = 0;
@@ -37,10 +39,11 @@ std::string to_string(const MemoryCap& cap);
 
 // The cap in the generator's units for one device (OrderProblem: one unit =
 // one microbatch held by one virtual stage, `unit_bytes` of it). For a
-// fraction: f x min(m, p) x (the device's bytes per microbatch over its
-// chunks) / unit_bytes, which at equal chunks is f x min(m, p) x chunks;
-// `device_mb_bytes` <= 0 takes that equal-chunk form. For bytes: bytes /
-// unit_bytes. Infinity when the cap is not set.
+// fraction: f x min(m, p) x device_mb_bytes (the device's layers'
+// activation bytes per microbatch kept whole, over its chunks) / unit_bytes;
+// `device_mb_bytes` <= 0 takes the form of chunks kept whole and equal,
+// f x min(m, p) x chunks. For bytes: bytes / unit_bytes. Infinity when the
+// cap is not set or a microbatch holds nothing (unit_bytes 0).
 double memory_cap_units(const MemoryCap& cap, int devices, int microbatches, int chunks, double unit_bytes = 0,
                         double device_mb_bytes = 0);
 
