@@ -16,6 +16,7 @@
 #include "core/spec/spec_error.h"
 #include "core/model/analytic_profile.h"
 #include "runtime/model_family.h"
+#include "runtime/tensor_parallel/vocab_cross_entropy.h"
 #include "runtime/transformer_blocks.h"
 
 namespace pw::rt {
@@ -32,7 +33,10 @@ void transformer(const ModelSpec& m, std::vector<nn::Sequential>& out) {
     out.push_back(nn::Sequential(FeedForward(m.hidden, m.ffn_mult)));
   }
   // The engine keeps the head untied from the embedding: they may sit on
-  // different stages.
+  // different stages (tying them would need the two stages' gradients summed
+  // every step, Megatron's embedding group, which the engine does not build).
+  // With parallel.tensor both are split by vocabulary, each on its own
+  // (tensor_parallel/vocab_layers.h).
   nn::Sequential head;
   head->push_back(nn::LayerNorm(nn::LayerNormOptions({m.hidden})));
   head->push_back(nn::Linear(m.hidden, m.vocab));
@@ -107,10 +111,12 @@ std::vector<torch::nn::Sequential> build_layers(const JobSpec& job) { return mod
 std::vector<int64_t> model_input_shape(const JobSpec& job) { return model_family(job).input_shape(job); }
 bool model_takes_tokens(const JobSpec& job) { return model_family(job).takes_tokens(job); }
 
-at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target) {
-  if (logits.dim() == 3)
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), target.reshape({-1}));
-  return torch::nn::functional::cross_entropy(logits, target);
+at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target, const TensorSet* vocab_split) {
+  const bool tokens = logits.dim() == 3;
+  const at::Tensor rows = tokens ? logits.reshape({-1, logits.size(-1)}) : logits;
+  const at::Tensor labels = tokens ? target.reshape({-1}) : target;
+  if (vocab_split && vocab_split->count > 1) return vocab_parallel_cross_entropy(rows, labels, *vocab_split);
+  return torch::nn::functional::cross_entropy(rows, labels);
 }
 
 std::vector<std::vector<int64_t>> layer_boundary_shapes(std::vector<torch::nn::Sequential>& layers,

@@ -25,10 +25,14 @@ class ModelFamily;  // runtime/model_family.h
 // above ask the job's family (model_family()).
 const ModelFamily& builtin_models();
 
+struct TensorSet;  // runtime/tensor_parallel/tensor_set.h
 // The training loss on the last layer's output: cross entropy over classes,
 // or over tokens for [b, s, vocab] logits (labels -100 are not scored, as
-// masked LM needs). One definition for the engine and the profiler.
-at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target);
+// masked LM needs). One definition for the engine and the profiler. With
+// `vocab_split` (a group of 2 or more), `logits` are the group's rank's
+// vocabulary shard [b, s, vocab / t] (tensor_parallel/vocab_layers.h) and
+// the loss is the vocabulary-parallel one, the same value on every rank.
+at::Tensor pipeline_loss(const at::Tensor& logits, const at::Tensor& target, const TensorSet* vocab_split = nullptr);
 
 // Input shape of every layer plus the model's output shape (size layers+1),
 // found by running a zero microbatch through the layers without autograd.

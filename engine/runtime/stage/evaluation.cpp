@@ -1,6 +1,8 @@
 // A forward-only pass over a test set: classification accuracy.
 #include "runtime/stage/stage_impl.h"
 
+#include "runtime/tensor_parallel/vocab_cross_entropy.h"
+
 #include <torch/utils.h>
 #include <algorithm>
 #include <cmath>
@@ -52,7 +54,9 @@ double StageExecutor::Impl::evaluate(const Dataset& test) {
         // Classes, or tokens (positions labelled -100 are not scored).
         auto labels = on_device(test.labels.narrow(0, k * b, n), placement);
         auto scored = labels.ne(-100);
-        correct += x.argmax(-1).eq(labels).logical_and(scored).sum().item<int64_t>();
+        // A tensor-parallel head's logits are this rank's vocabulary shard.
+        const at::Tensor predicted = tensors.count > 1 ? vocab_parallel_argmax(x, tensors) : x.argmax(-1);
+        correct += predicted.eq(labels).logical_and(scored).sum().item<int64_t>();
         seen += scored.sum().item<int64_t>();
       }
     }

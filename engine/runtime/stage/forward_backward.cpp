@@ -81,8 +81,9 @@ void StageExecutor::Impl::forward(const ActiveSchedule& run, int mb, int chunk) 
   if (v == vstages - 1) {
     at::Tensor logits = x.detach().requires_grad_(true);
     // Flush schedules accumulate the batch's gradient over microbatches;
-    // PipeDream updates after every microbatch.
-    at::Tensor l = pipeline_loss(logits, batch.target) / (run.async ? 1 : microbatches);
+    // PipeDream updates after every microbatch. A tensor-parallel head's
+    // logits are this rank's vocabulary shard (vocab_cross_entropy.h).
+    at::Tensor l = pipeline_loss(logits, batch.target, &tensors) / (run.async ? 1 : microbatches);
     l.backward();
     st.out_grad = logits.grad();
     losses.emplace_back(run.global_mb(mb), l.detach());

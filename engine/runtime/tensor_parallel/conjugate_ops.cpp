@@ -6,25 +6,32 @@
 #include "core/events/clock.h"
 
 namespace pw::rt {
-namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-// The sum over the group, into a fresh tensor: autograd still holds `x`
-// (an input of this op or a gradient another node may read), so the
-// transport's in-place reduction must not touch it.
-at::Tensor allreduce_sum(const at::Tensor& x, const TensorSet& set, bool backward) {
+// Into a fresh tensor: autograd still holds `x` (an input of this op or a
+// gradient another node may read), so the transport's in-place reduction
+// must not touch it.
+at::Tensor tensor_group_allreduce(const at::Tensor& x, const TensorSet& set, c10d::ReduceOp op, bool backward) {
   TensorCommLog::Span span;
   span.backward = backward;
   span.bytes = static_cast<std::int64_t>(x.numel() * x.element_size());
   span.start_ns = steady_now_ns();
   std::vector<at::Tensor> buf{to_wire(x.detach().clone(at::MemoryFormat::Contiguous), set.placement)};
-  set.group->allreduce(buf)->wait();
+  c10d::AllreduceOptions options;
+  options.reduceOp = op;
+  set.group->allreduce(buf, options)->wait();
   at::Tensor out = from_wire(buf[0], set.placement);
   span.end_ns = steady_now_ns();
   if (set.log) set.log->add(span);
   return out;
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor allreduce_sum(const at::Tensor& x, const TensorSet& set, bool backward) {
+  return tensor_group_allreduce(x, set, c10d::ReduceOp::SUM, backward);
 }
 
 // The set travels to the backward as its address: the module holding it

@@ -7,10 +7,16 @@
 // identity backward. Every rank of the group runs the same ops in the same
 // order, so the collectives pair up without tags.
 #include <ATen/Tensor.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>  // c10d::ReduceOp
 
 #include "runtime/tensor_parallel/tensor_set.h"
 
 namespace pw::rt {
+
+// `x` reduced by `op` over the group (no autograd), its time and bytes in
+// the set's TensorCommLog as an all-reduce of the forward or the backward.
+// The one collective of the tensor group's layers and losses.
+at::Tensor tensor_group_allreduce(const at::Tensor& x, const TensorSet& set, c10d::ReduceOp op, bool backward);
 
 // f: identity forward, all-reduce (sum) of the gradient backward.
 at::Tensor copy_to_tensor_group(const at::Tensor& x, const TensorSet& set);

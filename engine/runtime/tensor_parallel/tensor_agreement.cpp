@@ -22,8 +22,8 @@ void check_tensor_ranks_agree(const TensorSet& set, const WorkerRole& role, cons
   for (int k = 1; k < set.count; ++k)
     if (all[k] != all[0])
       throw std::runtime_error("stage " + std::to_string(role.stage) + ": tensor ranks 0 and " + std::to_string(k) +
-                               " hold different copies of the unsplit weights (layer norms, biases, embedding, "
-                               "head) after iteration " + std::to_string(after_iteration) + " (FNV-1a " +
+                               " hold different copies of the unsplit weights (layer norms, biases, position "
+                               "embedding) after iteration " + std::to_string(after_iteration) + " (FNV-1a " +
                                hex64(all[0]) + " vs " + hex64(all[k]) + ")");
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What a split stage's tensor ranks must keep equal: the parameters each
-// holds whole (layer norms, the row-parallel biases, embedding, head). Their
+// holds whole (layer norms, the row-parallel biases, the position
+// embedding; the token embedding and the head are vocabulary shards). Their
 // gradients are bitwise one on every rank by construction (tensor_layers.h);
 // checked every kReplicaCheckEvery iterations like a stage's replicas, so a
 // divergence fails the run naming the stage and ranks, not a wrong model.

@@ -9,6 +9,7 @@
 
 #include "core/spec/spec_error.h"
 #include "runtime/tensor_parallel/conjugate_ops.h"
+#include "runtime/tensor_parallel/vocab_layers.h"
 #include "runtime/transformer_blocks.h"
 
 namespace pw::rt {
@@ -120,6 +121,14 @@ void check_tensor_parallel(const JobSpec& job) {
     throw SpecError("parallel.tensor", std::to_string(t) + " tensor ranks do not divide the FFN width " +
                                            std::to_string(static_cast<long long>(m.ffn_mult) * m.hidden) +
                                            " (model.ffn_mult x model.hidden)");
+  // The embedding and the head are split by vocabulary (vocab_layers.h).
+  // Megatron pads the vocabulary to a multiple of t instead; here the
+  // padding rows would be tokens the data never holds, trained and counted
+  // in memory as real ones, so the job says what to change.
+  if (m.vocab % t != 0)
+    throw SpecError("parallel.tensor", std::to_string(t) + " tensor ranks do not divide the model's vocabulary of " +
+                                           std::to_string(m.vocab) + " tokens (model.vocab): the embedding and the "
+                                           "head are split by vocabulary");
   // The migration agent rebuilds a stage's layers whole under a new plan;
   // moving shards between tensor groups is not built.
   if (job.runtime.present)
@@ -133,7 +142,9 @@ void check_tensor_parallel(const JobSpec& job) {
 }
 
 torch::nn::Sequential shard_layer(const torch::nn::Sequential& whole, const TensorSet& set) {
-  if (set.count < 2 || whole->size() != 1) return whole;
+  if (set.count < 2) return whole;
+  if (auto s = shard_vocab_layer(whole, set)) return s;
+  if (whole->size() != 1) return whole;
   if (const auto* a = whole->ptr(0)->as<AttentionImpl>()) {
     TensorAttention s(a->hidden, a->heads, a->causal, set);
     copy_norm(s->ln, a->ln);
