@@ -28,7 +28,7 @@ namespace pw::rt {
 namespace {
 using namespace testing;
 
-constexpr int kIterations = 20;
+constexpr int kReplicaIterations = 20;
 
 // The demo CNN's layers (resources/jobs/demo-fmnist-cnn.json) on synthetic
 // images, or the tiny GPT of test_language_models on the fortunes text.
@@ -45,7 +45,7 @@ nlohmann::json dp_job(const std::string& model, int stages, int replicas, const 
     data = {{"kind", "text"}};
     training = {{"optimizer", "adam"}, {"lr", 0.003}, {"batch_size", 8}, {"microbatch_size", 1}};
   }
-  training["iterations"] = kIterations;
+  training["iterations"] = kReplicaIterations;
   training["seed"] = 5;
   return {{"name", "dp-" + model},
           {"model", m},
@@ -69,13 +69,13 @@ bool key_bias(const JobSpec& job, size_t i) {
 
 // The same job as one pipeline of one process's worth: every microbatch of
 // the global batch, in order.
-JobSpec single_process(nlohmann::json doc) {
+JobSpec single_process_reference(nlohmann::json doc) {
   doc.erase("parallel");
   doc["cluster"]["devices"] = doc["pipeline"]["stages"];
   return parse_job(doc);
 }
 
-struct Case {
+struct ReplicaCase {
   const char* model;
   int stages, replicas;
   const char* schedule;
@@ -102,11 +102,11 @@ std::vector<at::Tensor> weights_in_model_order(const std::string& dir, const Job
 
 // Trains `doc` (stages x replicas workers) and compares it with the single
 // process loop over the global batch; the replicas' hashes and event files too.
-void expect_single_process_result(const nlohmann::json& doc, Case c) {
+void expect_single_process_result(const nlohmann::json& doc, ReplicaCase c) {
   std::string dir = temp_dir("dp");
   RunResult run = run_job(options(doc, dir));
   ASSERT_EQ(run.exit_code, 0) << run.error;
-  const JobSpec ref_job = single_process(doc);
+  const JobSpec ref_job = single_process_reference(doc);
   ASSERT_EQ(ref_job.pipeline.microbatches, parse_job(doc).pipeline.microbatches * c.replicas);
   auto w = weights_in_model_order(dir, parse_job(doc), run.plan);
   // Against the loop over the global batch in plain order, and against the
@@ -168,15 +168,15 @@ void expect_single_process_result(const nlohmann::json& doc, Case c) {
         }
       }
       EXPECT_GT(events, 0) << file;
-      EXPECT_GE(allreduces, kIterations) << file;  // at least one bucket per iteration
+      EXPECT_GE(allreduces, kReplicaIterations) << file;  // at least one bucket per iteration
     }
   std::filesystem::remove_all(dir);
 }
 
-class DataParallel : public ::testing::TestWithParam<Case> {};
+class DataParallel : public ::testing::TestWithParam<ReplicaCase> {};
 
 TEST_P(DataParallel, ReplicasTrainWhatOneProcessTrainsOnTheGlobalBatch) {
-  const Case c = GetParam();
+  const ReplicaCase c = GetParam();
   expect_single_process_result(dp_job(c.model, c.stages, c.replicas, c.schedule), c);
 }
 
@@ -185,17 +185,17 @@ TEST_P(DataParallel, ReplicasTrainWhatOneProcessTrainsOnTheGlobalBatch) {
 TEST(DataParallel, ClippingActsOnTheMeanGradient) {
   auto doc = dp_job("cnn", 2, 2, "1f1b");
   doc["training"]["clip_grad_norm"] = 0.05;
-  expect_single_process_result(doc, Case{"cnn", 2, 2, "1f1b"});
-  auto unclipped = single_process(dp_job("cnn", 2, 2, "1f1b"));
-  EXPECT_NE(reference_loop(single_process(doc)).losses.back(), reference_loop(unclipped).losses.back());
+  expect_single_process_result(doc, ReplicaCase{"cnn", 2, 2, "1f1b"});
+  auto unclipped = single_process_reference(dp_job("cnn", 2, 2, "1f1b"));
+  EXPECT_NE(reference_loop(single_process_reference(doc)).losses.back(), reference_loop(unclipped).losses.back());
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, DataParallel,
-                         ::testing::Values(Case{"cnn", 1, 2, "1f1b"}, Case{"cnn", 2, 2, "1f1b"},
-                                           Case{"cnn", 2, 2, "gpipe"}, Case{"cnn", 2, 2, "zb-h1"},
-                                           Case{"gpt", 1, 2, "1f1b"}, Case{"gpt", 2, 2, "1f1b"},
-                                           Case{"gpt", 2, 2, "zb-h1"}, Case{"cnn", 1, 2, "zb-h1"},
-                                           Case{"gpt", 2, 2, "zb-v"}, Case{"gpt", 2, 2, "interleaved"}),
+                         ::testing::Values(ReplicaCase{"cnn", 1, 2, "1f1b"}, ReplicaCase{"cnn", 2, 2, "1f1b"},
+                                           ReplicaCase{"cnn", 2, 2, "gpipe"}, ReplicaCase{"cnn", 2, 2, "zb-h1"},
+                                           ReplicaCase{"gpt", 1, 2, "1f1b"}, ReplicaCase{"gpt", 2, 2, "1f1b"},
+                                           ReplicaCase{"gpt", 2, 2, "zb-h1"}, ReplicaCase{"cnn", 1, 2, "zb-h1"},
+                                           ReplicaCase{"gpt", 2, 2, "zb-v"}, ReplicaCase{"gpt", 2, 2, "interleaved"}),
                          [](const auto& info) {
                            std::string s = info.param.schedule;
                            for (char& ch : s)

@@ -30,15 +30,15 @@ void expect_same(const Reference& ref, const RunResult& run, const std::string& 
   }
 }
 
-struct Case {
+struct EquivalenceCase {
   const char* schedule;
   int stages, microbatches;
 };
 
-class Equivalence : public ::testing::TestWithParam<Case> {};
+class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 
 TEST_P(Equivalence, SameLossesAndWeightsAsSingleProcessLoop) {
-  Case c = GetParam();
+  EquivalenceCase c = GetParam();
   auto doc = mlp_job(c.stages, c.microbatches, c.schedule);
   std::string dir = temp_dir("eq");
   RunResult run = run_job(options(doc, dir));
@@ -49,8 +49,8 @@ TEST_P(Equivalence, SameLossesAndWeightsAsSingleProcessLoop) {
 
 // Includes microbatches < stages (a classic deadlock shape).
 INSTANTIATE_TEST_SUITE_P(Runtime, Equivalence,
-                         ::testing::Values(Case{"gpipe", 2, 4}, Case{"1f1b", 2, 4}, Case{"gpipe", 4, 4},
-                                           Case{"1f1b", 4, 6}, Case{"1f1b", 4, 2}),
+                         ::testing::Values(EquivalenceCase{"gpipe", 2, 4}, EquivalenceCase{"1f1b", 2, 4}, EquivalenceCase{"gpipe", 4, 4},
+                                           EquivalenceCase{"1f1b", 4, 6}, EquivalenceCase{"1f1b", 4, 2}),
                          [](const auto& info) {
                            return std::string(info.param.schedule == std::string("gpipe") ? "gpipe" : "onefoneb") +
                                   "_" + std::to_string(info.param.stages) + "stages_" +

@@ -14,22 +14,22 @@ namespace pw::rt {
 namespace {
 using namespace testing;
 
-struct Case {
+struct MessagingCase {
   const char* schedule;
   int stages, microbatches, chunks;
   std::vector<int> widths;
 };
 
-void PrintTo(const Case& c, std::ostream* os) {
+void PrintTo(const MessagingCase& c, std::ostream* os) {
   *os << c.schedule << " " << c.stages << " stages " << c.microbatches << " microbatches";
 }
 
-struct Trained {
+struct MessagingTrained {
   RunResult result;
   std::vector<at::Tensor> weights;  // stage files in device order
 };
 
-Trained train(nlohmann::json doc, const std::string& messaging) {
+MessagingTrained train(nlohmann::json doc, const std::string& messaging) {
   doc["cluster"]["messaging"] = messaging;
   // And the test-set pass after training, whose sends and receives go
   // through the same messenger (evaluation.cpp).
@@ -37,26 +37,26 @@ Trained train(nlohmann::json doc, const std::string& messaging) {
   std::string dir = temp_dir("ordered");
   RunOptions o = options(doc, dir);
   o.eval = true;
-  Trained t;
+  MessagingTrained t;
   t.result = run_job(o);
   if (t.result.exit_code == 0) t.weights = run_weights(dir, doc["cluster"]["devices"].get<int>());
   std::filesystem::remove_all(dir);
   return t;
 }
 
-nlohmann::json job_of(const Case& c) {
+nlohmann::json job_of(const MessagingCase& c) {
   auto doc = mlp_job(c.stages, c.microbatches, c.schedule, c.widths);
   if (c.chunks > 1) doc["pipeline"]["chunks"] = c.chunks;
   return doc;
 }
 
-class OrderedMessaging : public ::testing::TestWithParam<Case> {};
+class OrderedMessaging : public ::testing::TestWithParam<MessagingCase> {};
 
 TEST_P(OrderedMessaging, BitwiseTheTaggedRunAndTheReference) {
-  Case c = GetParam();
+  MessagingCase c = GetParam();
   auto doc = job_of(c);
-  Trained tagged = train(doc, "tagged");
-  Trained ordered = train(doc, "ordered");
+  MessagingTrained tagged = train(doc, "tagged");
+  MessagingTrained ordered = train(doc, "ordered");
   ASSERT_EQ(tagged.result.exit_code, 0) << tagged.result.error;
   ASSERT_EQ(ordered.result.exit_code, 0) << ordered.result.error;
   ASSERT_EQ(ordered.result.losses.size(), tagged.result.losses.size());
@@ -86,14 +86,14 @@ TEST_P(OrderedMessaging, BitwiseTheTaggedRunAndTheReference) {
 // a generated order (issue 28) on 4 stages.
 INSTANTIATE_TEST_SUITE_P(
     Runtime, OrderedMessaging,
-    ::testing::Values(Case{"gpipe", 2, 4, 1, {32, 32, 32}}, Case{"1f1b", 2, 4, 1, {32, 32, 32}},
-                      Case{"gpipe", 4, 4, 1, {32, 32, 32}}, Case{"1f1b", 4, 6, 1, {32, 32, 32}},
-                      Case{"1f1b", 4, 2, 1, {32, 32, 32}}, Case{"pipedream", 2, 4, 1, {32, 32, 32}},
-                      Case{"pipedream", 3, 4, 1, {32, 32, 32}}, Case{"zb-h1", 2, 4, 1, {24, 24, 24, 24, 24}},
-                      Case{"zb-h2", 2, 4, 1, {24, 24, 24, 24, 24}}, Case{"zb-v", 2, 4, 2, {24, 24, 24, 24, 24}},
-                      Case{"dualpipe-v", 2, 4, 2, {24, 24, 24, 24, 24}},
-                      Case{"interleaved", 2, 4, 2, {24, 24, 24, 24, 24}},
-                      Case{"generated", 4, 4, 1, {24, 24, 24, 24, 24}}),
+    ::testing::Values(MessagingCase{"gpipe", 2, 4, 1, {32, 32, 32}}, MessagingCase{"1f1b", 2, 4, 1, {32, 32, 32}},
+                      MessagingCase{"gpipe", 4, 4, 1, {32, 32, 32}}, MessagingCase{"1f1b", 4, 6, 1, {32, 32, 32}},
+                      MessagingCase{"1f1b", 4, 2, 1, {32, 32, 32}}, MessagingCase{"pipedream", 2, 4, 1, {32, 32, 32}},
+                      MessagingCase{"pipedream", 3, 4, 1, {32, 32, 32}}, MessagingCase{"zb-h1", 2, 4, 1, {24, 24, 24, 24, 24}},
+                      MessagingCase{"zb-h2", 2, 4, 1, {24, 24, 24, 24, 24}}, MessagingCase{"zb-v", 2, 4, 2, {24, 24, 24, 24, 24}},
+                      MessagingCase{"dualpipe-v", 2, 4, 2, {24, 24, 24, 24, 24}},
+                      MessagingCase{"interleaved", 2, 4, 2, {24, 24, 24, 24, 24}},
+                      MessagingCase{"generated", 4, 4, 1, {24, 24, 24, 24, 24}}),
     [](const auto& info) {
       std::string n = info.param.schedule;
       for (auto& ch : n)
