@@ -165,7 +165,7 @@ int main() {
   const std::vector<std::string> jobs =
       quick ? std::vector<std::string>{"bert24-4gpu"} : std::vector<std::string>{"gpt32-8gpu", "bert24-4gpu", "bert48-8gpu"};
   const std::vector<std::string> schedules =
-      quick ? std::vector<std::string>{"zb-h1"} : std::vector<std::string>{"1f1b", "zb-h1", "zb-h2"};
+      quick ? std::vector<std::string>{"zb-h2"} : std::vector<std::string>{"1f1b", "zb-h1", "zb-h2"};
   std::printf("activation offload over a PCIe 4 x16 host link (%.0f Gbit/s per direction), simulated\n", kPcie4Gbps);
   std::printf("\n1. share of activations offloaded at <= %.0f%% slowdown (memory unbounded; ratios vs keep)\n",
               100 * (kSlowdown - 1));
