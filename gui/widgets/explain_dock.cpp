@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "core/analysis/offload_summary.h"
 #include "gui/models/explain_model.h"
 #include "gui/models/job_model.h"
 #include "gui/widgets/stage_labels.h"
@@ -203,6 +204,11 @@ void ExplainDock::refreshBars() {
         text += tr("No action starts more than %1 ms off the prediction.").arg(static_cast<double>(p.diff.threshold_ns) / 1e6, 0, 'f', 2);
       }
     }
+    // Which layers of which stage went to the host and what the link hid:
+    // core's lines, as `pipewright explain` prints them (the report's
+    // iteration, once the report is computed).
+    if (r.report && r.report->offload)
+      for (const std::string& line : offload_lines(*r.report->offload)) text += QStringLiteral("\n") + QString::fromStdString(line);
     summary_->setText(text);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -35,6 +35,7 @@ class ExplainDock : public QWidget {
   QTreeWidget* suggestionsView() const { return suggestions_; }
   // The report's notes on the advice (withheld suggestions, an unknown error).
   QLabel* notesLabel() const { return notes_; }
+  QLabel* summaryLabel() const { return summary_; }
   ExplainModel* model() const { return model_; }
   // The bars of a cause (index kIdleCauseCount: compute).
   QCPBars* bars(int series) const { return bars_[static_cast<std::size_t>(series)]; }

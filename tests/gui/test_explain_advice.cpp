@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include "core/analysis/explain_report.h"
+#include "core/analysis/offload_summary.h"
 #include "core/plan/plan.h"
 #include "db/run_reader.h"
 #include "gui/models/explain_model.h"
@@ -125,6 +126,34 @@ class ExplainAdviceTest : public QObject {
     QVERIFY2(notes.contains("withheld"), qPrintable(notes));
     QVERIFY2(notes.contains(QString::number(100 * want.model_error, 'f', 1) + "%"), qPrintable(notes));
     test::screenshot(dock, "explain-advice");
+  }
+
+  // Activation offload (issue 43): a run whose plan swaps says in the dock
+  // which layers of which stage went to the host and what the link hid,
+  // in core's words, the lines `pipewright explain` prints.
+  void theDockSaysWhichLayersWereOffloaded() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("offload.pwrun.sqlite");
+    // resources/jobs/bert24-4gpu.json: vpipe offloads layers of stages 0 and 1.
+    test::record_simulated(path.toStdString(), nlohmann::json::parse(R"({"name": "bert24-4gpu",
+        "model": {"kind": "bert", "precision": "fp16", "layers": 24, "hidden": 1024, "heads": 16, "seq_len": 128,
+        "vocab": 30522}, "training": {"optimizer": "adam", "lr": 0.0001, "batch_size": 1024, "microbatch_size": 128,
+        "iterations": 100, "seed": 1}, "cluster": {"devices": 4, "device": "rtx2080ti"},
+        "pipeline": {"stages": 4, "schedule": "1f1b", "planner": "vpipe"}})"));
+    QVERIFY(win_->openFile(path));
+    QVERIFY(wait_until([&] { return win_->run()->finished(); }));
+    ExplainModel* m = win_->explainModel();
+    QVERIFY(wait_until([&] {
+      m->waitIdle();
+      QApplication::processEvents();
+      return m->suggestionsReady() && m->result().report != nullptr;
+    }, 60000));
+    const auto& report = m->result().report;
+    QVERIFY2(report->offload.has_value(), "bert24-4gpu's plan offloads some layers");
+    const QString text = win_->explainDock()->summaryLabel()->text();
+    for (const std::string& line : offload_lines(*report->offload))
+      QVERIFY2(text.contains(QString::fromStdString(line)), qPrintable(text));
+    QVERIFY2(text.contains("stage 0: layers "), qPrintable(text));
   }
 
  private:
