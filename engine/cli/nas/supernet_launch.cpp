@@ -17,7 +17,7 @@ std::string nas_worker_binary() {
 }
 
 namespace {
-std::string default_run_dir(const std::string& name) {
+std::string default_supernet_run_dir(const std::string& name) {
   char buf[32];
   std::time_t t = std::time(nullptr);
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
@@ -31,7 +31,7 @@ rt::nas::CspLaunch supernet_launch(const std::string& job_file, const JobSpec& j
   l.job_file = job_file;
   l.overrides = args.overrides;
   l.workers = job.pipeline.stages;
-  l.out_dir = !args.run_dir.empty() ? args.run_dir : !args.resume.empty() ? args.resume : default_run_dir(job.name);
+  l.out_dir = !args.run_dir.empty() ? args.run_dir : !args.resume.empty() ? args.resume : default_supernet_run_dir(job.name);
   l.checkpoint_every = args.checkpoint_every;
   l.resume_dir = args.resume;
   return l;
