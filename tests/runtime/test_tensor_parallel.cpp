@@ -3,8 +3,10 @@
 // threads over one in-process store), and stages x replicas x t workers
 // train what one process trains with the unsplit model (the plain-libtorch
 // reference loop), every weight gathered from its shards by this test's own
-// reading of Megatron-LM's layout; the unsplit weights bitwise one on every
-// tensor rank; models that cannot be split refused naming the field.
+// reading of Megatron-LM's layout (the token embedding and the head split
+// by vocabulary too: test_vocab_parallel.cpp has their own checks); the
+// unsplit weights bitwise one on every tensor rank; models that cannot be
+// split refused naming the field.
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
@@ -25,82 +27,11 @@
 #include "runtime/layers.h"
 #include "runtime/process_group.h"
 #include "runtime/tensor_parallel/tensor_layers.h"
+#include "tensor_parallel_helpers.h"
 
 namespace pw::rt {
 namespace {
 using namespace testing;
-
-constexpr int kIterations = 20;
-
-// The tiny GPT of test_data_parallel (hidden 32, 2 heads, FFN 64) on the
-// fortunes text, one stage per layer block when split in two.
-nlohmann::json tp_job(int stages, int replicas, int tensors, int layers = 1) {
-  nlohmann::json m{{"kind", "gpt"}, {"layers", layers}, {"hidden", 32}, {"heads", 2}, {"seq_len", 16},
-                   {"vocab", 256}, {"ffn_mult", 2}, {"precision", "fp32"}};
-  return {{"name", "tp-gpt"},
-          {"model", m},
-          {"data", {{"kind", "text"}}},
-          {"training", {{"optimizer", "adam"}, {"lr", 0.003}, {"batch_size", 8}, {"microbatch_size", 2},
-                        {"iterations", kIterations}, {"seed", 5}}},
-          {"cluster", {{"devices", stages * replicas * tensors}, {"device", "custom"}, {"memory_gb", 1},
-                       {"tflops", 0.05}}},
-          {"pipeline", {{"stages", stages}, {"schedule", "1f1b"}, {"planner", "uniform"}}},
-          {"parallel", {{"data", replicas}, {"tensor", tensors}}}};
-}
-
-// Rank k's rows of a column-parallel weight or bias, by this test's reading
-// of the layout: `parts` blocks along dim 0 (q, k, v for the fused qkv),
-// each split in t consecutive row ranges (heads k h/t .. (k+1) h/t - 1).
-at::Tensor rows_of_rank(const at::Tensor& whole, int parts, int t, int k) {
-  const std::int64_t block = whole.size(0) / parts, mine = block / t;
-  std::vector<std::int64_t> idx;
-  for (int p = 0; p < parts; ++p)
-    for (std::int64_t i = 0; i < mine; ++i) idx.push_back(p * block + k * mine + i);
-  return whole.index_select(0, torch::tensor(idx));
-}
-// Rank k's columns of a row-parallel weight.
-at::Tensor cols_of_rank(const at::Tensor& whole, int t, int k) {
-  const std::int64_t mine = whole.size(1) / t;
-  return whole.narrow(1, k * mine, mine);
-}
-
-// What rank k of t holds of a whole parameter named `name` (its key in the
-// block): split by rows, by columns, or whole.
-at::Tensor expected_shard(const std::string& name, const at::Tensor& whole, int t, int k) {
-  auto ends = [&](const char* s) { return name.size() >= std::strlen(s) && name.rfind(s) == name.size() - std::strlen(s); };
-  if (ends("qkv.weight") || ends("qkv.bias")) return rows_of_rank(whole, 3, t, k);
-  if (ends("up.weight") || ends("up.bias")) return rows_of_rank(whole, 1, t, k);
-  if (ends("proj.weight") || ends("down.weight")) return cols_of_rank(whole, t, k);
-  return whole;  // layer norms, the row-parallel biases, embedding, head
-}
-
-void expect_close(const at::Tensor& got, const at::Tensor& want, double rel, const std::string& what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double scale = std::max(want.abs().max().item<double>(), 1e-30);
-  EXPECT_LE((got - want).abs().max().item<double>(), rel * scale) << what;
-}
-
-// Runs `body(set)` on t threads, one per tensor rank, over one store.
-void on_tensor_ranks(int t, const std::string& prefix, const std::function<void(const TensorSet&)>& body) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::thread> ranks;
-  std::vector<std::string> errors(t);
-  for (int k = 0; k < t; ++k)
-    ranks.emplace_back([&, k] {
-      try {
-        TensorSet set;
-        set.group = make_gloo_group(store, k, t, {.prefix = prefix, .timeout = std::chrono::seconds(60), .threads = 1,
-                                                  .device = nullptr});
-        set.index = k;
-        set.count = t;
-        body(set);
-      } catch (const std::exception& e) {
-        errors[k] = e.what();
-      }
-    });
-  for (auto& r : ranks) r.join();
-  for (int k = 0; k < t; ++k) EXPECT_EQ(errors[k], "") << "tensor rank " << k;
-}
 
 // A block's shards (forward and backward) against the whole block: the
 // output and the input gradient on every rank, and each rank's parameter
@@ -371,9 +302,23 @@ TEST(TensorParallel, HeadsOrWidthNotDivisibleAreRefusedNamingParallelTensor) {
 TEST(TensorParallel, ResumeFromACheckpointGivesBitwiseTheSameWeights) {
   auto doc = tp_job(2, 1, 2, 2);
   doc["training"]["iterations"] = 5;
-  expect_bitwise_resume(doc, "tp-ckpt", [](const std::string& dir) {
+  const JobSpec job = parse_job(doc);
+  expect_bitwise_resume(doc, "tp-ckpt", [&](const std::string& dir) {
     for (const char* f : {"stage0.pt", "stage0.tensor1.pt", "stage1.pt", "stage1.tensor1.pt"})
       EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint/3/" + f)) << f;
+    // The split is what is saved, and so what the resumed run loads into
+    // its shards (a whole parameter would be refused by its shape): the
+    // token embedding (stage 0's first parameter) and the head's projection
+    // (stage 1's last two) in V/t rows.
+    const std::int64_t rows = job.model.vocab / 2, h = job.model.hidden;
+    for (const char* f : {"stage0.pt", "stage0.tensor1.pt"})
+      EXPECT_EQ(load_stage_parameters(dir + "/checkpoint/3/" + f).front().sizes(), at::IntArrayRef({rows, h})) << f;
+    for (const char* f : {"stage1.pt", "stage1.tensor1.pt"}) {
+      auto p = load_stage_parameters(dir + "/checkpoint/3/" + f);
+      ASSERT_GE(p.size(), 2u) << f;
+      EXPECT_EQ(p[p.size() - 2].sizes(), at::IntArrayRef({rows, h})) << f;
+      EXPECT_EQ(p.back().sizes(), at::IntArrayRef({rows})) << f;
+    }
   });  // (its weight comparison reads tensor rank 0's files, stage<s>.pt)
 }
 
