@@ -114,6 +114,7 @@ JobSpec single_process(nlohmann::json doc) {
 struct Case {
   int stages, replicas, tensors;
   const char* schedule = "1f1b";
+  const char* kind = "gpt";  // bert: masked LM, labels -100 through the vocabulary-parallel loss
 };
 
 // Compares the run in `dir` (trained from `doc`) with the reference loop:
@@ -177,6 +178,7 @@ TEST_P(TensorParallelRun, TrainsWhatOneProcessTrainsWithTheWholeModel) {
   const Case c = GetParam();
   auto doc = tp_job(c.stages, c.replicas, c.tensors);
   doc["pipeline"]["schedule"] = c.schedule;
+  doc["model"]["kind"] = c.kind;
   const std::string dir = temp_dir("tp");
   RunResult run = run_job(options(doc, dir));
   ASSERT_EQ(run.exit_code, 0) << run.error;
@@ -224,13 +226,15 @@ TEST_P(TensorParallelRun, TrainsWhatOneProcessTrainsWithTheWholeModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtime, TensorParallelRun,
-                         ::testing::Values(Case{1, 1, 2}, Case{2, 1, 2}, Case{1, 2, 2}, Case{2, 1, 2, "zb-h1"}),
+                         ::testing::Values(Case{1, 1, 2}, Case{2, 1, 2}, Case{1, 2, 2}, Case{2, 1, 2, "zb-h1"},
+                                           Case{2, 1, 2, "1f1b", "bert"}),
                          [](const auto& info) {
                            std::string s = info.param.schedule;
                            for (char& ch : s)
                              if (ch == '-') ch = '_';
                            return std::to_string(info.param.stages) + "x" + std::to_string(info.param.replicas) + "x" +
-                                  std::to_string(info.param.tensors) + "_" + s;
+                                  std::to_string(info.param.tensors) + "_" + s +
+                                  (std::string(info.param.kind) == "gpt" ? "" : "_" + std::string(info.param.kind));
                          });
 
 // Clipping sees the whole model's gradient norm: each shard once, each
