@@ -217,12 +217,17 @@ except socket.timeout:
     pass
 open(sys.argv[1], "w").write(" ".join(seen))
 EOF
+# A build without the messaging layer (the core-only preset) has no control command: not counted either way.
+if "$PW" control --help > /dev/null 2>&1; then
 coproc ZP { "$PY" "$tmp/zmtp_peer.py" "$tmp/peers.txt" 2.5; }
 read -r zport <&"${ZP[0]}"
 "$PW" control "tcp://127.0.0.1:$zport" status --timeout 0.5 > /dev/null 2>&1  # no reply: exit 1
 wait "$ZP_PID" 2>/dev/null
 [ "$(cat "$tmp/peers.txt" 2>/dev/null)" = "DEALER" ] && passed=$((passed+1)) ||
   { echo "FAIL control subscribed to a control endpoint first: peers '$(cat "$tmp/peers.txt" 2>/dev/null)', want 'DEALER'"; fail=$((fail+1)); }
+else
+  echo "not run: control (this pipewright has no messaging layer)"
+fi
 # 11. plan on a supernet job: a usage error naming the fields and the commands that plan one.
 for want in "search_space" 'pipeline.schedule "csp"' "pipewright simulate JOB.json" "pipewright run JOB.json"; do
   expect_text "plan on a supernet job names $want" 2 "$want" "$PW" plan "$J/fmnist-supernet.json"

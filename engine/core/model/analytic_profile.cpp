@@ -140,7 +140,9 @@ void transformer_layers(const JobSpec& job, ModelProfile& out) {
   double sbh = tokens * h * u.act_scale;  // bytes of one [s,b,h] fp16 tensor / 2
   double hidden_bytes = 2 * sbh;          // one [s,b,h] tensor
   // Embedding: a gather; costs are memory-bound, activation = dropout mask.
-  double emb_params = (m.vocab + s) * h / t;
+  // The token table splits by vocabulary over the tensor ranks; the position
+  // table stays whole on every rank (Megatron's VocabParallelEmbedding, the engine's).
+  double emb_params = m.vocab * h / t + s * h;
   out.layers.push_back(make_layer("embedding", "embedding", 0, 0, outside(sbh), tokens * 8, hidden_bytes / t,
                                   emb_params, u, -1, 2));
   const double gather_ms = (tokens * h * 2 * u.weight_b) / (u.mem_gbs * 1e9) * 1e3;
