@@ -176,6 +176,19 @@ TEST(TensorCost, ActivationBytesAreKorthikantisFormulas) {
     }
 }
 
+TEST(TensorCost, TheEmbeddingSplitsItsTokenTableOnlyByVocabulary) {
+  // Megatron's VocabParallelEmbedding (and the engine's): each tensor rank
+  // holds vocab / t token rows; the position table (seq_len x hidden) stays
+  // whole on every rank. fp16 parameters: 2 bytes each.
+  const double vocab = 4096, s = 512, h = 1024;
+  for (int t : {1, 2, 4, 8}) {
+    SCOPED_TRACE("t " + std::to_string(t));
+    ModelProfile p = analytic_profile(parse_job(gpt_job(t)));
+    ASSERT_EQ(p.layers[0].type, "embedding");
+    EXPECT_NEAR(static_cast<double>(p.layers[0].param_bytes), 2 * (vocab * h / t + s * h), 2);
+  }
+}
+
 TEST(TensorCost, AllReducesAreTwoRingsEachWayPerLayer) {
   for (int t : {2, 4, 8}) {
     JobSpec job = parse_job(gpt_job(t));
