@@ -3,7 +3,7 @@
 // VocabParallelEmbedding and its column-parallel output layer): tensor rank
 // k of t holds token rows [k V/t, (k+1) V/t) of the token embedding and of
 // the head's projection (and bias), so each rank's share of both is
-// V/t x hidden, as the cost model prices them (core/cost/tensor_parallel.h).
+// V/t x hidden, as the cost model prices them (core/model/tensor_parallel.h).
 //  - Embedding: a token outside the rank's rows looks up zeros; g (an
 //    all-reduce, conjugate_ops.h) sums the ranks' partial lookups into the
 //    whole one, then the position embedding, held whole (Megatron replicates
