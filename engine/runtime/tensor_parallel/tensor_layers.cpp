@@ -89,14 +89,9 @@ at::Tensor share(const at::Tensor& whole, int64_t dim, int parts, const TensorSe
   return at::cat(blocks, dim);
 }
 
-void copy_into(const at::Tensor& to, const at::Tensor& from) {
-  torch::NoGradGuard ng;
-  to.copy_(from);
-}
-
 void copy_norm(const nn::LayerNorm& to, const nn::LayerNorm& from) {
-  copy_into(to->weight, from->weight);
-  copy_into(to->bias, from->bias);
+  copy_into_shard(to->weight, from->weight);
+  copy_into_shard(to->bias, from->bias);
 }
 
 }  // namespace
@@ -148,19 +143,19 @@ torch::nn::Sequential shard_layer(const torch::nn::Sequential& whole, const Tens
   if (const auto* a = whole->ptr(0)->as<AttentionImpl>()) {
     TensorAttention s(a->hidden, a->heads, a->causal, set);
     copy_norm(s->ln, a->ln);
-    copy_into(s->qkv->weight, share(a->qkv->weight, 0, 3, set));
-    copy_into(s->qkv->bias, share(a->qkv->bias, 0, 3, set));
-    copy_into(s->proj->weight, share(a->proj->weight, 1, 1, set));
-    copy_into(s->proj->bias, a->proj->bias);
+    copy_into_shard(s->qkv->weight, share(a->qkv->weight, 0, 3, set));
+    copy_into_shard(s->qkv->bias, share(a->qkv->bias, 0, 3, set));
+    copy_into_shard(s->proj->weight, share(a->proj->weight, 1, 1, set));
+    copy_into_shard(s->proj->bias, a->proj->bias);
     return nn::Sequential(s);
   }
   if (const auto* f = whole->ptr(0)->as<FeedForwardImpl>()) {
     TensorFeedForward s(f->hidden, static_cast<std::int64_t>(f->mult) * f->hidden, set);
     copy_norm(s->ln, f->ln);
-    copy_into(s->up->weight, share(f->up->weight, 0, 1, set));
-    copy_into(s->up->bias, share(f->up->bias, 0, 1, set));
-    copy_into(s->down->weight, share(f->down->weight, 1, 1, set));
-    copy_into(s->down->bias, f->down->bias);
+    copy_into_shard(s->up->weight, share(f->up->weight, 0, 1, set));
+    copy_into_shard(s->up->bias, share(f->up->bias, 0, 1, set));
+    copy_into_shard(s->down->weight, share(f->down->weight, 1, 1, set));
+    copy_into_shard(s->down->bias, f->down->bias);
     return nn::Sequential(s);
   }
   return whole;

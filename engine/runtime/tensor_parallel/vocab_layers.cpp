@@ -67,12 +67,12 @@ TORCH_MODULE(VocabParallelLinear);
 
 at::Tensor rows(const at::Tensor& whole, VocabRange r) { return whole.narrow(0, r.first, r.count); }
 
-void copy_into(const at::Tensor& to, const at::Tensor& from) {
+}  // namespace
+
+void copy_into_shard(const at::Tensor& to, const at::Tensor& from) {
   torch::NoGradGuard ng;
   to.copy_(from);
 }
-
-}  // namespace
 
 VocabRange vocab_range(std::int64_t vocab, const TensorSet& set) {
   const std::int64_t count = vocab / set.count;
@@ -84,8 +84,8 @@ torch::nn::Sequential shard_vocab_layer(const torch::nn::Sequential& whole, cons
     const auto* e = whole->ptr(0)->as<EmbeddingImpl>();
     if (!e) return nullptr;
     VocabParallelEmbedding s(vocab_range(e->vocab, set), e->seq, e->hidden, set);
-    copy_into(s->tok->weight, rows(e->tok->weight, s->range));
-    copy_into(s->pos->weight, e->pos->weight);
+    copy_into_shard(s->tok->weight, rows(e->tok->weight, s->range));
+    copy_into_shard(s->pos->weight, e->pos->weight);
     return nn::Sequential(s);
   }
   // The head (layers.cpp): a layer norm, then the projection to the vocabulary.
@@ -94,8 +94,8 @@ torch::nn::Sequential shard_vocab_layer(const torch::nn::Sequential& whole, cons
   if (!norm || !proj) return nullptr;
   const VocabRange range = vocab_range(proj->options.out_features(), set);
   VocabParallelLinear out(proj->options.in_features(), range, set);
-  copy_into(out->weight, rows(proj->weight, range));
-  copy_into(out->bias, rows(proj->bias, range));
+  copy_into_shard(out->weight, rows(proj->weight, range));
+  copy_into_shard(out->bias, rows(proj->bias, range));
   nn::Sequential s;
   // Named as the whole head's items, so the parameters keep its names.
   s->push_back("0", nn::LayerNorm(std::dynamic_pointer_cast<nn::LayerNormImpl>(norm->clone())));

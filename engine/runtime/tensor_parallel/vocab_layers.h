@@ -35,4 +35,9 @@ VocabRange vocab_range(std::int64_t vocab, const TensorSet& set);
 // other layer.
 torch::nn::Sequential shard_vocab_layer(const torch::nn::Sequential& whole, const TensorSet& set);
 
+// Writes `from` into a shard's parameter `to` outside autograd: how every
+// shard (vocabulary rows here, heads and FFN columns in tensor_layers.cpp)
+// takes its slice of the whole layer's weights.
+void copy_into_shard(const at::Tensor& to, const at::Tensor& from);
+
 }  // namespace pw::rt
