@@ -44,9 +44,11 @@ import json
 x = json.load(open('$tmp/x.json')); cp = x['critical_path']
 assert abs(sum(s['share'] for s in cp['stages']) - 1) < 1e-9
 assert cp['length_ns'] == x['stages'][0]['wall_ns']
-busiest = max(x['stages'], key=lambda s: s['compute_ns'])['stage']
+# The busiest stages: gpt32's plan has two of equal compute (3 and 5), and the path may run through either.
+most = max(s['compute_ns'] for s in x['stages'])
+busiest = [s['stage'] for s in x['stages'] if s['compute_ns'] == most]
 top = max(cp['stages'], key=lambda s: s['share'])['stage']
-assert top == busiest, (top, busiest)
+assert top in busiest, (top, busiest)
 assert sum(s['end_ns'] - s['start_ns'] for s in cp['steps']) == cp['length_ns']
 "
 py_check "a simulated run is its own prediction" "
