@@ -281,7 +281,7 @@ void DesignerWidget::buildForm(QWidget* host) {
   addField(f, "pipeline.schedule", tr("Schedule"), combo(qlist(pipeline_schedule_choices())), {},
            tr("auto: the planner chooses among 1f1b and the zero-bubble schedules"));
   addField(f, "pipeline.planner", tr("Planner"), combo(qlist(planner_names())));
-  addField(f, "pipeline.chunks", tr("Chunks"), ranged_spin("pipeline.chunks", tr("default")), {}, tr("model chunks per device: interleaved (any), zb-v and dualpipe-v (2)"));
+  addField(f, "pipeline.chunks", tr("Chunks"), ranged_spin("pipeline.chunks", tr("default")), {}, tr("model chunks per device: interleaved (any); the V schedules zb-v, dualpipe-v, v-half, v-min and generated as a V (2)"));
 
   auto* ss = new QGroupBox(tr("Search space (supernet)"), host);
   auto* ss_lay = new QVBoxLayout(ss);
