@@ -37,7 +37,7 @@ std::vector<NamedOrder> hand_built_orders(const OrderProblem& pr) {
     add("v-half", [&] { return make_v_half(p, m); });
     add("v-min", [&] { return make_v_min(p, m); });
   } else {
-    add("1f1b", [&] { return make_schedule(ScheduleKind::OneFOneB, p, m, 1); });
+    add("1f1b", [&] { return make_one_f_one_b(p, m); });
     add("zb-h1", [&] { return make_zb_h1(p, m); });
     add("zb-h2", [&] { return make_zb_h2(p, m); });
   }

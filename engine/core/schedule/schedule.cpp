@@ -4,10 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/schedule/generated_order.h"
-#include "core/schedule/controllable_memory.h"
-#include "core/schedule/zero_bubble.h"
-
 namespace pw {
 namespace {
 
@@ -122,35 +118,23 @@ class InterleavedSchedule final : public Schedule {
 };
 }  // namespace
 
-std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int microbatches, int chunks) {
-  if (devices < 1) throw std::invalid_argument("schedule needs >= 1 device, got " + std::to_string(devices));
-  if (microbatches < 1) throw std::invalid_argument("schedule needs >= 1 microbatch, got " + std::to_string(microbatches));
-  switch (kind) {
-    case ScheduleKind::GPipe: return std::make_unique<GPipeSchedule>(devices, microbatches);
-    case ScheduleKind::OneFOneB: return std::make_unique<OneFOneBSchedule>(devices, microbatches);
-    case ScheduleKind::PipeDream: return std::make_unique<PipeDreamSchedule>(devices, microbatches);
-    case ScheduleKind::Interleaved:
-      if (microbatches % devices != 0)
-        throw std::invalid_argument("interleaved 1F1B needs microbatches (" + std::to_string(microbatches) +
-                                    ") to be a multiple of devices (" + std::to_string(devices) + ")");
-      return std::make_unique<InterleavedSchedule>(devices, microbatches, chunks);
-    case ScheduleKind::ZBH1: return make_zb_h1(devices, microbatches);
-    case ScheduleKind::ZBH2: return make_zb_h2(devices, microbatches);
-    case ScheduleKind::ZBV:
-    case ScheduleKind::DualPipeV:
-    case ScheduleKind::VHalf:
-    case ScheduleKind::VMin:
-      if (chunks != 2)
-        throw std::invalid_argument(to_string(kind) + " places exactly 2 chunks per device (a V), got " +
-                                    std::to_string(chunks));
-      if (kind == ScheduleKind::VHalf) return make_v_half(devices, microbatches);
-      if (kind == ScheduleKind::VMin) return make_v_min(devices, microbatches);
-      return kind == ScheduleKind::ZBV ? make_zb_v(devices, microbatches) : make_dualpipe_v(devices, microbatches);
-    case ScheduleKind::Generated: return make_generated(devices, microbatches, chunks);
-    case ScheduleKind::CSP:
-      throw std::invalid_argument("CSP is a dynamic schedule; it is driven by the supernet scheduler");
-  }
-  throw std::invalid_argument("unknown schedule kind");
+std::unique_ptr<Schedule> make_gpipe(int devices, int microbatches) {
+  return std::make_unique<GPipeSchedule>(devices, microbatches);
+}
+
+std::unique_ptr<Schedule> make_one_f_one_b(int devices, int microbatches) {
+  return std::make_unique<OneFOneBSchedule>(devices, microbatches);
+}
+
+std::unique_ptr<Schedule> make_pipedream(int devices, int microbatches) {
+  return std::make_unique<PipeDreamSchedule>(devices, microbatches);
+}
+
+std::unique_ptr<Schedule> make_interleaved(int devices, int microbatches, int chunks) {
+  if (microbatches % devices != 0)
+    throw std::invalid_argument("interleaved 1F1B needs microbatches (" + std::to_string(microbatches) +
+                                ") to be a multiple of devices (" + std::to_string(devices) + ")");
+  return std::make_unique<InterleavedSchedule>(devices, microbatches, chunks);
 }
 
 }  // namespace pw

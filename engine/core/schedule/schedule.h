@@ -53,6 +53,15 @@ class Schedule {
   int devices_, chunks_, microbatches_;
 };
 
+// The basic orders, built directly: GPipe, 1F1B, PipeDream's async 1F1B and
+// Megatron's interleaved 1F1B (microbatches a multiple of devices, else
+// std::invalid_argument). The zero-bubble, V and generated orders have their
+// own headers; make_schedule (schedule_factory.cpp) builds any kind by name.
+std::unique_ptr<Schedule> make_gpipe(int devices, int microbatches);
+std::unique_ptr<Schedule> make_one_f_one_b(int devices, int microbatches);
+std::unique_ptr<Schedule> make_pipedream(int devices, int microbatches);
+std::unique_ptr<Schedule> make_interleaved(int devices, int microbatches, int chunks);
+
 // Throws std::invalid_argument for impossible shapes (e.g. interleaved with
 // microbatches not a multiple of devices) and for CSP, which is dynamic.
 std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, int devices, int microbatches, int chunks = 1);
