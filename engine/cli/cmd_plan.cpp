@@ -100,7 +100,8 @@ void print_parallel_search(const JobSpec& job, const Plan& plan) {
   for (const auto& c : plan.parallel_search) {
     const bool planned = c.iteration_time_ms > 0;
     if (tensor) std::cout << pad(std::to_string(c.tensor), 8);
-    std::cout << pad(std::to_string(c.stages), 8) << pad(std::to_string(c.replicas), 10)
+    const bool split = c.stages > 0;  // a tensor size the search skipped has no split (its reason says why)
+    std::cout << pad(split ? std::to_string(c.stages) : "-", 8) << pad(split ? std::to_string(c.replicas) : "-", 10)
               << pad(planned ? std::to_string(c.microbatch_size) + " x " + std::to_string(c.microbatches) : "-", 12)
               << pad(planned ? fixed(c.iteration_time_ms, 2) : "-", 14)
               << pad(planned ? fixed(c.throughput_samples_per_s, 1) : "-", 12)

@@ -5,7 +5,8 @@
 # all-reduces as tensor_allreduce events that explain counts as tensor
 # synchronisation; launch lays out WORLD_SIZE = stages x replicas x t with
 # the tensor rank fastest; a model that cannot be split is refused naming
-# parallel.tensor. Figures are recomputed here from the run's own files.
+# parallel.tensor, and a t not dividing the vocabulary is refused by simulate as by run. Figures are
+# recomputed here from the run's own files.
 # usage: tensor_parallel.sh PIPEWRIGHT WORKER SOURCE_DIR
 set -u
 PW="$1"; export PW_WORKER="$2"; SRC="$3"
@@ -71,4 +72,15 @@ expect_text "launch: the tensor rank fastest" 0 "RANK = (stage x replicas + repl
 expect_text "a CNN cannot be split" 2 "parallel.tensor" \
   "$PW" run "$SRC/resources/jobs/demo-fmnist-cnn.json" --set parallel.tensor=2 --set cluster.devices=4 \
   --run-dir "$tmp/cnn"
+# One rule for the planner and the engine (core/spec/tensor_split.h): GPT-2's vocabulary of 50257 splits
+# over no t > 1, so simulate refuses a pinned t = 2 exactly as run does, naming both fields.
+G="$SRC/resources/jobs/gpt32-8gpu.json"
+vocab_refusal="parallel.tensor: 2 tensor ranks do not divide the vocabulary of 50257 tokens (model.vocab)"
+expect_text "simulate: t 2 does not divide the vocabulary" 2 "$vocab_refusal" \
+  "$PW" simulate "$G" --set parallel.tensor=2 --set pipeline.stages=4
+sim_says=$out
+expect_text "run: t 2 does not divide the vocabulary" 2 "$vocab_refusal" \
+  "$PW" run "$G" --set parallel.tensor=2 --set pipeline.stages=4 --run-dir "$tmp/vocab"
+if [ "$out" = "$sim_says" ]; then passed=$((passed+1))
+else echo "FAIL run and simulate refuse in different words:"; echo "$out"; echo "$sim_says"; fail=$((fail+1)); fi
 checks_done

@@ -10,6 +10,7 @@
 #include "core/schedule/schedule_kind.h"
 #include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
+#include "core/spec/tensor_split.h"
 
 namespace pw {
 
@@ -50,15 +51,24 @@ std::vector<std::pair<int, int>> parallel_candidates(const JobSpec& job, int lay
   return out;
 }
 
-std::vector<int> tensor_candidates(const JobSpec& job) {
-  if (!job.parallel.tensor_auto) return {job.parallel.tensor};
-  std::vector<int> out{1};
+std::vector<TensorSize> tensor_sizes(const JobSpec& job) {
+  if (!job.parallel.tensor_auto) return {{job.parallel.tensor, {}}};
+  std::vector<TensorSize> out{{1, {}}};
   const auto& m = job.model;
   const bool splittable = m.kind == "bert" || m.kind == "gpt" || m.kind == "transformer";
-  for (int t = 2; splittable && t <= 8; t *= 2)
-    if (m.heads % t == 0 && (static_cast<long long>(m.ffn_mult) * m.hidden) % t == 0 &&
-        job.cluster.gpus_per_node % t == 0 && t <= job.cluster.devices)
-      out.push_back(t);
+  for (int t = 2; splittable && t <= 8; t *= 2) {
+    // A group outside a node is not a size of this cluster at all; a
+    // model t cannot split is, and its row says why it was left out.
+    if (job.cluster.gpus_per_node % t != 0 || t > job.cluster.devices) continue;
+    out.push_back({t, tensor_split_refusal(m, t).value_or("")});
+  }
+  return out;
+}
+
+std::vector<int> tensor_candidates(const JobSpec& job) {
+  std::vector<int> out;
+  for (const TensorSize& s : tensor_sizes(job))
+    if (s.skipped.empty()) out.push_back(s.t);
   return out;
 }
 
@@ -181,6 +191,13 @@ Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&
       throw SpecError("pipeline.stages", std::string("no (stages, replicas) split could be planned: ") + e.what());
     }
   }
+  for (const TensorSize& s : tensor_sizes(job))
+    if (!s.skipped.empty()) {
+      ParallelChoice row;
+      row.tensor = s.t;  // no stages or replicas: no split of this size was made
+      row.reason = "skipped: " + s.skipped;
+      rows.push_back(row);
+    }
   std::sort(rows.begin(), rows.end(), [](const ParallelChoice& a, const ParallelChoice& b) {
     return a.tensor != b.tensor ? a.tensor < b.tensor : a.stages < b.stages;
   });

@@ -1,5 +1,6 @@
 #pragma once
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,12 +27,21 @@ struct ParallelSplit {
   int tensor = 1, stages = 1, data = 1;
 };
 
-// The tensor sizes parallel.tensor "auto" tries (docs/planners.md, "Tensor
-// parallelism"): those the job would accept (tensor_sizes_allowed: each
-// divides the heads, the FFN width and cluster.gpus_per_node, so a group is
-// inside a node), at most 8 (Megatron's and every published run's largest;
-// beyond a node's NVLink domain its all-reduces would cross nodes). The
-// job's own where it fixes it.
+// The tensor sizes parallel.tensor "auto" considers (docs/planners.md,
+// "Tensor parallelism"): 1 and the powers of two up to 8 (Megatron's and
+// every published run's largest; beyond a node's NVLink domain its
+// all-reduces would cross nodes) that divide cluster.gpus_per_node, so a
+// group is inside a node. A size the model cannot be split by (the job
+// check's and the engine's one rule, tensor_split_refusal: heads, FFN
+// width, vocabulary) is `skipped` with the reason; the search plans the
+// others and adds a row per skipped size. The job's own where it fixes it.
+struct TensorSize {
+  int t = 1;
+  std::string skipped;  // empty: tried
+};
+std::vector<TensorSize> tensor_sizes(const JobSpec& job);
+
+// The sizes of tensor_sizes that are tried.
 std::vector<int> tensor_candidates(const JobSpec& job);
 
 // Every split tried: for each tensor size, parallel_candidates of the
@@ -54,7 +64,9 @@ void resolve_parallel(JobSpec& job, int stages, int data, int tensor = 0);
 // `parallel_search`. With `bound_at` (a lower bound on any plan's
 // iteration at a resolved split), splits are planned from the smallest
 // bound up and a split whose bound exceeds the best feasible plan found is
-// not planned (its row says so). `job` comes back resolved to the choice.
+// not planned (its row says so); a tensor size tensor_sizes skipped has a
+// row of its own (stages and replicas 0, reason "skipped: ..."). `job`
+// comes back resolved to the choice.
 // `layers`: the model's, which bounds the stage count.
 Plan search_parallel(JobSpec& job, int layers, const std::function<Plan(JobSpec&)>& plan_at,
                      const std::function<double(const JobSpec&)>& bound_at = {});

@@ -13,6 +13,7 @@
 #include "core/spec/override.h"
 #include "core/spec/spec_bounds.h"
 #include "core/spec/spec_error.h"
+#include "core/spec/tensor_split.h"
 
 namespace pw {
 namespace {
@@ -253,7 +254,8 @@ ParallelSpec parse_parallel(JsonFields f, const TrainingSpec& t, const ClusterSp
 }
 
 // parallel.tensor against the model and the cluster: Megatron splits
-// attention by heads and the FFN by its width, so t must divide both; the
+// attention by heads, the FFN by its width and the embedding and head by
+// vocabulary, so t must divide all three (tensor_split_refusal); the
 // tensor group's all-reduces run on every layer and need the intra-node
 // link, so a group lies inside one node (tensor_group_fits).
 void check_tensor(const ParallelSpec& p, const ModelSpec& m, const ClusterSpec& c) {
@@ -263,12 +265,7 @@ void check_tensor(const ParallelSpec& p, const ModelSpec& m, const ClusterSpec& 
   if (m.kind != "bert" && m.kind != "gpt" && m.kind != "transformer")
     throw SpecError(field, "tensor parallelism splits attention heads and FFN widths; model.kind \"" + m.kind +
                                "\" has none to split (use a transformer-family model, or tensor 1), got " + t);
-  if (m.heads % p.tensor != 0)
-    throw SpecError(field, "must divide model.heads (" + std::to_string(m.heads) + "), got " + t);
-  const long long ffn = static_cast<long long>(m.ffn_mult) * m.hidden;
-  if (ffn % p.tensor != 0)
-    throw SpecError(field, "must divide the FFN width model.ffn_mult x model.hidden (" + std::to_string(ffn) +
-                               "), got " + t);
+  if (auto why = tensor_split_refusal(m, p.tensor)) throw SpecError(field, *why);
   if (static_cast<long long>(p.tensor) * p.data > c.devices)
     throw SpecError(field, "tensor x parallel.data (" + t + " x " + std::to_string(p.data) +
                                ") must be <= cluster.devices (" + std::to_string(c.devices) + ")");

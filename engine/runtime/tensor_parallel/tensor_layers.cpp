@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/spec/spec_error.h"
+#include "core/spec/tensor_split.h"
 #include "runtime/tensor_parallel/conjugate_ops.h"
 #include "runtime/tensor_parallel/vocab_layers.h"
 #include "runtime/transformer_blocks.h"
@@ -109,21 +110,10 @@ void check_tensor_parallel(const JobSpec& job) {
   if (m.kind != "gpt" && m.kind != "bert")
     throw SpecError("parallel.tensor", "the engine splits the transformer models (gpt, bert) by attention heads and "
                                        "FFN width; a " + m.kind + " model cannot be split: set parallel.tensor to 1");
-  if (m.heads % t != 0)
-    throw SpecError("parallel.tensor", std::to_string(t) + " tensor ranks do not divide the model's " +
-                                           std::to_string(m.heads) + " attention heads (model.heads)");
-  if ((static_cast<long long>(m.ffn_mult) * m.hidden) % t != 0)
-    throw SpecError("parallel.tensor", std::to_string(t) + " tensor ranks do not divide the FFN width " +
-                                           std::to_string(static_cast<long long>(m.ffn_mult) * m.hidden) +
-                                           " (model.ffn_mult x model.hidden)");
-  // The embedding and the head are split by vocabulary (vocab_layers.h).
-  // Megatron pads the vocabulary to a multiple of t instead; here the
-  // padding rows would be tokens the data never holds, trained and counted
-  // in memory as real ones, so the job says what to change.
-  if (m.vocab % t != 0)
-    throw SpecError("parallel.tensor", std::to_string(t) + " tensor ranks do not divide the model's vocabulary of " +
-                                           std::to_string(m.vocab) + " tokens (model.vocab): the embedding and the "
-                                           "head are split by vocabulary");
+  // The one rule the job check and the planner's tensor search use
+  // (core/spec/tensor_split.h): heads, FFN width and vocabulary, the last
+  // split by vocab_layers.h and never padded.
+  if (auto why = tensor_split_refusal(m, t)) throw SpecError("parallel.tensor", *why);
   // The migration agent rebuilds a stage's layers whole under a new plan;
   // moving shards between tensor groups is not built.
   if (job.runtime.present)
