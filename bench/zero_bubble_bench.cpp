@@ -115,10 +115,18 @@ void planning_time() {
 
 }  // namespace
 
-int main() {
-  bench::generated_grid();
-  bench::generated_orders();
-  throughput();
-  planning_time();
+// Sections by name (grid, orders, jobs, planning); none named runs all.
+int main(int argc, char** argv) {
+  const std::vector<std::string> names(argv + 1, argv + argc);
+  auto want = [&](const char* s) { return names.empty() || std::find(names.begin(), names.end(), s) != names.end(); };
+  for (const auto& n : names)
+    if (n != "grid" && n != "orders" && n != "jobs" && n != "planning") {
+      std::fprintf(stderr, "unknown section \"%s\" (known: grid, orders, jobs, planning)\n", n.c_str());
+      return 2;
+    }
+  if (want("grid")) bench::generated_grid();
+  if (want("orders")) bench::generated_orders();
+  if (want("jobs")) throughput();
+  if (want("planning")) planning_time();
   return 0;
 }
