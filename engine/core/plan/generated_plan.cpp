@@ -1,8 +1,16 @@
 #include "core/plan/generated_plan.h"
 
+#include <algorithm>
 #include <string>
 
+#include "core/plan/iteration_bound.h"
+
 namespace pw {
+namespace {
+thread_local GeneratedPlanWork work;
+}  // namespace
+
+const GeneratedPlanWork& generated_plan_work() { return work; }
 
 std::vector<ScheduleKind> placement_families(const PlanRequest& req) {
   if (req.chunks == 1) return {ScheduleKind::OneFOneB, ScheduleKind::ZBH1, ScheduleKind::ZBH2};
@@ -13,10 +21,16 @@ std::vector<ScheduleKind> placement_families(const PlanRequest& req) {
   return out;
 }
 
-Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget) {
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget, double beat_ms) {
   Plan best;
   bool have = false;
   for (const Plan& p : plans) {
+    // No order on a plan busier than a plan already in hand can win.
+    const double beat = have && best.feasible ? std::min(beat_ms, best.iteration_time_ms) : beat_ms;
+    if (req.prune_orders && plan_work_bound_ms(req, p) * (1 - 1e-6) > beat) {
+      ++work.skipped;
+      continue;
+    }
     Plan q = p;
     // An order stored for another schedule's request is none of ours: a
     // family's plan comes evaluated under its family (its schedule named,
@@ -24,6 +38,7 @@ Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std:
     // it was chosen by (schedule not yet named), made for this request.
     const bool ours = q.generated && (q.schedule.empty() || q.schedule == to_string(ScheduleKind::Generated));
     if (!ours) {
+      ++work.generated;
       q.generated.reset();
       attach_generated_order(req, q, search_budget);
     }

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -30,6 +31,21 @@ std::vector<ScheduleKind> placement_families(const PlanRequest& req);
 // already carrying an order made for this request keeps it. Returned
 // evaluated, its schedule "generated"; an empty plan if `plans` is empty.
 // `search_budget`: the local search's for each order generated here.
-Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget = kPlanOrderSearch);
+// `beat_ms`: the time of a feasible plan the caller already has (auto's
+// best family plan): a plan whose plan_work_bound_ms is above it, or above
+// the fastest feasible plan judged here, gets no order, as no order on it
+// can win (req.prune_orders; the bound leaves a 1e-6 margin for the
+// simulator's rounding to ns); where every plan is skipped, an empty plan.
+Plan best_generated(const PlanRequest& req, const std::vector<Plan>& plans, std::int64_t search_budget = kPlanOrderSearch,
+                    double beat_ms = std::numeric_limits<double>::infinity());
+
+// Orders best_generated has generated, and plans it skipped by their
+// bound, on this thread since it started: counted, not timed, so tests
+// hold the pruning to its saving.
+struct GeneratedPlanWork {
+  std::int64_t generated = 0;
+  std::int64_t skipped = 0;
+};
+const GeneratedPlanWork& generated_plan_work();
 
 }  // namespace pw

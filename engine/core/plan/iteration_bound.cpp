@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/cost/stage_cost.h"
+
 namespace pw {
 
 namespace {
@@ -96,6 +98,20 @@ double iteration_lower_bound_ms(const PlanRequest& req) {
   // pipeline.schedule "auto" plans only flushing families (planner.h).
   const bool flush = req.auto_schedule || flushes(req.schedule);
   return flush ? std::max(throughput_bound, chain / fastest) : throughput_bound;
+}
+
+double plan_work_bound_ms(const PlanRequest& req, const Plan& plan) {
+  const int p = req.stages, c = req.chunks;
+  if (!req.profile || p < 1 || (c != 1 && c != 2) || !plan.replicas.empty() ||
+      static_cast<int>(plan.stages.size()) != p * c || plan.layer_count() != req.profile->size())
+    return 0;
+  std::vector<double> busy(static_cast<size_t>(p), 0.0);
+  for (int j = 0; j < p * c; ++j) {
+    const int d = j < p ? j : 2 * p - 1 - j;
+    const double slow = req.slowdown.empty() ? 1.0 : req.slowdown.at(static_cast<size_t>(d));
+    busy[d] += stage_cost(*req.profile, plan.stages[j], plan.policy).compute_ms() * slow;
+  }
+  return req.microbatches * *std::max_element(busy.begin(), busy.end());
 }
 
 }  // namespace pw

@@ -37,6 +37,17 @@ double iteration_lower_bound_ms(const PlanRequest& req);
 // at the fastest device's speed, since some device holds that many.
 double busiest_device_work_ms(const PlanRequest& req);
 
+// A lower bound on the iteration of `plan` (its partition and policy fixed)
+// under any order of a flushing schedule, by either measure (window or
+// span): the busiest device runs every microbatch's forward, backward and
+// recompute of its own virtual stages (req.chunks per device; a V puts
+// virtual stages d and 2p-1-d on device d), stage_cost's figures at its
+// slowdown, as the simulator charges them. Transfers, swaps and waits only
+// add. 0 (no bound) for other chunk counts and for replicated stages.
+// `auto` skips generating an order for a plan whose bound the best plan
+// found already beats (planner.cpp).
+double plan_work_bound_ms(const PlanRequest& req, const Plan& plan);
+
 // Whether the model's weights, gradients and optimizer state fit in the
 // stages' memory together (a necessary condition for any plan).
 bool static_memory_fits(const PlanRequest& req);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "core/plan/generated_plan.h"
@@ -136,52 +137,71 @@ bool better(const Plan& p, const Plan& best) {
 }
 
 Plan run_auto(const std::string& name, const PlanRequest& req) {
-  Plan best;
-  bool have = false;
-  double planning_ms = 0, base_ms = 0;
   const auto candidates = auto_schedule_candidates(req);
-  std::vector<Plan> family_plans[3];  // by chunks: the hand-built families' plans, for generated
-  for (auto [kind, chunks] : candidates) {
+  std::vector<Plan> plans(candidates.size());  // by candidate; empty: none
+  std::vector<Plan> family_plans[3];           // by chunks: the hand-built families' plans, for generated
+  auto request = [&](ScheduleKind kind, int chunks) {
     PlanRequest r = req;
     r.search_effort = req.search_effort * 2.0 / static_cast<double>(candidates.size());
     r.auto_schedule = false;
     r.schedule = kind;
     r.chunks = chunks;
     r.current = nullptr;  // a plan in force belongs to one schedule's stage count
-    Plan p;
-    if (kind == ScheduleKind::Generated) {
-      // The order generated for the plans the placement's hand-built
-      // families were given: never slower than any of them
-      // (generated_plan.h). Not planned again for generated itself: the
-      // partition search sized for the unit-cost order costs as much as
-      // the rest of auto and, measured, rarely beats these plans.
-      auto t0 = std::chrono::steady_clock::now();
-      std::vector<Plan> plans;
-      // The guarantee needs only the fastest family plan (its own order is
-      // among those evaluate_plan simulates); a runner-up may win with a
-      // generated order but costs a generation (kGeneratedFromFamilies).
-      std::vector<Plan> fam = family_plans[chunks];
-      std::stable_sort(fam.begin(), fam.end(), [](const Plan& a, const Plan& b) {
-        return a.feasible != b.feasible ? a.feasible : a.iteration_time_ms < b.iteration_time_ms;
-      });
-      for (size_t i = 0; i < fam.size() && i < kGeneratedFromFamilies; ++i) plans.push_back(fam[i]);
-      p = best_generated(r, plans, kFinalistOrderSearch);
-      p.planning_time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      p.planner = name;
-    } else {
-      try {
-        p = run_planner(name, r);
-      } catch (const std::invalid_argument&) {
-        // A planner that cannot plan this family (exact: one chunk per
-        // device) leaves it out; 1F1B's failure is the caller's to see.
-        if (kind == ScheduleKind::OneFOneB) throw;
-        continue;
-      }
-      family_plans[chunks].push_back(p);
+    return r;
+  };
+  // The hand-built families first, then generated for each placement: the
+  // best family plan of either placement is then known, and a plan no
+  // order can make faster than it gets none (best_generated's beat_ms).
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto [kind, chunks] = candidates[i];
+    if (kind == ScheduleKind::Generated) continue;
+    try {
+      plans[i] = run_planner(name, request(kind, chunks));
+    } catch (const std::invalid_argument&) {
+      // A planner that cannot plan this family (exact: one chunk per
+      // device) leaves it out; 1F1B's failure is the caller's to see.
+      if (kind == ScheduleKind::OneFOneB) throw;
+      continue;
     }
+    family_plans[chunks].push_back(plans[i]);
+  }
+  double beat = std::numeric_limits<double>::infinity();
+  for (const Plan& p : plans)
+    if (!p.stages.empty() && p.feasible) beat = std::min(beat, p.iteration_time_ms);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto [kind, chunks] = candidates[i];
+    if (kind != ScheduleKind::Generated) continue;
+    // The order generated for the plans the placement's hand-built
+    // families were given: never slower than any of them
+    // (generated_plan.h). Not planned again for generated itself: the
+    // partition search sized for the unit-cost order costs as much as
+    // the rest of auto and, measured, rarely beats these plans.
+    auto t0 = std::chrono::steady_clock::now();
+    // The guarantee needs only the fastest family plan (its own order is
+    // among those evaluate_plan simulates); a runner-up may win with a
+    // generated order but costs a generation (kGeneratedFromFamilies).
+    std::vector<Plan> fam = family_plans[chunks];
+    std::stable_sort(fam.begin(), fam.end(), [](const Plan& a, const Plan& b) {
+      return a.feasible != b.feasible ? a.feasible : a.iteration_time_ms < b.iteration_time_ms;
+    });
+    if (fam.size() > kGeneratedFromFamilies) fam.resize(kGeneratedFromFamilies);
+    Plan p = best_generated(request(kind, chunks), fam, kFinalistOrderSearch, req.prune_orders ? beat : std::numeric_limits<double>::infinity());
+    p.planning_time_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    p.planner = name;
+    if (!p.stages.empty() && p.feasible) beat = std::min(beat, p.iteration_time_ms);
+    plans[i] = std::move(p);
+  }
+  // Judged in the candidates' order, as when each was planned in turn: a
+  // tie keeps the earlier. A generated plan skipped above was slower than
+  // some plan here, so it could not have won.
+  Plan best;
+  bool have = false;
+  double planning_ms = 0, base_ms = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Plan& p = plans[i];
     if (p.stages.empty()) continue;
     planning_ms += p.planning_time_ms;
-    if (kind == ScheduleKind::OneFOneB && p.feasible) base_ms = p.iteration_time_ms;
+    if (candidates[i].first == ScheduleKind::OneFOneB && p.feasible) base_ms = p.iteration_time_ms;
     if (!have || better(p, best)) {
       best = std::move(p);
       have = true;

@@ -32,6 +32,11 @@ struct PlanRequest {
   // with the order generated for it (vpipe; core/plan/order_choice.h),
   // times search_effort; 1 = the order is adapted to the search's pick only.
   int order_candidates = 4;
+  // "auto" and "generated" generate no order for a plan whose busiest
+  // device (plan_work_bound_ms) is slower than a plan already judged: no
+  // order on it can win. false: an order for every plan (the tests hold
+  // the two to the same choice).
+  bool prune_orders = true;
   int stages = 1;
   int microbatches = 1;
   int chunks = 1;
