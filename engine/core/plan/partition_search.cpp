@@ -20,12 +20,26 @@ Layout to_layout(const std::vector<StageRange>& ranges) {
   return l;
 }
 
-const RangeChoice& PartitionSearch::choice(int stage, int a, int b) {
+std::uint64_t PartitionSearch::key(int stage, int a, int b) const {
   const std::uint64_t L = static_cast<std::uint64_t>(m_.layers());
-  std::uint64_t key = (static_cast<std::uint64_t>(stage) * L + static_cast<std::uint64_t>(a)) * L + static_cast<std::uint64_t>(b);
-  auto it = cache_.find(key);
+  return (static_cast<std::uint64_t>(stage) * L + static_cast<std::uint64_t>(a)) * L + static_cast<std::uint64_t>(b);
+}
+
+const RangeChoice& PartitionSearch::choice(int stage, int a, int b) {
+  const std::uint64_t k = key(stage, a, b);
+  auto it = cache_.find(k);
   if (it != cache_.end()) return it->second;
-  return cache_.emplace(key, m_.solve(stage, a, b)).first->second;
+  return cache_.emplace(k, m_.solve(stage, a, b)).first->second;
+}
+
+const std::vector<MemoryPolicy>& PartitionSearch::policy(int stage, int a, int b) {
+  const std::uint64_t k = key(stage, a, b);
+  auto it = policies_.find(k);
+  if (it != policies_.end()) return it->second;
+  std::vector<MemoryPolicy> pol(static_cast<size_t>(b - a + 1), MemoryPolicy::Keep);
+  const RangeChoice c = m_.solve(stage, a, b, pol.data());
+  cache_.emplace(k, c);  // the same solve: choice() need not repeat it
+  return policies_.emplace(k, std::move(pol)).first->second;
 }
 
 std::vector<RangeChoice> PartitionSearch::choices(const Layout& ends) {

@@ -20,6 +20,9 @@ class PartitionSearch {
   explicit PartitionSearch(const PipelineModel& model) : m_(model) {}
 
   const RangeChoice& choice(int stage, int a, int b);
+  // The solver's policy for layers a..b on `stage` (choice's), cached
+  // apart: a plan needs it, an estimate does not.
+  const std::vector<MemoryPolicy>& policy(int stage, int a, int b);
   std::vector<RangeChoice> choices(const Layout& ends);
   double estimate_ms(const Layout& ends);  // +inf when a stage does not fit
   // estimate_ms of `ends`, a layout that differs from `base` (whose choices
@@ -57,7 +60,9 @@ class PartitionSearch {
   }
   static constexpr double kInf = 1e300;
   const PipelineModel& m_;
+  std::uint64_t key(int stage, int a, int b) const;
   std::unordered_map<std::uint64_t, RangeChoice> cache_;
+  std::unordered_map<std::uint64_t, std::vector<MemoryPolicy>> policies_;
   // estimate_near's copies, kept to reuse their memory.
   std::vector<RangeChoice> near_choices_;
   std::vector<StageRange> near_ranges_;

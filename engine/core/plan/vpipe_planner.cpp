@@ -145,7 +145,7 @@ class Search {
       }
     }
     climb(best, best_ms);
-    Plan plan = plan_from_layout(model_, best);
+    Plan plan = plan_from_layout(search_, best);
     refine_policies(plan, best_ms);
     // On larger models the climb has already judged these moves with the
     // solver's policies and few stages are short enough for a front: the
@@ -188,11 +188,11 @@ class Search {
       est = next_est;
     }
     if (est >= 1e299) return global();
-    return plan_from_layout(model_, ends);
+    return plan_from_layout(search_, ends);
   }
 
  private:
-  double simulate(const Layout& ends) { return simulate(plan_from_layout(model_, ends)); }
+  double simulate(const Layout& ends) { return simulate(plan_from_layout(search_, ends)); }
   double simulate(const Plan& plan) {
     --sims_left_;
     ++work.simulations;
@@ -284,7 +284,7 @@ class Search {
         while (n[lo] == cur[lo]) ++lo;
         while (n[hi] == cur[hi]) --hi;
         ++hi;  // the stage after the last moved boundary changed too
-        Plan q = plan_from_layout(model_, n);
+        Plan q = plan_from_layout(search_, n);
         double t = simulate(q);
         refine_policies(q, t, lo, hi);
         if (t < ms * (1 - 1e-9)) {
@@ -308,7 +308,7 @@ class Search {
         if (pairs.size() > 24) pairs.resize(24);
         for (auto& [e, n] : pairs) {
           if (sims_left_ <= 0) break;
-          Plan q = plan_from_layout(model_, n);
+          Plan q = plan_from_layout(search_, n);
           double t = simulate(q);
           refine_policies(q, t);
           if (t < ms * (1 - 1e-9)) {
@@ -335,7 +335,7 @@ class Search {
       }
     }
     // The simulator judges it and names the stage that runs out of memory.
-    return plan_from_layout(model_, *best);
+    return plan_from_layout(search_, *best);
   }
 
   PipelineModel model_;
@@ -404,12 +404,14 @@ double climb_budget(const PlanRequest& req) {
   return std::max(kClimbFloor, kClimbStageEstimates * req.search_effort);
 }
 
-Plan plan_from_layout(const PipelineModel& model, const Layout& ends) {
+Plan plan_from_layout(PartitionSearch& search, const Layout& ends) {
   Plan p;
   p.stages = to_ranges(ends);
-  p.policy.assign(model.layers(), MemoryPolicy::Keep);
-  for (size_t s = 0; s < p.stages.size(); ++s)
-    model.solve(static_cast<int>(s), p.stages[s].first_layer, p.stages[s].last_layer, &p.policy[p.stages[s].first_layer]);
+  p.policy.assign(search.model().layers(), MemoryPolicy::Keep);
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& pol = search.policy(static_cast<int>(s), p.stages[s].first_layer, p.stages[s].last_layer);
+    std::copy(pol.begin(), pol.end(), p.policy.begin() + p.stages[s].first_layer);
+  }
   return p;
 }
 

@@ -25,8 +25,10 @@ class VPipePlanner final : public Planner {
   Plan plan(const PlanRequest& req) const override;
 };
 
-// A plan from a layout: each stage's policy from the model's solver.
-Plan plan_from_layout(const PipelineModel& model, const Layout& ends);
+// A plan from a layout: each stage's policy from the model's solver,
+// through the search's cache (the climbs simulate many layouts that share
+// most of their stages).
+Plan plan_from_layout(PartitionSearch& search, const Layout& ends);
 
 // What vpipe's searches on this thread have cost since it started, counted
 // rather than timed (a count is the same on every machine): tests hold the
