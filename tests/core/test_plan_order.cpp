@@ -405,7 +405,13 @@ TEST(PlanOrderV, ProblemFromEachVirtualStagesCostsAndTheDevicesMemory) {
   for (int d = 0; d < 2; ++d) {
     const int a = d, b = 3 - d;  // the device's two virtual stages
     const double unit = static_cast<double>(std::max(c[a].kept_bytes_per_mb, c[b].kept_bytes_per_mb));
-    for (int j : {a, b}) EXPECT_NEAR(pr.released[j], 1 - c[j].w_stash_bytes_per_mb / unit, 1e-12) << j;
+    // Each chunk's F adds its own kept bytes as a share of the unit; B
+    // leaves W's stash.
+    for (int j : {a, b}) {
+      EXPECT_NEAR(pr.held[j], c[j].kept_bytes_per_mb / unit, 1e-12) << j;
+      EXPECT_NEAR(pr.released[j], (static_cast<double>(c[j].kept_bytes_per_mb) - static_cast<double>(c[j].w_stash_bytes_per_mb)) / unit,
+                  1e-12) << j;
+    }
     const std::uint64_t fixed = peak_memory_bound(c[a], 0, 1) + peak_memory_bound(c[b], 0, 1);
     const double left = (req.device.memory_bytes - fixed) / unit;
     EXPECT_LT(left, 6) << "binds below all microbatches held";
@@ -430,7 +436,17 @@ TEST(PlanOrderV, ADeviceTooSmallForBothChunksPlansOutOfMemory) {
       const std::string at = std::string(planner) + " memory " + std::to_string(memory >> 20) + " MB";
       PlanRequest req = v_request(prof, 4, memory);
       OrderProblem pr = plan_order_problem(req, v_plan());
-      for (int d = 0; d < 2; ++d) EXPECT_EQ(pr.memory_limit[d], 2) << at << " device " << d;
+      // One microbatch per chunk, each at its own share of the unit: two
+      // units on device 1 (equal chunks), less on device 0 (its chunk 1
+      // recomputes and keeps only inputs).
+      for (int d = 0; d < 2; ++d) {
+        const StageCost a = stage_cost(prof, v_plan().stages[d], v_plan().policy);
+        const StageCost b = stage_cost(prof, v_plan().stages[3 - d], v_plan().policy);
+        const double unit = static_cast<double>(std::max(a.kept_bytes_per_mb, b.kept_bytes_per_mb));
+        EXPECT_NEAR(pr.memory_limit[d], (a.kept_bytes_per_mb + b.kept_bytes_per_mb) / unit, 1e-12)
+            << at << " device " << d;
+      }
+      EXPECT_LT(pr.memory_limit[0], 2) << at;
       Plan plan;
       ASSERT_NO_THROW(plan = run_planner(planner, req)) << at;
       ASSERT_TRUE(plan.generated.has_value()) << at;
@@ -494,4 +510,72 @@ TEST(PlanOrderV, SimulatorRunsTheVOrderNeverSlowerThanTheUnitCostOne) {
   EXPECT_GT(differs, 0);
   std::printf("V orders: %d of %d plans differ from the unit-cost order, faster by up to %.2f%%; %d out of memory\n",
               differs, n, 100 * most, infeasible);
+}
+
+// pipeline.memory_cap on a V plan counts each chunk's own bytes (issue 43):
+// the order's peak per device, counted here in bytes along each device's
+// actions (F adds what the virtual stage keeps, B leaves W's stash, W frees
+// it), against a cap just above it passes and just below it is refused,
+// for a cap in bytes and as a fraction of 1F1B's activations. Counting a
+// microbatch of the smaller chunk as a whole unit (the old rule) refuses
+// the first.
+TEST(PlanOrderV, MemoryCapCountsEachChunksBytes) {
+  ModelProfile prof = lopsided_profile();
+  // Device 0's first chunk recomputes: the smaller of its two, and the one
+  // that holds many microbatches at once. Device 1 recomputes everything,
+  // so device 0 is the one a cap binds (in bytes and as a fraction).
+  Plan plan = uniform_partition(8, 4);
+  for (int l = 0; l < 6; ++l) plan.policy[l] = MemoryPolicy::Recompute;
+  const int p = 2, m = 6;
+  std::vector<StageCost> c;
+  for (int j = 0; j < 4; ++j) c.push_back(stage_cost(prof, plan.stages[j], plan.policy));
+  ASSERT_LT(c[0].kept_bytes_per_mb, c[3].kept_bytes_per_mb) << "device 0's chunks must differ";
+  int checked = 0;
+  for (ScheduleKind kind : {ScheduleKind::ZBV, ScheduleKind::DualPipeV, ScheduleKind::VHalf, ScheduleKind::VMin}) {
+    auto sched = make_schedule(kind, p, m, 2);
+    if (sched->virtual_stage(0, 1) != 2 * p - 1) continue;  // not the V placement
+    std::vector<double> peak(p, 0);
+    double device_mb[2] = {0, 0};
+    for (int d = 0; d < p; ++d) {
+      for (int k = 0; k < 2; ++k) {
+        const StageRange& r = plan.stages[sched->virtual_stage(d, k)];
+        for (int l = r.first_layer; l <= r.last_layer; ++l) device_mb[d] += static_cast<double>(prof.layers[l].activation_bytes);
+      }
+      double held = 0;
+      for (std::int64_t i = 0; i < sched->length(d); ++i) {
+        const Action a = sched->action(d, i);
+        if (a.kind == ActionKind::OptimizerStep) continue;
+        const StageCost& s = c[sched->virtual_stage(d, a.chunk)];
+        const double kept = static_cast<double>(s.kept_bytes_per_mb), stash = static_cast<double>(s.w_stash_bytes_per_mb);
+        if (a.kind == ActionKind::Forward) held += kept;
+        if (a.kind == ActionKind::BackwardInput) held -= kept - stash;
+        if (a.kind == ActionKind::BackwardWeight) held -= stash;
+        if (a.kind == ActionKind::Backward) held -= kept;
+        peak[d] = std::max(peak[d], held);
+      }
+    }
+    // Caps at each device's own peak, just above and just below: refused
+    // exactly where some device's count is over (every device checked, so
+    // a device whose smaller chunk is over-counted shows).
+    for (int d = 0; d < p; ++d)
+      for (double scale : {1.0 + 1e-6, 1.0 - 1e-6}) {
+        const std::string at = std::string(to_string(kind)) + " cap at device " + std::to_string(d) + "'s peak x" +
+                               std::to_string(scale);
+        PlanRequest req = v_request(prof, m);
+        req.memory_cap.bytes = static_cast<std::uint64_t>(peak[d] * scale);
+        bool over = false;
+        for (int e = 0; e < p; ++e) over = over || peak[e] > static_cast<double>(req.memory_cap.bytes);
+        const std::string bytes_why = memory_cap_violation(req, plan, *sched);
+        EXPECT_EQ(bytes_why.empty(), !over) << at << " (bytes): " << bytes_why;
+        req.memory_cap = {};
+        req.memory_cap.fraction = peak[d] / (std::min(m, p) * device_mb[d]) * scale;
+        over = false;
+        for (int e = 0; e < p; ++e)
+          over = over || peak[e] > req.memory_cap.fraction * std::min(m, p) * device_mb[e] * (1 + 1e-12);
+        const std::string fraction_why = memory_cap_violation(req, plan, *sched);
+        EXPECT_EQ(fraction_why.empty(), !over) << at << " (fraction): " << fraction_why;
+      }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
 }

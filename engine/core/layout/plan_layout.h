@@ -83,6 +83,7 @@ struct PlanOrder {
   std::vector<double> f_ms, b_ms, w_ms;     // per virtual stage and microbatch (B: input gradient + recompute)
   std::vector<double> hop_ms;               // per cut between virtual stages j and j+1
   std::vector<double> released_at_b;        // per virtual stage: share of a held microbatch B frees
+  std::vector<double> held;                 // per virtual stage: share of the device's unit its F adds
   std::vector<double> memory_limit;         // per device, in microbatches held (activation units)
   std::string source;                       // the candidate that won ("greedy ...", "zb-h1", "unit costs", ...)
   double generated_ms = 0;                  // its flushed iteration under these times (time_orders)

@@ -102,7 +102,11 @@ nlohmann::json to_json(const Plan& plan) {
     const PlanOrder& g = *plan.generated;
     nlohmann::json vs = nlohmann::json::array();
     for (size_t s = 0; s < g.f_ms.size(); ++s)
-      vs.push_back({{"f_ms", g.f_ms[s]}, {"b_ms", g.b_ms[s]}, {"w_ms", g.w_ms[s]}, {"released_at_b", g.released_at_b[s]}});
+      vs.push_back({{"f_ms", g.f_ms[s]},
+                    {"b_ms", g.b_ms[s]},
+                    {"w_ms", g.w_ms[s]},
+                    {"released_at_b", g.released_at_b[s]},
+                    {"held", s < g.held.size() ? g.held[s] : 1.0}});
     j["generated_order"] = {{"devices", g.devices},        {"microbatches", g.microbatches},
                             {"stages", vs},                {"hop_ms", g.hop_ms},
                             {"memory_limit", g.memory_limit}, {"source", g.source},
@@ -191,6 +195,8 @@ Plan plan_from_json(const nlohmann::json& j) {
       g.b_ms.push_back(st.value("b_ms", 0.0));
       g.w_ms.push_back(st.value("w_ms", 0.0));
       g.released_at_b.push_back(st.value("released_at_b", 0.0));
+      // Plans saved before per-chunk shares counted every stage as a unit.
+      g.held.push_back(st.value("held", 1.0));
     }
     g.hop_ms = o.value("hop_ms", std::vector<double>{});
     g.memory_limit = o.value("memory_limit", std::vector<double>{});

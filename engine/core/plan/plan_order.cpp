@@ -36,6 +36,7 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
   const int V = pr.virtual_stages();
   pr.stages.resize(V);
   pr.released.resize(V);
+  pr.held.resize(V);
   pr.hops.resize(V - 1);
   pr.memory_limit.resize(p);
   pr.objective = req.iteration_cost;
@@ -68,10 +69,9 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
   }
   for (int d = 0; d < p; ++d) {
     // One unit: the most a microbatch of the device's chunks keeps from F
-    // to B (the generator counts a microbatch of either chunk as one unit,
-    // so the smaller chunk's is over-counted until its B); B turns it into
-    // the chunk's stash, freeing 1 - stash / unit (negative: B adds). One
-    // chunk: exactly its own.
+    // to B; each chunk's F adds its own bytes as a share of it, B turns them
+    // into the chunk's stash, freeing (held - stash) / unit (negative: B
+    // adds). One chunk: exactly its own.
     std::uint64_t unit = 0, fixed = 0;
     for (int k = 0; k < chunks; ++k) unit = std::max(unit, held[pr.vstage(d, k)]);
     // All m microbatches of every chunk held, each at its largest (after B
@@ -79,8 +79,11 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
     double most = 0;
     for (int k = 0; k < chunks; ++k) {
       const int j = pr.vstage(d, k);
-      pr.released[j] = unit == 0 ? 1.0 : 1.0 - static_cast<double>(cost[j].w_stash_bytes_per_mb) / static_cast<double>(unit);
-      most += m * std::max(1.0, 1.0 - pr.released[j]);
+      const double u = static_cast<double>(unit);
+      pr.held[j] = unit == 0 ? 1.0 : static_cast<double>(held[j]) / u;
+      pr.released[j] =
+          unit == 0 ? 1.0 : (static_cast<double>(held[j]) - static_cast<double>(cost[j].w_stash_bytes_per_mb)) / u;
+      most += m * pr.most_held(j);
       StageCost c = cost[j];
       c.kept_bytes_per_mb = held[j];
       // A V's two chunks each counted with their transient backward memory:
@@ -105,7 +108,7 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
       for (int l = r.first_layer; l <= r.last_layer; ++l) device_mb += static_cast<double>(prof.layers[l].activation_bytes);
     }
     limit = std::min(limit, memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb));
-    pr.memory_limit[d] = std::clamp(limit, static_cast<double>(chunks), most);
+    pr.memory_limit[d] = std::clamp(limit, pr.least_held(d), most);
     cap_units[d] = memory_cap_units(req.memory_cap, p, m, chunks, static_cast<double>(unit), device_mb);
   }
   return pr;
@@ -175,6 +178,7 @@ void attach_generated_order(const PlanRequest& req, Plan& plan, std::int64_t sea
     o.b_ms.push_back(pr.stages[j].b);
     o.w_ms.push_back(pr.stages[j].w);
     o.released_at_b.push_back(pr.released[j]);
+    o.held.push_back(pr.held[j]);
   }
   o.hop_ms = pr.hops;
   o.memory_limit = pr.memory_limit;

@@ -59,11 +59,16 @@ class Greedy {
       const int c = pr.chunks();
       if (v_.cap == 1) lim = std::min(lim, static_cast<double>(c * (p_ - d)));
       if (v_.cap == 2) lim = std::min(lim, static_cast<double>(c * (2 * (p_ - d) - 1)));
-      // An F reserves what its microbatch will hold at most: one unit, or
-      // more where B adds W's stash (a negative release).
-      need_[d] = 1;
-      for (int k = 0; k < c; ++k) need_[d] = std::max(need_[d], 1 - pr.release(pr.vstage(d, k)));
-      cap_[d] = std::max(lim, c * need_[d]);
+      // An F reserves what its microbatch will hold at most (its share of
+      // a unit, more where B adds W's stash); the least any order holds is
+      // one microbatch per chunk.
+      double least = 0;
+      need_[d] = kInf;
+      for (int k = 0; k < c; ++k) {
+        least += pr.most_held(pr.vstage(d, k));
+        need_[d] = std::min(need_[d], pr.most_held(pr.vstage(d, k)));
+      }
+      cap_[d] = std::max(lim, least);
     }
   }
 
@@ -118,12 +123,14 @@ class Greedy {
   }
 
   int ready_f(int d, double t) {
-    if (reserved_[d] + need_[d] > cap_[d] + kEps) return -1;
     for (int vs : stages_of(d, v_.deep_f_first)) {
+      if (reserved_[d] + pr_.most_held(vs) > cap_[d] + kEps) continue;
       // In a V, a chunk-0 F leaves room for one chunk-1 F: a device full of
       // chunk-0 microbatches would wait forever for the chunk-1 forward
       // that lets one of them turn back (V-Min's and V-Half's limits).
-      if (pr_.v_shape && vs == pr_.vstage(d, 0) && reserved_[d] + 2 * need_[d] > cap_[d] + kEps) continue;
+      if (pr_.v_shape && vs == pr_.vstage(d, 0) &&
+          reserved_[d] + pr_.most_held(vs) + pr_.most_held(pr_.vstage(d, 1)) > cap_[d] + kEps)
+        continue;
       int mb = next_f_[vs];
       if (mb < m_ && f_arr(vs, mb) >= 0 && f_arr(vs, mb) <= t + kEps) return vs;
     }
@@ -156,8 +163,8 @@ class Greedy {
     double end = t;
     if (k == ActionKind::Forward) {
       end += c.f;
-      memory_[d] += 1;
-      reserved_[d] += need_[d];
+      memory_[d] += pr_.hold(vs);
+      reserved_[d] += pr_.most_held(vs);
       ++next_f_[vs];
       if (vs + 1 < V_)
         arrive(vs + 1, mb, end + (pr_.device_of(vs + 1) != d ? pr_.hop(vs) : 0), true);
@@ -166,14 +173,14 @@ class Greedy {
     } else if (k == ActionKind::BackwardInput) {
       end += c.b;
       memory_[d] -= pr_.release(vs);
-      reserved_[d] -= need_[d] - (1 - pr_.release(vs));  // now holds 1 - release
+      reserved_[d] -= pr_.most_held(vs) - (pr_.hold(vs) - pr_.release(vs));  // now holds hold - release
       ++next_b_[vs];
       pending_w_[d].push_back({vs, mb});
       if (vs > 0) arrive(vs - 1, mb, end + (pr_.device_of(vs - 1) != d ? pr_.hop(vs - 1) : 0), false);
     } else {
       end += c.w;
-      memory_[d] -= 1 - pr_.release(vs);
-      reserved_[d] -= 1 - pr_.release(vs);
+      memory_[d] -= pr_.hold(vs) - pr_.release(vs);
+      reserved_[d] -= pr_.hold(vs) - pr_.release(vs);
     }
     now_[d] = end;
   }
@@ -200,8 +207,8 @@ class Greedy {
       order_[d].push_back({ActionKind::BackwardWeight, static_cast<std::uint16_t>(pr_.vstage(d, 0) == vs ? 0 : 1), mb});
       idle_[d] = false;
       now_[d] = t + pr_.stages[vs].w;
-      memory_[d] -= 1 - pr_.release(vs);
-      reserved_[d] -= 1 - pr_.release(vs);
+      memory_[d] -= pr_.hold(vs) - pr_.release(vs);
+      reserved_[d] -= pr_.hold(vs) - pr_.release(vs);
       return;
     }
     // Nothing to do: sleep until a known arrival, or until a producer wakes it.
@@ -216,7 +223,8 @@ class Greedy {
   std::vector<int> next_f_, next_b_;   // per virtual stage, in microbatch order
   std::vector<double> now_, memory_, cap_, need_;
   // memory_ plus, per microbatch between its F and B, the growth its B may
-  // bring (need_ - 1): what an F must leave room for.
+  // bring: what an F must leave room for. need_: the least an F reserves
+  // on the device (with no room for it, only a B can wake the device).
   std::vector<double> reserved_;
   std::vector<bool> idle_;
   std::vector<std::deque<std::pair<int, int>>> pending_w_;  // (virtual stage, microbatch) after its B

@@ -30,15 +30,23 @@ void OrderProblem::validate() const {
   // Per stage, B may also add memory (a negative share: W's stash larger
   // than what the forward kept, e.g. a recomputed layer that kept only its
   // input); W then frees the rest.
+  if (!held.empty() && static_cast<int>(held.size()) != virtual_stages())
+    throw std::invalid_argument("held: " + std::to_string(held.size()) + " entries, the placement has " +
+                                std::to_string(virtual_stages()) + " virtual stages");
+  for (size_t j = 0; j < held.size(); ++j)
+    if (!(held[j] >= 0 && held[j] <= 1)) throw std::invalid_argument("held[" + std::to_string(j) + "]: must be in [0, 1]");
   for (size_t j = 0; j < released.size(); ++j)
-    if (!(released[j] <= 1)) throw std::invalid_argument("released[" + std::to_string(j) + "]: must be <= 1");
+    if (!(released[j] <= hold(static_cast<int>(j))))
+      throw std::invalid_argument("released[" + std::to_string(j) + "]: must be <= what the stage's F holds (" +
+                                  std::to_string(hold(static_cast<int>(j))) + ")");
   if (!memory_limit.empty() && static_cast<int>(memory_limit.size()) != devices)
     throw std::invalid_argument("memory_limit: " + std::to_string(memory_limit.size()) + " entries for " +
                                 std::to_string(devices) + " devices");
   // A V-shaped device holds a microbatch on both its chunks at the turn.
   for (size_t d = 0; d < memory_limit.size(); ++d)
-    if (!(memory_limit[d] >= chunks()))
-      throw std::invalid_argument("memory_limit[" + std::to_string(d) + "]: must be >= " + std::to_string(chunks()) +
+    if (!(memory_limit[d] >= least_held(static_cast<int>(d)) - 1e-12))
+      throw std::invalid_argument("memory_limit[" + std::to_string(d) + "]: must be >= " +
+                                  std::to_string(least_held(static_cast<int>(d))) +
                                   " unit(s) (one microbatch per chunk), got " + std::to_string(memory_limit[d]));
 }
 
@@ -79,12 +87,12 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
           ready = e + (pr.device_of(vs - 1) != d ? pr.hop(vs - 1) : 0);
         }
         dur = c.f;
-        mem = 1;
+        mem = pr.hold(vs);
       } else if (a.kind == ActionKind::BackwardWeight) {
         if (at(b_end, vs, mb) == kUnset) break;
         ready = at(b_end, vs, mb);
         dur = c.w;
-        mem = -(1 - pr.release(vs));
+        mem = -(pr.hold(vs) - pr.release(vs));
       } else {
         const bool split = a.kind == ActionKind::BackwardInput;
         if (vs + 1 < V) {
@@ -96,7 +104,7 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
           ready = at(f_end, vs, mb);
         }
         dur = split ? c.b : c.b + c.w;
-        mem = split ? -pr.release(vs) : -1;
+        mem = split ? -pr.release(vs) : -pr.hold(vs);
       }
       const double start = std::max(free[d], ready), end = start + dur;
       if (t.first_start[d] < 0) t.first_start[d] = start;

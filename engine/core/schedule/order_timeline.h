@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "core/schedule/action.h"
@@ -30,7 +31,11 @@ struct ActionTimes {
 // memory limit counted in activation units (one microbatch held by one
 // virtual stage = 1 unit). B frees `released_at_b` of a unit (what W does
 // not need: W reads only each layer's input and output gradient), W the
-// rest; a full Backward frees the whole unit.
+// rest; a full Backward frees the whole unit. A plan's V device holds
+// different bytes per microbatch on its two chunks: `held` gives each
+// virtual stage's share of the device's unit (the larger chunk's bytes), so
+// the count is bytes / unit and a cap sized in bytes means the same here as
+// in the planners' range check.
 struct OrderProblem {
   int devices = 1, microbatches = 1;
   bool v_shape = false;              // two chunks per device in a V: device d runs d and 2p-1-d
@@ -41,11 +46,23 @@ struct OrderProblem {
   // Per-stage refinements a plan supplies (generated from the plan's own
   // costs, core/plan/plan_order.h); empty = the scalars above everywhere.
   std::vector<double> hops;      // transfer between virtual stage j and j+1 (size V-1), if on two devices
-  std::vector<double> released;  // released_at_b per virtual stage (size V), each in [0, 1]
+  std::vector<double> released;  // released_at_b per virtual stage (size V), each <= held (negative: B adds)
+  std::vector<double> held;      // units F adds per virtual stage (size V), each in [0, 1]; empty = 1
   IterationCost objective = IterationCost::Window;  // what the generator minimises
 
   double hop(int j) const { return hops.empty() ? transfer : hops[j]; }
   double release(int vs) const { return released.empty() ? released_at_b : released[vs]; }
+  double hold(int vs) const { return held.empty() ? 1.0 : held[vs]; }
+  // The most a microbatch of `vs` holds between its F and its W (more than
+  // its F's share where B adds W's stash).
+  double most_held(int vs) const { return std::max(hold(vs), hold(vs) - release(vs)); }
+  // The least any order holds on a device: one microbatch per chunk (a V's
+  // turn keeps one on each).
+  double least_held(int device) const {
+    double s = 0;
+    for (int k = 0; k < chunks(); ++k) s += hold(vstage(device, k));
+    return s;
+  }
   int chunks() const { return v_shape ? 2 : 1; }
   int virtual_stages() const { return devices * chunks(); }
   int device_of(int vs) const { return vs < devices ? vs : 2 * devices - 1 - vs; }
