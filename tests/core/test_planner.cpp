@@ -33,7 +33,9 @@ double simulate_plan(const PlanRequest& req, const Plan& plan, bool* feasible = 
 // The plan space, computed independently of the planners: every stage's
 // bound fits its share of the device (a V's two chunks split it) and its
 // swap moves within its forward time. Under a split backward a microbatch
-// holds the larger of what its layers keep and W's stash.
+// holds the larger of what its layers keep and W's stash of its layers not
+// on swap; the swapped layers' stash goes to the host, also within the
+// forward time.
 bool in_space(const PlanRequest& req, const Plan& plan) {
   auto sched = make_schedule(req.schedule, req.stages, req.microbatches, req.chunks);
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -45,6 +47,8 @@ bool in_space(const PlanRequest& req, const Plan& plan) {
       return false;
     double swap_ms = c.swap_bytes_per_mb * 8.0 / (req.device.host_link_gbps * 1e9) * 1e3;
     if (c.swap_bytes_per_mb > 0 && swap_ms > c.fwd_ms) return false;
+    double stash_ms = c.w_stash_swap_bytes_per_mb * 8.0 / (req.device.host_link_gbps * 1e9) * 1e3;
+    if (sched->splits_backward() && c.w_stash_swap_bytes_per_mb > 0 && stash_ms > c.fwd_ms) return false;
   }
   return true;
 }

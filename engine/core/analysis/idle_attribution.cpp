@@ -332,7 +332,9 @@ class Attributor {
       add(it, out, IdleCause::Transfer, peer_done, ready, peer, gradient, a->microbatch);
     }
     std::int64_t swap_end = ready;
-    if (gradient) {
+    // A W waits for its swapped layers' stash as a backward for its
+    // activations (issue 43's stash offload).
+    if (gradient || a->kind == EventKind::BackwardWeight) {
       long sw = last_swapin(s, a->microbatch, a->chunk, g1);
       if (sw >= 0 && ev_[sw].end_ns > ready) swap_end = std::min(ev_[sw].end_ns, g1);
     }

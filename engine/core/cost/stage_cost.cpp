@@ -13,7 +13,7 @@ StageCost stage_cost(const ModelProfile& profile, const StageRange& range, const
     double w = weight_grad_ms(p);
     c.bwd_weight_ms += w;
     c.bwd_input_ms += p.bwd_ms - w;
-    c.w_stash_bytes_per_mb += w_stash_bytes(p);
+    (policy[l] == MemoryPolicy::Swap ? c.w_stash_swap_bytes_per_mb : c.w_stash_bytes_per_mb) += w_stash_bytes(p);
     c.optimizer_ms += p.optimizer_ms;
     c.param_bytes += p.param_bytes;
     c.static_bytes += 2 * p.param_bytes + p.optimizer_bytes;
@@ -64,11 +64,12 @@ double transfer_ms(std::uint64_t bytes, double gbps, double latency_us) {
 
 std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions) {
   std::uint64_t stash = static_cast<std::uint64_t>(std::max(0, weight_versions - 1)) * c.param_bytes;
-  // During a forward: its own swap buffer, the previous forward's still
-  // being swapped out, and the next backward's being swapped in (3 buffers);
-  // during a backward: two buffers plus the rematerialised activation and
-  // the backward's own workspace.
-  std::uint64_t S = c.swap_bytes_per_mb;
+  // During a forward: its own offload, the one before still going out, and
+  // the next action's reload (3 buffers); during a backward (or a W): two
+  // buffers plus the rematerialised activation and the backward's own
+  // workspace. A buffer is a microbatch's offloaded activations or its
+  // offloaded W stash, whichever is larger.
+  std::uint64_t S = std::max(c.swap_bytes_per_mb, c.w_stash_swap_bytes_per_mb);
   std::uint64_t backward = c.recompute_peak_bytes + c.workspace_bytes;
   std::uint64_t transient = S ? 2 * S + std::max(S, backward) : backward;
   return c.static_bytes + c.transfer_buffer_bytes + stash + static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + transient;

@@ -26,10 +26,17 @@ struct StageCost {
   std::uint64_t recompute_peak_bytes = 0; // largest activation rematerialised during backward
   std::uint64_t workspace_bytes = 0;      // largest backward workspace of the stage's layers
   std::uint64_t output_bytes = 0;         // sent to the next stage per microbatch
-  // Held from a split backward's B until its W: per layer, what its weight
-  // gradient needs (w_stash_bytes, by layer kind; B frees the rest of what
-  // the forward kept).
+  // W's stash under a split backward: per layer, what its weight gradient
+  // needs from B until W (w_stash_bytes, by layer kind; B frees the rest of
+  // what the forward kept). Split by where it waits:
+  //  - w_stash_bytes_per_mb: the layers not on swap, held on the device
+  //    from B to W (what the order problem's B turns a unit into);
+  //  - w_stash_swap_bytes_per_mb: the swapped layers', which go to the host
+  //    after B and come back before W (on the device only while in transit,
+  //    or from B to W where W follows its own B at once: the simulator).
+  // Both are counted whatever the schedule; only a split backward has them.
   std::uint64_t w_stash_bytes_per_mb = 0;
+  std::uint64_t w_stash_swap_bytes_per_mb = 0;
   // Transfers in flight at the stage's two cuts: receives are posted ahead
   // of the actions that need them (so a peer's send never waits), and a
   // sent activation or gradient is held until the peer has taken it. One of
@@ -60,11 +67,15 @@ double send_cpu_ms(const DeviceSpec& device, std::uint64_t bytes);
 
 // Upper bound on a stage's resident bytes: the stage's static memory, extra
 // stashed weight versions, `in_flight` microbatches of kept activations, and
-// the transient buffers: while a forward runs, its swap buffer, the previous
-// forward's (still going out) and the next backward's (coming in); while a
-// backward runs, two swap buffers and the largest rematerialised activation.
-// The simulator's measured peak never exceeds it as long as a stage's swap
-// per microbatch takes no longer than its forward (the host link keeps up).
+// the transient buffers of the host link, each at most X = the larger of a
+// microbatch's offloaded activations and its offloaded W stash: while a
+// forward runs, its own offload, the one before (still going out) and the
+// next action's reload (coming in); while a backward or W runs, its own
+// reload and one more (the next reload, or an offload still going out),
+// beside a backward also the largest rematerialised activation and its
+// workspace. The simulator's measured peak never exceeds it as long as each
+// transfer takes no longer than a forward (the host link keeps up).
+// W's stash held on the device is not in it: held_memory_bound adds it.
 std::uint64_t peak_memory_bound(const StageCost& c, int in_flight, int weight_versions);
 
 }  // namespace pw

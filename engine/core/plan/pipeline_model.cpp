@@ -57,6 +57,15 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
         else if (prev.kind == ActionKind::Backward || prev.kind == ActionKind::BackwardInput) e.after_b += 1;
         else e.full += 1;
       }
+      // W's stash reload (the swapped layers'), but where W follows its own
+      // B at once (the stash stays; the simulator's offload_stash).
+      if (a.kind == ActionKind::BackwardWeight && a.chunk == chunk &&
+          !(prev.kind == ActionKind::BackwardInput && prev.chunk == chunk && prev.microbatch == a.microbatch)) {
+        if (prev.kind == ActionKind::Forward) e.stash_after_fwd += 1;
+        else if (prev.kind == ActionKind::BackwardWeight) e.stash_after_w += 1;
+        else if (prev.kind == ActionKind::Backward || prev.kind == ActionKind::BackwardInput) e.stash_after_b += 1;
+        else e.stash_full += 1;
+      }
       prev = a;
     }
     const double span = sched->span_microbatches();
@@ -65,6 +74,7 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     e.after_fwd /= span;
     e.after_w /= span;
     e.after_b /= span;
+    for (double* x : {&e.stash_full, &e.stash_after_fwd, &e.stash_after_w, &e.stash_after_b}) *x /= span;
     exposure_.push_back(e);
     w_lag_.push_back(lag);
   }
@@ -151,13 +161,14 @@ std::uint64_t PipelineModel::swap_budget_bytes(double fwd_ms) const {
 }
 
 RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::uint64_t kept, std::uint64_t swap,
-                                  std::uint64_t rec_peak) const {
+                                  std::uint64_t rec_peak, std::uint64_t swap_stash) const {
   StageCost c;
   c.param_bytes = param_[b + 1] - param_[a];
   c.static_bytes = static_[b + 1] - static_[a];
   // A microbatch holds what its layers keep until B, then W's stash.
   c.kept_bytes_per_mb = kept;
   c.swap_bytes_per_mb = swap;
+  c.w_stash_swap_bytes_per_mb = swap_stash;  // to the host from B to W
   c.recompute_peak_bytes = rec_peak;
   c.workspace_bytes = workspace_bytes(a, b);
   c.transfer_buffer_bytes = transfer_buffer_bytes(*req_.profile, a, b);
@@ -165,13 +176,13 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
   r.peak_bytes = held_memory_bound(c, in_flight_[stage], versions_[stage], held_floor(a, b), w_lag_[stage]);
   const double slow = slow_[stage];
   double f = fwd_ms(a, b) * slow;
-  double sw = swap_ms(swap);
+  double sw = swap_ms(swap), stash_sw = swap_ms(swap_stash);
   const std::uint64_t cap = activation_cap(a, b);
-  r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f) &&
+  r.fits = r.peak_bytes <= budget_[stage] && (swap == 0 || sw <= f) && (swap_stash == 0 || stash_sw <= f) &&
            (cap == 0 || held_activation_bytes(c, in_flight_[stage], held_floor(a, b), w_lag_[stage]) <= cap);
   r.recompute_ms = rec_ms * slow;
   r.swap_bytes = swap;
-  const double stall = exposure(stage, a, b).stall_ms(sw);  // per microbatch
+  const double stall = exposure(stage, a, b).stall_ms(sw, stash_sw);  // per microbatch
   r.compute_ms = f + (bwd_ms(a, b) + rec_ms) * slow + (swap_exposed_ ? stall : 0);
   r.drain_ms = swap_exposed_ ? 0 : stall * m_;
   double work = r.compute_ms + (step_per_mb_ ? optimizer_ms(a, b) * slow : 0);
@@ -181,7 +192,7 @@ RangeChoice PipelineModel::finish(int stage, int a, int b, double rec_ms, std::u
 
 RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<MemoryPolicy>& policy) const {
   double rec = 0;
-  std::uint64_t kept = 0, swap = 0, peak = 0;
+  std::uint64_t kept = 0, swap = 0, peak = 0, stash = 0;
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
     switch (policy[l]) {
@@ -191,7 +202,10 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
         rec += L.fwd_ms;
         peak = std::max(peak, L.activation_bytes);
         break;
-      case MemoryPolicy::Swap: swap += L.activation_bytes; break;
+      case MemoryPolicy::Swap:
+        swap += L.activation_bytes;
+        stash += split_ ? w_stash_bytes(L) : 0;
+        break;
       case MemoryPolicy::Selective:
         kept += L.activation_bytes - std::min(L.activation_bytes, L.core_activation_bytes);
         if (L.core_activation_bytes == 0) break;
@@ -200,7 +214,7 @@ RangeChoice PipelineModel::evaluate(int stage, int a, int b, const std::vector<M
         break;
     }
   }
-  return finish(stage, a, b, rec, kept, swap, peak);
+  return finish(stage, a, b, rec, kept, swap, peak, stash);
 }
 
 PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<PolicyItem>& items) const {
@@ -223,7 +237,7 @@ PolicyProblem PipelineModel::problem(int stage, int a, int b, std::vector<Policy
   items.clear();
   for (int l = a; l <= b; ++l) {
     const auto& L = req_.profile->layers[l];
-    items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms});
+    items.push_back({L.activation_bytes, L.input_bytes, L.fwd_ms, split_ ? w_stash_bytes(L) : 0});
   }
   return prob;
 }
@@ -233,7 +247,7 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
   thread_local std::vector<MemoryPolicy> pol;
   PolicyProblem prob = problem(stage, a, b, items);
   PolicySolution x = solve_policy(prob, items, pol);
-  RangeChoice r = finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak);
+  RangeChoice r = finish(stage, a, b, x.recompute_ms, x.kept, x.swap, x.recompute_peak, x.swap_stash);
   if (req_.sync.tensor > 1) r = prefer_selective(stage, a, b, pol, x.swap, r);
   if (out) std::copy(pol.begin(), pol.end(), out);
   return r;
@@ -249,6 +263,9 @@ RangeChoice PipelineModel::solve(int stage, int a, int b, MemoryPolicy* out) con
 RangeChoice PipelineModel::prefer_selective(int stage, int a, int b, std::vector<MemoryPolicy>& pol,
                                             std::uint64_t swap, const RangeChoice& solved) const {
   const auto& layers = req_.profile->layers;
+  std::uint64_t swap_stash = 0;  // the solver's swapped layers' W stash, which switches leave alone
+  for (int l = a; l <= b; ++l)
+    if (pol[l - a] == MemoryPolicy::Swap && split_) swap_stash += w_stash_bytes(layers[l]);
   std::vector<int> cand;
   for (int l = a; l <= b; ++l)
     if (pol[l - a] == MemoryPolicy::Recompute && layers[l].core_activation_bytes > 0 &&
@@ -285,7 +302,7 @@ RangeChoice PipelineModel::prefer_selective(int stage, int a, int b, std::vector
           break;
       }
     }
-    return finish(stage, a, b, rec, kept, swap, peak);
+    return finish(stage, a, b, rec, kept, swap, peak, swap_stash);
   };
   std::size_t lo = 0, hi = cand.size();  // with(lo) fits (the solver's own, when it fits)
   if (!solved.fits) {

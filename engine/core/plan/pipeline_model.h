@@ -94,8 +94,10 @@ class PipelineModel {
  private:
   std::uint64_t swap_budget_bytes(double fwd_ms) const;
   PolicyProblem problem(int stage, int a, int b, std::vector<PolicyItem>& items) const;
+  // swap_stash: the swapped layers' W stash (split backward), which goes
+  // to the host from B to W.
   RangeChoice finish(int stage, int a, int b, double rec_ms, std::uint64_t kept, std::uint64_t swap,
-                     std::uint64_t rec_peak) const;
+                     std::uint64_t rec_peak, std::uint64_t swap_stash) const;
 
   PlanRequest req_;
   int layers_ = 0, stages_ = 0, m_ = 1;
@@ -106,10 +108,11 @@ class PipelineModel {
   std::vector<SwapExposure> exposure_;  // per virtual stage, windows unset
   SwapExposure exposure(int stage, int a, int b) const;
   bool step_per_mb_ = false;    // PipeDream: optimizer step after every backward
-  // Split backward (zero bubble): from B to W every layer, swapped ones
-  // included, holds W's stash (its input and output gradient) instead of
-  // what it kept; a microbatch in flight holds the larger of the stage's
-  // kept bytes and its stash, which no policy changes (stage_cost's
+  // Split backward (zero bubble): from B to W every layer holds W's stash
+  // (its input and output gradient) instead of what it kept, a swapped
+  // layer on the host; a microbatch in flight holds the larger of the
+  // stage's kept bytes and its unswapped layers' stash (held_floor: every
+  // layer's, less the swapped ones' in held_memory_bound; stage_cost's
   // w_stash_bytes_per_mb, as the simulator frees and adds them at B).
   bool split_ = false;
   std::uint64_t held_floor(int a, int b) const;

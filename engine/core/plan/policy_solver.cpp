@@ -22,14 +22,20 @@ class State {
     MemoryPolicy from = pol_[i];
     if (from == to) return;
     if (from == MemoryPolicy::Keep) kept_ -= it.act;
-    if (from == MemoryPolicy::Swap) swap_ -= it.act;
+    if (from == MemoryPolicy::Swap) {
+      swap_ -= it.act;
+      stash_ -= it.stash;
+    }
     if (from == MemoryPolicy::Recompute) {
       kept_ -= it.in;
       rec_ -= it.fwd_ms;
     }
     pol_[i] = to;
     if (to == MemoryPolicy::Keep) kept_ += it.act;
-    if (to == MemoryPolicy::Swap) swap_ += it.act;
+    if (to == MemoryPolicy::Swap) {
+      swap_ += it.act;
+      stash_ += it.stash;
+    }
     if (to == MemoryPolicy::Recompute) {
       kept_ += it.in;
       rec_ += it.fwd_ms;
@@ -45,17 +51,18 @@ class State {
   std::uint64_t bound() const {
     cost_.kept_bytes_per_mb = kept_;
     cost_.swap_bytes_per_mb = swap_;
+    cost_.w_stash_swap_bytes_per_mb = stash_;
     cost_.recompute_peak_bytes = peak_act_;
     return held_memory_bound(cost_, p_.in_flight, p_.weight_versions, p_.kept_floor, p_.w_lag);
   }
-  bool swap_ok() const { return swap_ <= p_.swap_cap; }
+  bool swap_ok() const { return swap_ <= p_.swap_cap && stash_ <= p_.swap_cap; }
   bool fits() const {
     if (!swap_ok() || bound() > p_.budget) return false;
     return p_.within_cap(cost_);  // as bound() has just filled it
   }
   // Recompute and exposed swap time; a hidden swap still costs a little,
   // so that among equal plans the one moving fewer bytes wins.
-  double cost() const { return rec_ + p_.swap_cost_ms(swap_) + static_cast<double>(swap_) * 1e-15; }
+  double cost() const { return rec_ + p_.swap_cost_ms(swap_, stash_) + static_cast<double>(swap_ + stash_) * 1e-15; }
 
   // What layer i would cost under policy p.
   double cost_of(size_t i, MemoryPolicy p) const {
@@ -63,7 +70,8 @@ class State {
     // Linear part only: a filter for trades, which cost() then judges.
     if (p == MemoryPolicy::Swap)
       return static_cast<double>(items_[i].act) *
-             (p_.swap_ms_per_byte * (2 * p_.exposure.twice + p_.exposure.full) + 1e-15);
+                 (p_.swap_ms_per_byte * (2 * p_.exposure.twice + p_.exposure.full) + 1e-15) +
+             static_cast<double>(items_[i].stash) * (p_.swap_ms_per_byte * p_.exposure.stash_full + 1e-15);
     return 0;
   }
 
@@ -80,10 +88,11 @@ class State {
   PolicySolution solution() const {
     PolicySolution s;
     s.fits = fits();
-    s.cost_ms = p_.swap_cost_ms(swap_) + rec_;
+    s.cost_ms = p_.swap_cost_ms(swap_, stash_) + rec_;
     s.recompute_ms = rec_;
     s.kept = kept_;
     s.swap = swap_;
+    s.swap_stash = stash_;
     s.recompute_peak = peak_act_;
     s.peak = bound();
     return s;
@@ -94,6 +103,7 @@ class State {
   const std::vector<PolicyItem>& items_;
   std::vector<MemoryPolicy> pol_;
   std::uint64_t kept_ = 0, swap_ = 0, peak_act_ = 0;
+  std::uint64_t stash_ = 0;  // the swapped layers' W stash
   double rec_ = 0;
   mutable StageCost cost_ = p_.base;
 };
@@ -184,8 +194,8 @@ void improve(State& s, const std::vector<size_t>& by_cost_desc, const std::vecto
 // costs at most 729 bound evaluations.
 constexpr size_t kExhaustiveLayers = 6;
 
-// Calls visit(policy, kept, swap, recompute peak, recompute ms, bound) for
-// every policy of the items that fits.
+// Calls visit(policy, kept, swap, swapped stash, recompute peak, recompute
+// ms, bound) for every policy of the items that fits.
 // prune(recompute ms, swap bytes) skips a partial policy (and everything
 // it extends to): both only grow as layers are added.
 template <class Visit, class Prune>
@@ -193,55 +203,60 @@ void for_each_fitting(const PolicyProblem& prob, const std::vector<PolicyItem>& 
   const size_t k = items.size();
   std::vector<MemoryPolicy> pol(k, MemoryPolicy::Keep);
   StageCost c = prob.base;
-  auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t peak, double r) -> void {
-    if (prune(r, swap)) return;
+  auto rec = [&](auto&& self, size_t i, std::uint64_t kept, std::uint64_t swap, std::uint64_t stash, std::uint64_t peak,
+                 double r) -> void {
+    if (prune(r, swap, stash)) return;
     if (i == k) {
       c.kept_bytes_per_mb = kept;
       c.swap_bytes_per_mb = swap;
+      c.w_stash_swap_bytes_per_mb = stash;
       c.recompute_peak_bytes = peak;
       std::uint64_t bound = held_memory_bound(c, prob.in_flight, prob.weight_versions, prob.kept_floor, prob.w_lag);
-      if (bound <= prob.budget && prob.within_cap(c)) visit(pol, kept, swap, peak, r, bound);
+      if (bound <= prob.budget && prob.within_cap(c)) visit(pol, kept, swap, stash, peak, r, bound);
       return;
     }
     const PolicyItem& it = items[i];
     pol[i] = MemoryPolicy::Keep;
-    self(self, i + 1, kept + it.act, swap, peak, r);
+    self(self, i + 1, kept + it.act, swap, stash, peak, r);
     if (it.act > it.in) {
       pol[i] = MemoryPolicy::Recompute;
-      self(self, i + 1, kept + it.in, swap, std::max(peak, it.act), r + it.fwd_ms);
+      self(self, i + 1, kept + it.in, swap, stash, std::max(peak, it.act), r + it.fwd_ms);
     }
-    if (prob.swap_cap > 0 && swap + it.act <= prob.swap_cap) {
+    if (prob.swap_cap > 0 && swap + it.act <= prob.swap_cap && stash + it.stash <= prob.swap_cap) {
       pol[i] = MemoryPolicy::Swap;
-      self(self, i + 1, kept, swap + it.act, peak, r);
+      self(self, i + 1, kept, swap + it.act, stash + it.stash, peak, r);
     }
     pol[i] = MemoryPolicy::Keep;
   };
-  rec(rec, 0, 0, 0, 0, 0.0);
+  rec(rec, 0, 0, 0, 0, 0, 0.0);
 }
 
 // As State::cost: a hidden swap still costs a little.
-double ranked_cost(const PolicyProblem& prob, double rec, std::uint64_t swap) {
-  return rec + prob.swap_cost_ms(swap) + static_cast<double>(swap) * 1e-15;
+double ranked_cost(const PolicyProblem& prob, double rec, std::uint64_t swap, std::uint64_t stash) {
+  return rec + prob.swap_cost_ms(swap, stash) + static_cast<double>(swap + stash) * 1e-15;
 }
 
 bool solve_exhaustive(const PolicyProblem& prob, const std::vector<PolicyItem>& items, std::vector<MemoryPolicy>& out,
                       PolicySolution& best) {
   bool found = false;
   for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t kept, std::uint64_t swap,
-                                    std::uint64_t peak, double rec, std::uint64_t bound) {
-    double cost = ranked_cost(prob, rec, swap), best_cost = ranked_cost(prob, best.recompute_ms, best.swap);
+                                    std::uint64_t stash, std::uint64_t peak, double rec, std::uint64_t bound) {
+    double cost = ranked_cost(prob, rec, swap, stash),
+           best_cost = ranked_cost(prob, best.recompute_ms, best.swap, best.swap_stash);
     if (found && !(cost < best_cost - 1e-12 || (cost <= best_cost + 1e-12 && swap < best.swap))) return;
     found = true;
     best.fits = true;
-    best.cost_ms = prob.swap_cost_ms(swap) + rec;
+    best.cost_ms = prob.swap_cost_ms(swap, stash) + rec;
     best.recompute_ms = rec;
     best.kept = kept;
     best.swap = swap;
+    best.swap_stash = stash;
     best.recompute_peak = peak;
     best.peak = bound;
     out = pol;
-  }, [&](double rec, std::uint64_t swap) {
-    return found && ranked_cost(prob, rec, swap) > ranked_cost(prob, best.recompute_ms, best.swap) + 1e-12;
+  }, [&](double rec, std::uint64_t swap, std::uint64_t stash) {
+    return found &&
+           ranked_cost(prob, rec, swap, stash) > ranked_cost(prob, best.recompute_ms, best.swap, best.swap_stash) + 1e-12;
   });
   return found;
 }
@@ -366,9 +381,9 @@ std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vect
   std::vector<FrontPolicy> all;
   if (items.size() > kExhaustiveLayers) return all;
   for_each_fitting(prob, items, [&](const std::vector<MemoryPolicy>& pol, std::uint64_t, std::uint64_t swap,
-                                    std::uint64_t, double rec, std::uint64_t) {
-    all.push_back({pol, rec, swap, ranked_cost(prob, rec, swap)});
-  }, [](double, std::uint64_t) { return false; });
+                                    std::uint64_t stash, std::uint64_t, double rec, std::uint64_t) {
+    all.push_back({pol, rec, swap, ranked_cost(prob, rec, swap, stash)});
+  }, [](double, std::uint64_t, std::uint64_t) { return false; });
   // Pareto front of (recompute ms, swap bytes): the simulator is monotone
   // in both, so a dominated policy is never faster.
   std::sort(all.begin(), all.end(), [](const FrontPolicy& x, const FrontPolicy& y) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,10 @@ struct PolicyItem {
   std::uint64_t act = 0;  // activation bytes kept when the layer keeps them
   std::uint64_t in = 0;   // bytes kept instead when it recomputes
   double fwd_ms = 0;      // what a recompute costs
+  // W's stash (w_stash_bytes; 0 without a split backward): held on the
+  // device from B to W, unless the layer is swapped, when it goes to the
+  // host after B and comes back before W.
+  std::uint64_t stash = 0;
 };
 
 // Where a stage's swap-ins cannot hide, per microbatch, counted from the
@@ -25,12 +30,21 @@ struct SwapExposure {
   double after_fwd = 0;  // backwards right after a forward (window fwd_ms)
   double after_w = 0;    // backwards right after a W (window w_ms)
   double after_b = 0;    // backwards right after a backward or B (window b_ms)
+  // The same for the reload of W's stash before each W (split backward)
+  // that does not follow its own B at once (that one keeps its stash).
+  double stash_full = 0, stash_after_fwd = 0, stash_after_w = 0, stash_after_b = 0;
   double fwd_ms = 0, w_ms = 0, b_ms = 0;
-  // Stall per microbatch for a swap-in of sw ms.
-  double stall_ms(double sw) const {
-    if (sw <= 0) return 0;
-    return (2 * twice + full) * sw + after_fwd * (sw > fwd_ms ? sw - fwd_ms : 0) + after_w * (sw > w_ms ? sw - w_ms : 0) +
-           after_b * (sw > b_ms ? sw - b_ms : 0);
+  // Stall per microbatch for a swap-in of sw ms and a stash reload of
+  // stash_sw ms.
+  double stall_ms(double sw, double stash_sw = 0) const {
+    auto late = [](double t, double window) { return t > window ? t - window : 0; };
+    double ms = 0;
+    if (sw > 0)
+      ms += (2 * twice + full) * sw + after_fwd * late(sw, fwd_ms) + after_w * late(sw, w_ms) + after_b * late(sw, b_ms);
+    if (stash_sw > 0)
+      ms += stash_full * stash_sw + stash_after_fwd * late(stash_sw, fwd_ms) + stash_after_w * late(stash_sw, w_ms) +
+            stash_after_b * late(stash_sw, b_ms);
+    return ms;
   }
 };
 
@@ -38,29 +52,44 @@ struct SwapExposure {
 // (static and parameter bytes; activations are filled in by the solver),
 // what the schedule keeps in flight, the budget, and the host link.
 struct PolicyProblem;
+// W's stash a microbatch holds on the device from B to W: `stash`, the
+// whole range's (every layer's, whatever its policy), less the swapped
+// layers' (c.w_stash_swap_bytes_per_mb), which wait on the host.
+inline std::uint64_t resident_stash(const StageCost& c, std::uint64_t stash) {
+  return stash > c.w_stash_swap_bytes_per_mb ? stash - c.w_stash_swap_bytes_per_mb : 0;
+}
+
 // peak_memory_bound of `c` (whose kept_bytes_per_mb is the policy's kept
-// bytes) under the problem's in-flight counts, with W's stash as above.
+// bytes, w_stash_swap_bytes_per_mb its swapped layers' stash) under the
+// problem's in-flight counts, with W's stash as above (kept_floor: the
+// range's whole stash; the bound counts resident_stash of it).
 // At any time n_fb microbatches hold kept (F to B) and n_bw the stash (B to
 // W): n_fb kept + n_bw stash <= in_flight kept + w_lag (stash - kept)+, as
-// n_fb + n_bw <= in_flight and n_bw <= w_lag (w_lag < 0: in_flight).
+// n_fb + n_bw <= in_flight and n_bw <= w_lag (w_lag < 0: in_flight). The
+// offloaded stash's transfers are peak_memory_bound's transient buffers.
 inline std::uint64_t held_memory_bound(const StageCost& c, int in_flight, int weight_versions, std::uint64_t kept_floor,
                                        int w_lag) {
   const std::uint64_t bound = peak_memory_bound(c, in_flight, weight_versions);
-  if (kept_floor <= c.kept_bytes_per_mb) return bound;
+  const std::uint64_t floor = resident_stash(c, kept_floor);
+  if (floor <= c.kept_bytes_per_mb) return bound;
   const int n = w_lag < 0 || w_lag > in_flight ? in_flight : w_lag;
-  return bound + static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
+  return bound + static_cast<std::uint64_t>(n) * (floor - c.kept_bytes_per_mb);
 }
 
 // The activations a stage holds in flight at worst, what pipeline.memory_cap
 // caps (core/schedule/memory_cap.h): what microbatches keep from F to B, W's
-// stash beyond it from B to W (as held_memory_bound counts them), and of
-// what goes to the host, only what is back on the device: the reload of the
-// backward running and of the one after it.
+// stash held on the device beyond it from B to W (as held_memory_bound
+// counts them), and of what goes to the host (activations after F, the
+// swapped layers' stash after B), only what is back on the device: the
+// reload of the action running and of the one after it, each the larger of
+// the two.
 inline std::uint64_t held_activation_bytes(const StageCost& c, int in_flight, std::uint64_t kept_floor, int w_lag) {
-  std::uint64_t held = static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + 2 * c.swap_bytes_per_mb;
-  if (kept_floor > c.kept_bytes_per_mb) {
+  const std::uint64_t reload = std::max(c.swap_bytes_per_mb, c.w_stash_swap_bytes_per_mb);
+  std::uint64_t held = static_cast<std::uint64_t>(in_flight) * c.kept_bytes_per_mb + 2 * reload;
+  const std::uint64_t floor = resident_stash(c, kept_floor);
+  if (floor > c.kept_bytes_per_mb) {
     const int n = w_lag < 0 || w_lag > in_flight ? in_flight : w_lag;
-    held += static_cast<std::uint64_t>(n) * (kept_floor - c.kept_bytes_per_mb);
+    held += static_cast<std::uint64_t>(n) * (floor - c.kept_bytes_per_mb);
   }
   return held;
 }
@@ -69,8 +98,9 @@ struct PolicyProblem {
   StageCost base;
   int in_flight = 1;
   int weight_versions = 1;
-  // A microbatch holds at least this much whatever the policy (a split
-  // backward's W stash): the bound counts max(kept, kept_floor) per microbatch.
+  // W's stash of the range, every layer's (a split backward; 0 otherwise):
+  // a microbatch holds at least resident_stash of it, what its unswapped
+  // layers stash; the bound counts max(kept, that) per microbatch.
   std::uint64_t kept_floor = 0;
   // Of the microbatches in flight, at most this many hold W's stash at once
   // (between their B and W, counted from the schedule's order): the bound
@@ -84,12 +114,15 @@ struct PolicyProblem {
   bool within_cap(const StageCost& c) const {
     return activation_cap == 0 || held_activation_bytes(c, in_flight, kept_floor, w_lag) <= activation_cap;
   }
-  std::uint64_t swap_cap = 0;      // swap bytes per microbatch the host link moves behind the forward
+  // Bytes per microbatch the host link moves behind the forward: the
+  // swapped layers' activations, and apart their W stash, each within it.
+  std::uint64_t swap_cap = 0;
   double swap_ms_per_byte = 0;     // host-link transfer time of one byte
   SwapExposure exposure;
-  // Exposed swap time per microbatch for `bytes` swapped per microbatch.
-  double swap_cost_ms(std::uint64_t bytes) const {
-    return exposure.stall_ms(static_cast<double>(bytes) * swap_ms_per_byte);
+  // Exposed swap time per microbatch for `bytes` of activations and
+  // `stash` bytes of W's stash swapped per microbatch.
+  double swap_cost_ms(std::uint64_t bytes, std::uint64_t stash = 0) const {
+    return exposure.stall_ms(static_cast<double>(bytes) * swap_ms_per_byte, static_cast<double>(stash) * swap_ms_per_byte);
   }
 };
 
@@ -98,6 +131,7 @@ struct PolicySolution {
   double cost_ms = 0;  // recompute + exposed swap per microbatch
   double recompute_ms = 0;
   std::uint64_t kept = 0, swap = 0, recompute_peak = 0, peak = 0;
+  std::uint64_t swap_stash = 0;  // the swapped layers' W stash (split backward)
 };
 
 // Cheapest per-layer policy whose peak_memory_bound fits the budget, with
@@ -118,7 +152,7 @@ PolicySolution solve_policy(const PolicyProblem& prob, const std::vector<PolicyI
 struct FrontPolicy {
   std::vector<MemoryPolicy> policy;
   double recompute_ms = 0;
-  std::uint64_t swap_bytes = 0;
+  std::uint64_t swap_bytes = 0;  // activations; W's stash of the same layers goes with them
   double cost_ms = 0;
 };
 std::vector<FrontPolicy> policy_front(const PolicyProblem& prob, const std::vector<PolicyItem>& items);

@@ -25,7 +25,9 @@ struct VStage {  // one virtual stage's per-microbatch costs in ns
   // full backward) and recompute, part of fwd, bwd_input and recompute.
   std::int64_t tp_fwd, tp_bwd, tp_recompute;
   std::int64_t tp_fwd_bytes, tp_bwd_bytes, tp_recompute_bytes;
-  std::int64_t w_stash;                // held from B to W
+  std::int64_t w_stash;                // held on the device from B to W
+  std::int64_t w_stash_swap;           // the swapped layers' stash: to the host after B, back before W
+  std::int64_t stash_swap;             // its transfer, one direction over the host link
   int device;
   std::int64_t send_fwd;  // activation to the next virtual stage
   std::int64_t send_bwd;  // gradient to the previous virtual stage
@@ -44,6 +46,7 @@ struct VStage {  // one virtual stage's per-microbatch costs in ns
   struct SwapRun {
     std::int32_t first, last;
     std::int64_t bytes;
+    std::int64_t stash;  // the run's W stash (split backward)
   };
   std::vector<SwapRun> swap_runs;
   std::int64_t last_grad_end = kUnset;  // the latest backward that completed its gradients
@@ -89,6 +92,7 @@ class Simulation {
     fwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
     bwd_arrival_.assign(static_cast<size_t>(V_) * M_, kUnset);
     if (any_swap_) swap_out_done_.assign(static_cast<size_t>(V_) * M_, kUnset);
+    if (any_swap_) stash_out_done_.assign(static_cast<size_t>(V_) * M_, kUnset);
     dev_.resize(p_);
     held_buckets_.assign(p_, 0);
     for (int d = 0; d < p_; ++d) {
@@ -166,6 +170,9 @@ class Simulation {
       v.bwd_weight = to_ns(c.bwd_weight_ms * per_mb);
       v.bwd_input = v.bwd - v.bwd_weight;
       v.w_stash = static_cast<std::int64_t>(c.w_stash_bytes_per_mb);
+      // Only a split backward holds a stash from B to W.
+      v.w_stash_swap = sched_.splits_backward() ? static_cast<std::int64_t>(c.w_stash_swap_bytes_per_mb) : 0;
+      v.stash_swap = to_ns(transfer_ms(static_cast<std::uint64_t>(v.w_stash_swap), dev.host_link_gbps, 0));
       v.recompute = to_ns(c.recompute_ms * per_mb);
       // Slowed like the compute around them (a straggler holds its group).
       v.tp_fwd = std::min(v.fwd, to_ns(c.tensor_fwd_ms * per_mb));
@@ -200,16 +207,18 @@ class Simulation {
       for (int l = r.first_layer; l <= r.last_layer; ++l) {
         if (in_.plan->policy[l] != MemoryPolicy::Swap) continue;
         const auto bytes = static_cast<std::int64_t>(in_.profile->layers[l].activation_bytes);
+        const auto stash = v.w_stash_swap > 0 ? static_cast<std::int64_t>(w_stash_bytes(in_.profile->layers[l])) : 0;
         if (!v.swap_runs.empty() && v.swap_runs.back().last == l - 1) {
           v.swap_runs.back().last = l;
           v.swap_runs.back().bytes += bytes;
+          v.swap_runs.back().stash += stash;
         } else {
-          v.swap_runs.push_back({l, l, bytes});
+          v.swap_runs.push_back({l, l, bytes, stash});
         }
       }
       v.recompute_peak = static_cast<std::int64_t>(c.recompute_peak_bytes);
       v.workspace = static_cast<std::int64_t>(c.workspace_bytes);
-      any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0;
+      any_swap_ = any_swap_ || c.swap_bytes_per_mb > 0 || v.w_stash_swap > 0;
       int d = v.device;
       int versions = sched_.weight_versions(d);
       static_bytes_[j] = static_cast<std::int64_t>(c.static_bytes + c.transfer_buffer_bytes + (versions - 1) * c.param_bytes);
@@ -242,21 +251,21 @@ class Simulation {
     sink_->on_event(ev);
   }
 
-  // One stage's offload or reload of a microbatch over [s, e): an event per
-  // run of swapped layers, back to back in layer order, each its share of
-  // the time by bytes (the ends rounded from the start, so they meet at e).
-  void emit_swap(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e) {
-    if (v.swap_runs.size() <= 1) {
-      const auto& run = v.swap_runs.front();
-      emit_layers(d, k, mb, chunk, run.first, run.last, s, e, v.swap_bytes);
-      return;
-    }
+  // One stage's offload or reload of a microbatch over [s, e), of its
+  // activations or (`stash`) of W's stash: an event per run of swapped
+  // layers with bytes to move, back to back in layer order, each its share
+  // of the time by bytes (the ends rounded from the start, so they meet at e).
+  void emit_swap(int d, EventKind k, int mb, int chunk, const VStage& v, std::int64_t s, std::int64_t e,
+                 bool stash = false) {
+    const std::int64_t total = stash ? v.w_stash_swap : v.swap_bytes;
     std::int64_t done = 0, t = s;
     for (const auto& run : v.swap_runs) {
-      done += run.bytes;
+      const std::int64_t bytes = stash ? run.stash : run.bytes;
+      if (bytes == 0) continue;
+      done += bytes;
       const std::int64_t to =
-          s + std::llround(static_cast<double>(e - s) * static_cast<double>(done) / static_cast<double>(v.swap_bytes));
-      emit_layers(d, k, mb, chunk, run.first, run.last, t, to, run.bytes);
+          done == total ? e : s + std::llround(static_cast<double>(e - s) * static_cast<double>(done) / static_cast<double>(total));
+      emit_layers(d, k, mb, chunk, run.first, run.last, t, to, bytes);
       t = to;
     }
   }
@@ -300,28 +309,49 @@ class Simulation {
   std::int64_t& fwd_arrival(int j, int mb) { return fwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
   std::int64_t& bwd_arrival(int j, int mb) { return bwd_arrival_[static_cast<size_t>(j) * M_ + mb]; }
 
-  // Swap-in for the backward right after action `next_index`, issued when
-  // the action before it starts so the copy overlaps that compute. Issued
-  // from a backward (`after_offloads`), it also waits for the device's
-  // swap-outs: the backward still holds its own reloaded activations, so a
-  // third buffer (a forward's going out) would break peak_memory_bound's
-  // two buffers beside a backward.
+  // Swap-in for the action right after action `next_index`, issued when
+  // the action before it starts so the copy overlaps that compute: a
+  // backward's (or B's) activations, or a W's stash where its B sent it
+  // out. Issued from a backward (`after_offloads`), it also waits for the
+  // device's swap-outs: the backward still holds its own reloaded
+  // activations, so a third buffer (a forward's going out) would break
+  // peak_memory_bound's two buffers beside a backward.
   void prefetch_swap_in(int d, std::int64_t next_index, std::int64_t issue_time, bool after_offloads = false) {
     auto& s = dev_[d];
     s.swapin_done = kUnset;
     if (!any_swap_ || next_index >= s.length) return;
     Action n = sched_.action(d, next_index);
-    if (n.kind != ActionKind::Backward && n.kind != ActionKind::BackwardInput) return;
+    const bool stash = n.kind == ActionKind::BackwardWeight;
+    if (n.kind != ActionKind::Backward && n.kind != ActionKind::BackwardInput && !stash) return;
     int j = sched_.virtual_stage(d, n.chunk);
     const VStage& v = vs_[j];
-    if (v.swap_bytes == 0) return;
-    std::int64_t out_done = swap_out_done_[static_cast<size_t>(j) * M_ + n.microbatch];
+    if ((stash ? v.w_stash_swap : v.swap_bytes) == 0) return;
+    std::int64_t out_done = (stash ? stash_out_done_ : swap_out_done_)[static_cast<size_t>(j) * M_ + n.microbatch];
+    if (stash && out_done == kUnset) return;  // kept: W follows its own B
     std::int64_t start = std::max({issue_time, out_done, s.swap_in_free, after_offloads ? s.swap_out_free : 0});
-    std::int64_t end = start + v.swap;
+    std::int64_t end = start + (stash ? v.stash_swap : v.swap);
     s.swap_in_free = end;
     s.swapin_done = end;
-    add_memory(d, start, v.swap_bytes);
-    emit_swap(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end);
+    add_memory(d, start, stash ? v.w_stash_swap : v.swap_bytes);
+    emit_swap(d, EventKind::SwapIn, n.microbatch, n.chunk, v, start, end, stash);
+  }
+
+  // B's end sends the swapped layers' W stash to the host on the outbound
+  // channel (after the device's offloads before it), unless the device's
+  // next action is this microbatch's W: the round trip would only delay it,
+  // and the stash held through that W is the W's own reload buffer.
+  void offload_stash(int d, int j, const Action& a, std::int64_t b_end) {
+    auto& s = dev_[d];
+    if (s.cursor + 1 < s.length) {
+      const Action n = sched_.action(d, s.cursor + 1);
+      if (n.kind == ActionKind::BackwardWeight && n.chunk == a.chunk && n.microbatch == a.microbatch) return;
+    }
+    const VStage& v = vs_[j];
+    const std::int64_t so = std::max(b_end, s.swap_out_free), se = so + v.stash_swap;
+    s.swap_out_free = se;
+    stash_out_done_[static_cast<size_t>(j) * M_ + a.microbatch] = se;
+    add_memory(d, se, -v.w_stash_swap);
+    emit_swap(d, EventKind::SwapOut, a.microbatch, a.chunk, v, so, se, /*stash=*/true);
   }
 
   // The replicas' all-reduce of the gradients device d's optimizer step
@@ -437,14 +467,17 @@ class Simulation {
         s.tensor += v.tp_fwd;
         s.free = end + v.send_fwd_cpu + overhead_;
       } else if (a.kind == ActionKind::BackwardWeight) {
-        // Needs only this stage's own B (earlier in the device's order):
-        // runs as soon as the device is free, then frees what B left for it.
-        std::int64_t start = s.free;
+        // Needs only this stage's own B (earlier in the device's order) and,
+        // where B sent the swapped layers' stash out, its reload: runs as
+        // soon as both are done, then frees what B left for it.
+        const bool reload = v.w_stash_swap > 0 && stash_out_done_[static_cast<size_t>(j) * M_ + mb] != kUnset;
+        if (reload && s.swapin_done == kUnset) prefetch_swap_in(d, s.cursor, s.free);
+        std::int64_t start = std::max(s.free, reload ? s.swapin_done : 0);
         flush_memory(d, start);
         std::int64_t end = start + v.bwd_weight;
         emit(d, EventKind::BackwardWeight, mb, a.chunk, v, start, end, 0);
         vs_[j].last_grad_end = end;
-        add_memory(d, end, -v.w_stash);
+        add_memory(d, end, -(v.w_stash + v.w_stash_swap));
         s.busy += v.bwd_weight;
         s.free = end + overhead_;
         prefetch_swap_in(d, s.cursor + 1, start);
@@ -471,7 +504,8 @@ class Simulation {
         add_memory(d, start, v.recompute_peak + v.workspace);
         // B keeps W's stash (each layer's input and output gradient) and
         // frees the rest; a full backward frees everything.
-        add_memory(d, end, -(v.recompute_peak + v.workspace + v.kept + v.swap_bytes) + (split ? v.w_stash : 0));
+        add_memory(d, end,
+                   -(v.recompute_peak + v.workspace + v.kept + v.swap_bytes) + (split ? v.w_stash + v.w_stash_swap : 0));
         if (j > 0) {
           std::int64_t arrive = end;
           if (v.send_bwd > 0) {
@@ -489,6 +523,7 @@ class Simulation {
         // A backward right after this one (a flush's drain, GPipe's
         // backward phase) reloads behind this one's compute, not after it.
         prefetch_swap_in(d, s.cursor + 1, start, /*after_offloads=*/true);
+        if (split && v.w_stash_swap > 0) offload_stash(d, j, a, end);
       }
       s.last_end = s.free;
       ++s.cursor;
@@ -578,6 +613,7 @@ class Simulation {
   std::vector<VStage> vs_;
   std::vector<std::int64_t> static_bytes_;
   std::vector<std::int64_t> fwd_arrival_, bwd_arrival_, swap_out_done_;
+  std::vector<std::int64_t> stash_out_done_;  // per (virtual stage, microbatch); unset: W's stash stayed
   std::vector<DeviceState> dev_;
   std::vector<std::int64_t> step_end_stage0_;
   std::vector<std::int64_t> held_buckets_;  // per device: bucket bytes until its step
