@@ -61,13 +61,14 @@ TEST(MeasuredTensor, BlocksSplitByTheAnalyticRuleWithTheirAllReduces) {
   // By hand, a100-80g: dispatch 5 us a kernel (one forward, two backward);
   // a phase measured T ms takes (T - dispatches) / t + dispatches on a
   // shard of t = 2. One all-reduce: an [s, b, h] fp16 activation, 2 x 2 x
-  // 16 x 64 = 4096 bytes, a ring of two over 4800 Gbit/s with 6 us
-  // latency: 2 (t - 1) / t x 4096 x 8 / 4800e9 s + 2 (t - 1) x 6 us.
+  // 16 x 64 = 4096 bytes, a ring of two over NVLink 3 one way (the
+  // datasheet's 600 GB/s is both directions: 300 GB/s = 2400 Gbit/s) with
+  // 6 us latency: 2 (t - 1) / t x 4096 x 8 / 2400e9 s + 2 (t - 1) x 6 us.
   const DeviceSpec a100 = *device_preset("a100-80g");
   ASSERT_DOUBLE_EQ(a100.layer_dispatch_us, 5);
-  ASSERT_DOUBLE_EQ(a100.link_gbps, 4800);
+  ASSERT_DOUBLE_EQ(a100.link_gbps, 600.0 / 2 * 8);
   ASSERT_DOUBLE_EQ(a100.link_latency_us, 6);
-  const double allreduce = 1.0 * 4096 * 8 / 4800e9 * 1e3 + 2 * 6e-3;
+  const double allreduce = 1.0 * 4096 * 8 / 2400e9 * 1e3 + 2 * 6e-3;
   const double f1 = 0.005, f2 = 0.010;  // one and two dispatches, ms
   const LayerProfile& attn = split.layers[1];
   EXPECT_NEAR(attn.fwd_ms, (3.0 - f1) / 2 + f1 + allreduce, 1e-12);

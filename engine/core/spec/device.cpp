@@ -30,13 +30,24 @@ DeviceSpec preset(std::string name, std::uint64_t memory, double tflops, double 
 // ~5 us to launch, and an unfused optimizer step ~10 us per tensor (its
 // handful of elementwise kernels). CPUs (libtorch eager): ~20 us of
 // dispatch per layer phase and 5 us per tensor, small GEMMs lose ~10%.
+//
+// link_gbps is per direction, as every use reads it (transfer_ms for one
+// activation or gradient, the ring all-reduce's 2 (g - 1) / g of the bytes
+// each member sends while it receives as much). NVIDIA's datasheets quote
+// NVLink as the total of both directions of all a GPU's links: V100 SXM2
+// 300 GB/s (NVLink 2, 6 links x 25 GB/s each way), A100 SXM 600 GB/s
+// (NVLink 3, 12 x 25), H100/H200 SXM 900 GB/s (NVLink 4, 18 x 25). Per
+// direction that is half: 150 / 300 / 450 GB/s = 1200 / 2400 / 3600
+// Gbit/s (the presets carried the totals, 2400 / 4800 / 7200, until
+// this was noticed; docs/planners.md has the figures before and after).
+// The 2080 Ti box's 100 Gbit/s is PCIe 3 x16's ~12.5 GB/s each way.
 const std::vector<DeviceSpec>& presets() {
   static const std::vector<DeviceSpec> p = {
       preset("rtx2080ti", 11 * GiB, 0.45 * 53.8, 616, 128, 100, 10, 0.25, 5, 10),
-      preset("v100-32g", 32 * GiB, 0.45 * 125, 900, 128, 2400, 8, 0.25, 5, 10),
-      preset("a100-80g", 80 * GiB, 0.45 * 312, 2039, 256, 4800, 6, 0.25, 5, 10),
-      preset("h100", 80 * GiB, 0.45 * 989, 3350, 512, 7200, 5, 0.25, 5, 10),
-      preset("h200", 141 * GiB, 0.45 * 989, 4800, 512, 7200, 5, 0.25, 5, 10),
+      preset("v100-32g", 32 * GiB, 0.45 * 125, 900, 128, 1200, 8, 0.25, 5, 10),
+      preset("a100-80g", 80 * GiB, 0.45 * 312, 2039, 256, 2400, 6, 0.25, 5, 10),
+      preset("h100", 80 * GiB, 0.45 * 989, 3350, 512, 3600, 5, 0.25, 5, 10),
+      preset("h200", 141 * GiB, 0.45 * 989, 4800, 512, 3600, 5, 0.25, 5, 10),
       preset("cpu", 16 * GiB, 0.2, 40, 1000, 40, 30, 0.1, 20, 5),
   };
   return p;
