@@ -261,3 +261,48 @@ TEST(StashOffload, Bert24UnderZbH2FitsFourteenGigabytesOnlyByOffloading) {
   PreparedJob without = prepare_job(parse_job(doc(1e-6)));
   EXPECT_FALSE(simulate(without.sim_input()).feasible);
 }
+
+// explain's offload summary of the ZB-H1 case above tells W's stash from
+// the activations by when it moves (at or after the microbatch's B):
+// stage 1 sends 2 x (2 + 1.5) MB out, 3 MB of it the stash; its link
+// carries [4,6) [11,12.5) [13,15) [20,21.5) out and [6,8) [15,18.5)
+// [21.5,23) in: 14 ms, 10 ms of it exposed (the stalls above). Stage 0
+// moves activations only: [2,6) out, [4,6) and [14,16) in, 8 ms, hidden.
+using Ns = std::pair<std::int64_t, std::int64_t>;
+TEST(StashOffload, ExplainSaysWhatOfTheOffloadIsWsStash) {
+  Pipeline s = stash_pipeline(ScheduleKind::ZBH1, 2, 2);
+  s.plan.policy = {MemoryPolicy::Swap, MemoryPolicy::Swap};
+  StashRecorder rec;
+  s.run(&rec);
+  const ExplainReport x = explain_report(rec.events, ExplainSources{}, ExplainReportOptions{.suggestions = false});
+  ASSERT_TRUE(x.offload.has_value());
+  const OffloadSummary& o = *x.offload;
+  ASSERT_EQ(o.stages.size(), 2u);
+  const StageOffload& s0 = o.stages[0];
+  const StageOffload& s1 = o.stages[1];
+  EXPECT_EQ(s0.bytes_out, 4'000'000);
+  EXPECT_EQ(s0.stash_bytes_out, 0);
+  EXPECT_EQ(s0.link_ns, 8'000'000);
+  EXPECT_EQ(s0.exposed_ns, 0);
+  EXPECT_EQ(s1.bytes_out, 7'000'000);
+  EXPECT_EQ(s1.bytes_in, 7'000'000);
+  EXPECT_EQ(s1.stash_bytes_out, 3'000'000);
+  EXPECT_EQ(s1.link_ns, 14'000'000);
+  EXPECT_EQ(s1.exposed_ns, 10'000'000);
+  EXPECT_EQ(o.stash_bytes_out, 3'000'000);
+  ASSERT_EQ(s1.microbatches.size(), 2u);
+  const MicrobatchOffload& m0 = s1.microbatches[0];
+  EXPECT_EQ(m0.microbatch, 0);
+  EXPECT_EQ(std::make_pair(m0.out_start_ns, m0.out_end_ns), Ns(4'000'000, 6'000'000));
+  EXPECT_EQ(std::make_pair(m0.in_start_ns, m0.in_end_ns), Ns(6'000'000, 8'000'000));
+  EXPECT_EQ(std::make_pair(m0.stash_out_start_ns, m0.stash_out_end_ns), Ns(11'000'000, 12'500'000));
+  EXPECT_EQ(std::make_pair(m0.stash_in_start_ns, m0.stash_in_end_ns), Ns(17'000'000, 18'500'000));
+  EXPECT_EQ(o.stages[0].microbatches[0].stash_out_start_ns, -1);
+  const auto lines = offload_lines(o);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "activation offload (swap policy, over the host link): 22.00 ms of transfers, 12.00 ms hidden behind "
+                      "compute, 10.00 ms exposed (swap_stall)");
+  EXPECT_EQ(lines[2], "stage 1: layers 1 of 2 microbatch(es), 0.01 GiB out (W's stash between B and W: 0.00 GiB); link "
+                      "14.00 ms, hidden 4.00 ms, exposed 10.00 ms");
+  EXPECT_EQ(lines[1].find("stash"), std::string::npos);
+}

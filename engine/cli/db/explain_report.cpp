@@ -85,19 +85,25 @@ nlohmann::json offload_json(const ExplainReport& x) {
                      {"out_start_ns", m.out_start_ns},
                      {"out_end_ns", m.out_end_ns},
                      {"in_start_ns", m.in_start_ns},
-                     {"in_end_ns", m.in_end_ns}});
+                     {"in_end_ns", m.in_end_ns},
+                     {"stash_out_start_ns", m.stash_out_start_ns},
+                     {"stash_out_end_ns", m.stash_out_end_ns},
+                     {"stash_in_start_ns", m.stash_in_start_ns},
+                     {"stash_in_end_ns", m.stash_in_end_ns}});
     stages.push_back({{"stage", s.stage},
                       {"layers", s.layers},
                       {"layer_list", layer_list(s.layers)},
                       {"bytes_out", s.bytes_out},
                       {"bytes_in", s.bytes_in},
+                      {"stash_bytes_out", s.stash_bytes_out},
                       {"link_ns", s.link_ns},
                       {"hidden_ns", s.hidden_ns()},
                       {"exposed_ns", s.exposed_ns},
                       {"microbatches", mbs}});
   }
   return {{"link_ns", o.link_ns}, {"hidden_ns", o.hidden_ns()}, {"exposed_ns", o.exposed_ns},
-          {"bytes_out", o.bytes_out}, {"stages", stages}, {"lines", offload_lines(o)}};
+          {"bytes_out", o.bytes_out}, {"stash_bytes_out", o.stash_bytes_out}, {"stages", stages},
+          {"lines", offload_lines(o)}};
 }
 
 // Replicas the run trained with: its last plan's parallel.data (the
