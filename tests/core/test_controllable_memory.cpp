@@ -99,7 +99,8 @@ TEST(ControllableMemory, BubblesMatchThePapersBuildingBlocks) {
     const double min = time_orders(pr, order_of(*make_v_min(p, m))).window;
     EXPECT_LE(zbv, half + 1e-9) << p;
     EXPECT_LE(half, min + 1e-9) << p;
-    std::printf("p %d m %d: bubble zb-v %.1f, v-half %.1f (paper ~%.1f, authors' code %.1f), v-min %.1f (paper ~%.1f, %.1f)\n",
+    std::printf("p %d m %d: bubble zb-v %.1f, v-half %.1f (paper ~%.1f, authors' code %.1f), "
+                "v-min %.1f (paper ~%.1f, %.1f)\n",
                 p, m, zbv - work, half - work, work * p / (2.0 * m), authors.at(p).first, min - work,
                 work * 2 * p / (3.0 * m), authors.at(p).second);
     EXPECT_LE(half - work, work * p / (2.0 * m) + 1e-9) << p;
@@ -124,7 +125,8 @@ TEST(ControllableMemory, BlockOrdersAreValidAndWithinTheirLevelForEveryShape) {
           ASSERT_EQ(order.size(), static_cast<std::size_t>(p)) << at;  // the block applies at every p >= 2
           ASSERT_EQ(check_order(pr, order), "") << at;
           for (int d = 0; d < p; ++d) EXPECT_LE(hand_counted_peak(order[d]), level + 1e-9) << at << " device " << d;
-          if (m % 16 == 0) EXPECT_EQ(order_to_text(v_block_order(block, p, m, reorder)[p - 1]), order_to_text(order[p - 1])) << at;
+          if (m % 16 == 0)
+            EXPECT_EQ(order_to_text(v_block_order(block, p, m, reorder)[p - 1]), order_to_text(order[p - 1])) << at;
         }
     }
 }

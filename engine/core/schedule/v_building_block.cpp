@@ -43,12 +43,13 @@ struct DeviceSlots {
 
 // The block of device d of p: the slots of F0, F1, B1, B0 of microbatch 0.
 // V-Min sends each pass on at once (one slot a hop) and starts the backward
-// right after the forward's turn: a device holds chunk 0 for 4p - 2d slots
-// and chunk 1 for 2d + 1, 4p in all, 2p/3 chunk units at one microbatch per
-// 6 slots. V-Half lets a forward wait one slot on each device (two slots a
-// hop down, and the backward likewise on its way up): 6p slots, p units.
-// The gap moves the backward by a slot count that keeps the four passes on
-// distinct slots modulo 6 where the plain block's would collide.
+// right after the forward's turn: a device holds chunk 0 from slot d to
+// 4p - 1 - d and chunk 1 from 2p - 1 - d to 2p + d, about 4p slots in all,
+// so about 2p/3 chunk units at one microbatch per 6 slots (plus W's lag).
+// V-Half lets the passes that travel away from device 0 (chunk 0's F,
+// chunk 1's B) wait a slot on each device, two slots a hop: about 6p
+// slots, p units. The gap moves the backward by a slot count that keeps the
+// four passes on distinct slots modulo 6 where the plain block's collide.
 std::array<int, 4> block_of(VBlock b, int p, int d) {
   if (b == VBlock::Min) {
     const int gap = p % 3 == 0 ? 2 : 0;
@@ -235,7 +236,9 @@ std::vector<std::vector<Action>> v_block_order(VBlock block, int p, int m, bool 
     place_w(devs[d], true);
     std::vector<std::pair<int, Action>> by_slot;
     for (int k = 0; k <= W0; ++k) {
-      const ActionKind kind = k <= F1 ? ActionKind::Forward : k <= B0 ? ActionKind::BackwardInput : ActionKind::BackwardWeight;
+      const ActionKind kind = k <= F1   ? ActionKind::Forward
+                              : k <= B0 ? ActionKind::BackwardInput
+                                        : ActionKind::BackwardWeight;
       const std::uint16_t chunk = (k == F1 || k == B1 || k == W) ? 1 : 0;
       for (int mb = 0; mb < m; ++mb) by_slot.push_back({devs[d].slot[k][mb], Action{kind, chunk, mb}});
     }
