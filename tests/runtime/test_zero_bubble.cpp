@@ -346,10 +346,14 @@ TEST(ZeroBubbleStep, NonFiniteGradientsSkipTheStepOnEveryStage) {
 
 // Activation offload inside a zero-bubble order (issue 43): under ZB-H1 on
 // 2 stages, layers 1 (stage 0's middle) and 3 (stage 1's first) on swap go
-// to the host after their forward and come back for B, and W (any time
-// later) finds its saved inputs there: the same losses and weights as keep,
-// bit for bit (so within 1e-6 of the reference loop too), and each swapped
-// layer's offload and reload recorded once per microbatch, naming the layer.
+// to the host after their forward and come back for B; between B and W
+// their saved tensors (W's stash) go to the host again and come back for W,
+// except where W runs right after its own B (stage 0 of ZB-H1: W of k
+// follows B of k; stage 1's W of k follows B of k + 1). The same losses and
+// weights as keep, bit for bit (so within 1e-6 of the reference loop too),
+// and each transfer recorded per microbatch, naming the layer: layer 1 an
+// offload and a reload, layer 3 two of each, the stash's after B and of the
+// same bytes (every saved tensor travels again).
 TEST(ZeroBubbleOffload, SwapUnderZbH1TrainsAsKeepAndRecordsEachLayersTransfers) {
   auto doc = job("zb-h1");
   Trained keep = run(doc, Policies::Keep);
@@ -359,8 +363,10 @@ TEST(ZeroBubbleOffload, SwapUnderZbH1TrainsAsKeepAndRecordsEachLayersTransfers) 
   EXPECT_TRUE(keep.swaps.empty());
   const int iterations = 3, microbatches = 4;
   for (int layer : {1, 3}) {
+    const int trips = layer == 3 ? 2 : 1;  // activations, and on stage 1 W's stash
     for (EventKind kind : {EventKind::SwapOut, EventKind::SwapIn}) {
       std::vector<int> per_mb(microbatches, 0);
+      std::vector<std::vector<std::int64_t>> bytes(microbatches);
       for (const Event& e : swap.swaps)
         if (e.kind == kind && e.first_layer == layer) {
           EXPECT_EQ(e.last_layer, layer);
@@ -369,12 +375,25 @@ TEST(ZeroBubbleOffload, SwapUnderZbH1TrainsAsKeepAndRecordsEachLayersTransfers) 
           ASSERT_GE(e.microbatch, 0);
           ASSERT_LT(e.microbatch, microbatches);
           ++per_mb[e.microbatch];
+          bytes[e.microbatch].push_back(e.bytes);
         }
-      for (int mb = 0; mb < microbatches; ++mb)
-        EXPECT_EQ(per_mb[mb], iterations) << to_string(kind) << " of layer " << layer << ", microbatch " << mb;
+      for (int mb = 0; mb < microbatches; ++mb) {
+        EXPECT_EQ(per_mb[mb], trips * iterations) << to_string(kind) << " of layer " << layer << ", microbatch " << mb;
+        for (std::int64_t b : bytes[mb]) EXPECT_EQ(b, bytes[mb].front());
+      }
     }
   }
-  EXPECT_EQ(swap.swaps.size(), static_cast<std::size_t>(2 * 2 * iterations * microbatches));
+  EXPECT_EQ(swap.swaps.size(), static_cast<std::size_t>(2 * (1 + 2) * iterations * microbatches));
+  // On stage 1 each microbatch's transfers alternate out, in, out, in:
+  // after F, before B, after B, before W.
+  for (int mb = 0; mb < microbatches; ++mb) {
+    std::vector<EventKind> seq;
+    for (const Event& e : swap.swaps)
+      if (e.first_layer == 3 && e.microbatch == mb) seq.push_back(e.kind);
+    ASSERT_EQ(seq.size(), 4u * iterations);
+    for (std::size_t i = 0; i < seq.size(); ++i)
+      EXPECT_EQ(seq[i], i % 2 == 0 ? EventKind::SwapOut : EventKind::SwapIn) << "microbatch " << mb << ", " << i;
+  }
 }
 
 TEST(ZeroBubbleStep, ClippingUnderPipeDreamIsRefusedNamingTheField) {

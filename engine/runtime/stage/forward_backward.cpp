@@ -181,6 +181,40 @@ void StageExecutor::Impl::backward_input(const ActiveSchedule& run, int mb, int 
   telemetry.emit(run.event(EventKind::BackwardInput, mb, chunk), t0);
   if (v > 0) messaging.send(run, kGradient, mb, chunk, g);
   telemetry.memory().check("input gradient");
+  offload_stash(run, st, mb, chunk);
+}
+
+// After B, each swapped layer's saved tensors (what its W reads: the graph
+// B kept) go back to the host pool, as after the forward, unless this
+// microbatch's W runs next (the round trip would only delay it). Each
+// layer its own event, after B's, so B's time stays compute alone.
+void StageExecutor::Impl::offload_stash(const ActiveSchedule& run, MicrobatchState& st, int mb, int chunk) {
+  if (next_action && next_action->kind == ActionKind::BackwardWeight && next_action->microbatch == mb &&
+      next_action->chunk == chunk)
+    return;
+  const auto& r = plan.stages[run.virtual_stage(chunk)];
+  for (int l = r.last_layer; l >= r.first_layer; --l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    if (!ls.swap || ls.swap->swapped_out()) continue;
+    EventClock::Mark s0 = telemetry.mark();
+    std::int64_t bytes = ls.swap->swap_out();
+    telemetry.memory().add_host(bytes);
+    telemetry.emit(swap_event(run, EventKind::SwapOut, mb, chunk, l, bytes), s0);
+  }
+}
+
+// Before W: the stash offload_stash sent out comes back (the unpack hooks
+// find the saved tensors on the device again), before W's event starts.
+void StageExecutor::Impl::reload_stash(const ActiveSchedule& run, MicrobatchState& st, int mb, int chunk) {
+  const auto& r = plan.stages[run.virtual_stage(chunk)];
+  for (int l = r.last_layer; l >= r.first_layer; --l) {
+    LayerState& ls = st.layers[l - r.first_layer];
+    if (!ls.swap || !ls.swap->swapped_out()) continue;
+    EventClock::Mark s0 = telemetry.mark();
+    std::int64_t bytes = ls.swap->swap_in();
+    telemetry.memory().add_host(-bytes);
+    telemetry.emit(swap_event(run, EventKind::SwapIn, mb, chunk, l, bytes), s0);
+  }
 }
 
 // W of a split backward: the weight gradients accumulate into .grad as
@@ -193,6 +227,7 @@ void StageExecutor::Impl::backward_weight(const ActiveSchedule& run, int mb, int
     throw std::logic_error("weight gradient of microbatch " + std::to_string(mb) + " before its input gradient");
   // As in the fused backward: the last W of the chunk completes its gradients.
   const bool syncs = replica_sync && replica_sync->begins_last_backward(chunk);
+  reload_stash(run, st, mb, chunk);
   EventClock::Mark t0 = telemetry.mark();
   for (int l = r.last_layer; l >= r.first_layer; --l) {
     LayerState& ls = st.layers[l - r.first_layer];

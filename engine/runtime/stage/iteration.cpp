@@ -33,8 +33,10 @@ double StageExecutor::Impl::run_iteration(std::int64_t it) {
   std::int64_t n = schedule.length(device);
   for (std::int64_t i = 0; i < n; ++i) {
     messaging.prefetch(run, i);
+    next_action = i + 1 < n ? std::optional<Action>(schedule.action(device, i + 1)) : std::nullopt;
     run_action(run, schedule.action(device, i), static_cast<double>(it));
   }
+  next_action.reset();
   messaging.prefetch(run, n);  // ordered messaging: the sends of the last actions
   messaging.wait_sends();
   telemetry.flush_events();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,14 @@ struct StageExecutor::Impl {
   void backward(const ActiveSchedule& run, int mb, int chunk);
   void backward_input(const ActiveSchedule& run, int mb, int chunk);
   void backward_weight(const ActiveSchedule& run, int mb, int chunk);
+  // Split backward with swapped layers: W's stash (the graph's saved
+  // tensors) back to the host after B, and onto the device before W.
+  void offload_stash(const ActiveSchedule& run, MicrobatchState& st, int mb, int chunk);
+  void reload_stash(const ActiveSchedule& run, MicrobatchState& st, int mb, int chunk);
+  // The device's action after the one running (a flush iteration's; none
+  // in the async program): B keeps its stash when its own W is next, as
+  // the simulator does.
+  std::optional<Action> next_action;
 
   // optimizer_step.cpp
   bool whole_pipeline_gradient_ok();
