@@ -19,6 +19,13 @@
 //     (keep / recompute only). Keep does not fit by construction; where the
 //     offloading plan is faster than the best recompute-only plan, the
 //     budget is one that only offload meets at that speed.
+//  3. Zero-bubble orders at the devices' own memory (bert24 on 11-16 GB
+//     cards, gpt32 on 16-24 GB): a swapped layer's W stash goes to the host
+//     between B and W (issue 43), which is what lets ZB-H2's 2p - 1
+//     microbatches fit; printed: the plan with offload (fits, iteration,
+//     the share of its offloaded bytes that is W's stash) beside keep /
+//     recompute only (no host link). Before the stash went out, bert24 under
+//     ZB-H2 fitted at none of 11-14 GB (docs/schedules.md).
 // PW_BENCH_QUICK=1: one job, one schedule, one budget.
 #include <algorithm>
 #include <cstdio>
@@ -132,6 +139,38 @@ struct FitRow {
   int swapped = 0, recomputed_off = 0, recomputed_rec = 0;
 };
 
+// Part 3 for one job, schedule and device memory (GB).
+struct StashRow {
+  bool with_offload = false, without = false;
+  double offload_ms = 0, recompute_ms = 0;
+  double stash_share = 0;  // of the bytes each microbatch sends to the host
+};
+
+StashRow stash_fit(const std::string& name, const std::string& schedule, double gb) {
+  StashRow row;
+  nlohmann::json doc = job_doc(name, schedule);
+  doc["cluster"]["memory_gb"] = gb;
+  {
+    PreparedJob p = prepare_job(parse_job(doc));
+    const SimResult r = simulate(p.sim_input());
+    row.with_offload = r.feasible;
+    row.offload_ms = r.iteration_time_ms;
+    std::uint64_t act = 0, stash = 0;
+    for (const auto& range : p.plan.stages) {
+      const StageCost c = stage_cost(p.profile, range, p.plan.policy);
+      act += c.swap_bytes_per_mb;
+      stash += c.w_stash_swap_bytes_per_mb;
+    }
+    row.stash_share = act + stash ? static_cast<double>(stash) / static_cast<double>(act + stash) : 0;
+  }
+  doc["cluster"]["host_link_gbps"] = 1e-6;
+  PreparedJob p = prepare_job(parse_job(doc));
+  const SimResult r = simulate(p.sim_input());
+  row.without = r.feasible;
+  row.recompute_ms = r.iteration_time_ms;
+  return row;
+}
+
 int count(const Plan& plan, MemoryPolicy pol) {
   return static_cast<int>(std::count(plan.policy.begin(), plan.policy.end(), pol));
 }
@@ -214,5 +253,39 @@ int main() {
   std::printf("  (recomputed: layers the plan with / without offload recomputes; ratio: iteration with / without)\n"
               "  %d of %d budgets: keep fits under none of them and offload meets them faster than recompute alone\n",
               only_offload, rows);
+
+  struct StashCase {
+    std::string job, schedule;
+    std::vector<double> gb;
+  };
+  const std::vector<StashCase> cases =
+      quick ? std::vector<StashCase>{{"bert24-4gpu", "zb-h2", {14}}}
+            : std::vector<StashCase>{{"bert24-4gpu", "zb-h2", {11, 12, 14, 16}},
+                                     {"bert24-4gpu", "zb-h1", {11, 12}},
+                                     {"gpt32-8gpu", "zb-h2", {16, 20, 24}}};
+  std::printf("\n3. zero-bubble orders at a device's memory: W's stash of swapped layers offloaded between B and W\n");
+  std::printf("  %-12s %-7s %6s %13s %13s %9s %12s\n", "job", "order", "GB", "with offload", "without", "ratio",
+              "stash share");
+  int stash_only = 0;
+  for (const auto& c : cases)
+    for (double gb : c.gb) {
+      const StashRow r = stash_fit(c.job, c.schedule, gb);
+      auto cell = [](bool fits, double ms) {
+        char buf[32];
+        if (fits) std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+        else std::snprintf(buf, sizeof buf, "no fit");
+        return std::string(buf);
+      };
+      const bool only = r.with_offload && !r.without;
+      if (only) ++stash_only;
+      std::printf("  %-12s %-7s %6.0f %13s %13s %9s %11.1f%%%s\n", c.job.c_str(), c.schedule.c_str(), gb,
+                  cell(r.with_offload, r.offload_ms).c_str(), cell(r.without, r.recompute_ms).c_str(),
+                  r.with_offload && r.without ? (std::to_string(r.offload_ms / r.recompute_ms).substr(0, 6) + "x").c_str()
+                                              : "-",
+                  100 * r.stash_share, only ? "  <- offload only" : "");
+    }
+  std::printf("  (stash share: of the bytes the plan sends to the host per microbatch, W's stash; %d configuration(s)\n"
+              "   fit only with offload)\n",
+              stash_only);
   return 0;
 }
