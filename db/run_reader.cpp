@@ -37,11 +37,11 @@ Event event_row(const Statement& s, int o = 0) {
 
 std::int64_t opt(const Statement& s, int col) { return s.is_null(col) ? -1 : s.int64(col); }
 
-// As for events: the replica last, 0 where the file (before 1.3) or the
-// row has none.
-std::string memory_columns(bool has_replica) {
+// As for events: the replica, 0 where the file (before 1.3) or the row has
+// none; then the peak, NULL (-1) before 1.4.
+std::string memory_columns(bool has_replica, bool has_peak) {
   return std::string("t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, prefetched, budget, ") +
-         (has_replica ? "coalesce(replica, 0)" : "0");
+         (has_replica ? "coalesce(replica, 0)" : "0") + (has_peak ? ", peak" : ", NULL");
 }
 
 MemorySample memory_row(const Statement& s) {
@@ -57,6 +57,7 @@ MemorySample memory_row(const Statement& s) {
   m.prefetched = opt(s, 8);
   m.budget = opt(s, 9);
   m.replica = static_cast<std::int16_t>(s.int64(10));  // bounded by check_contents
+  m.peak = opt(s, 11);
   return m;
 }
 
@@ -89,7 +90,8 @@ RunReader::RunReader(const std::string& path) : path_(path) {
     has_replica_ = events_have_replica(*c_);
     event_columns_ = event_columns(has_replica_);
     memory_has_replica_ = memory_has_replica(*c_);
-    memory_columns_ = memory_columns(memory_has_replica_);
+    memory_has_peak_ = memory_has_peak(*c_);
+    memory_columns_ = memory_columns(memory_has_replica_, memory_has_peak_);
     refresh();
   } catch (const DbRefused&) {
     throw;
@@ -334,7 +336,10 @@ std::vector<StageEventStats> RunReader::stage_stats() const {
       if (is_busy(k)) x.busy_ns += s.int64(5);
     }
   }
-  Statement p(*c_, "SELECT stage, max(bytes) FROM memory GROUP BY stage");
+  // A run's samples are taken at iteration ends: its peak is the
+  // iteration's high-water mark (1.4), where the file has one.
+  Statement p(*c_, memory_has_peak_ ? "SELECT stage, max(max(bytes, coalesce(peak, bytes))) FROM memory GROUP BY stage"
+                                    : "SELECT stage, max(bytes) FROM memory GROUP BY stage");
   while (p.step()) {
     int st = static_cast<int>(p.int64(0));
     m[st].stage = st;

@@ -110,6 +110,7 @@ class RunReader {
   std::string schema_;
   bool has_replica_ = false;   // events.replica exists (1.2)
   bool memory_has_replica_ = false;  // memory.replica exists (1.3)
+  bool memory_has_peak_ = false;     // memory.peak exists (1.4)
   std::string event_columns_;  // what an event row is read from
   std::string memory_columns_;  // what a memory row is read from (memory.replica from 1.3)
   nlohmann::json run_json(const char* column) const;

@@ -42,7 +42,7 @@ struct Statements {
       : event(c, "INSERT INTO events(stage, kind, start_ns, end_ns, microbatch, chunk, first_layer, last_layer, bytes, "
                  "replica) VALUES (?,?,?,?,?,?,?,?,?,?)"),
         memory(c, "INSERT INTO memory(t_ns, stage, bytes, parameters, optimizer, stashed, activations, swapped_out, "
-                  "prefetched, budget, replica) VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
+                  "prefetched, budget, replica, peak) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"),
         throughput(c, "INSERT INTO throughput(t_ns, iteration, samples_per_s, iteration_ms) VALUES (?,?,?,?)"),
         migration(c, "INSERT INTO migrations(start_ns, end_ns, layer, from_stage, to_stage, bytes, plan_version) "
                      "VALUES (?,?,?,?,?,?,?)"),
@@ -226,6 +226,7 @@ struct RunWriter::Impl {
           .bind_opt(9, m.prefetched)
           .bind_opt(10, m.budget)
           .bind(11, std::int64_t(m.replica))
+          .bind_opt(12, m.peak)
           .run();
     for (const auto& x : b.throughput)
       st.throughput.bind(1, x.t_ns).bind_opt(2, x.iteration).bind(3, x.samples_per_s).bind(4, x.iteration_ms).run();

@@ -78,6 +78,9 @@ CREATE TABLE logs(id INTEGER PRIMARY KEY, t_ns INTEGER NOT NULL, level TEXT NOT 
 constexpr const char* kReplicaColumnSql = "ALTER TABLE events ADD COLUMN replica INTEGER;";
 // 1.3: the same for memory samples, added the same way.
 constexpr const char* kMemoryReplicaColumnSql = "ALTER TABLE memory ADD COLUMN replica INTEGER;";
+// 1.4: a sample's high-water mark since the stage's previous one (a real
+// run's iteration peak; NULL where unknown).
+constexpr const char* kMemoryPeakColumnSql = "ALTER TABLE memory ADD COLUMN peak INTEGER;";
 
 bool has_column(Connection& c, const char* table, const char* column) {
   Statement s(c, std::string("SELECT count(*) FROM pragma_table_info('") + table + "') WHERE name = '" + column + "'");
@@ -109,12 +112,14 @@ bool has_deferred_indexes(Connection& c) {
 
 bool events_have_replica(Connection& c) { return has_column(c, "events", "replica"); }
 bool memory_has_replica(Connection& c) { return has_column(c, "memory", "replica"); }
+bool memory_has_peak(Connection& c) { return has_column(c, "memory", "peak"); }
 
 void create_schema(Connection& c) {
   Transaction t(c);
   c.exec(kSchemaSql);
   c.exec(kReplicaColumnSql);
   c.exec(kMemoryReplicaColumnSql);
+  c.exec(kMemoryPeakColumnSql);
   create_search_tables(c);
   Statement m(c, "INSERT INTO meta(key, value) VALUES (?, ?)");
   m.bind(1, std::string_view("format")).bind(2, std::string_view(kFormatName)).run();

@@ -10,8 +10,9 @@ class Connection;
 // only adds tables or nullable columns, so older readers still read it; a
 // new major version changes meaning, and readers refuse it.
 constexpr int kSchemaMajor = 1;
-// 1.1: searches, search_subnets; 1.2: events.replica; 1.3: memory.replica
-constexpr int kSchemaMinor = 3;
+// 1.1: searches, search_subnets; 1.2: events.replica; 1.3: memory.replica;
+// 1.4: memory.peak
+constexpr int kSchemaMinor = 4;
 constexpr const char* kFormatName = "pipewright-run";
 
 // Creates every table and index of the current version in an empty file.
@@ -24,6 +25,9 @@ bool events_have_replica(Connection& c);
 // samples are read as replica 0's (a 1.2 run with replicas recorded none of
 // theirs apart).
 bool memory_has_replica(Connection& c);
+// Whether the memory table has the peak column (1.4): older files' stage
+// peaks are their largest sample.
+bool memory_has_peak(Connection& c);
 
 // The events index is built when the run finishes (one sorted build costs
 // far less than updating a B-tree per event while recording). Until then,

@@ -86,6 +86,7 @@ void to_pb(const MemorySample& m, pb::MemorySample* o) {
   o->set_prefetched(m.prefetched);
   o->set_budget(m.budget);
   o->set_replica(m.replica);
+  o->set_peak(m.peak > 0 ? m.peak : 0);
 }
 MemorySample from_pb(const pb::MemorySample& m) {
   MemorySample o;
@@ -101,6 +102,7 @@ MemorySample from_pb(const pb::MemorySample& m) {
   o.budget = m.budget();
   // As an event's: beyond 16 bits is a damaged message, read as replica 0.
   o.replica = m.replica() >= 0 && m.replica() <= INT16_MAX ? static_cast<std::int16_t>(m.replica()) : std::int16_t(0);
+  o.peak = m.peak() > 0 ? m.peak() : -1;
   return o;
 }
 void to_pb(const ThroughputSample& t, pb::Throughput* o) {

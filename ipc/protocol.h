@@ -21,8 +21,9 @@ namespace pb = ::pipewright::v1;
 
 // The protocol version this build speaks (ipc/pipewright.proto).
 constexpr std::uint32_t kProtocolMajor = 1;
-// 1: RunState INTERRUPTED; 2: Event.replica, kind allreduce; 3: MemorySample.replica
-constexpr std::uint32_t kProtocolMinor = 3;
+// 1: RunState INTERRUPTED; 2: Event.replica, kind allreduce; 3: MemorySample.replica;
+// 4: MemorySample.peak
+constexpr std::uint32_t kProtocolMinor = 4;
 
 // Telemetry topics: the first frame of every PUB message.
 enum class Topic : std::uint8_t { Status, Events, Memory, Throughput, Migrations, Subnets, Logs, Plan, Heartbeat };

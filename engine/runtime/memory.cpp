@@ -83,6 +83,7 @@ void StageMemory::check(const char* during) {
   std::int64_t peak = meter_->peak() - baseline_;
   meter_->reset_peak();
   peak_ = std::max(peak_, peak);
+  iteration_peak_ = std::max(iteration_peak_, peak);
   if (peak <= budget_) return;
   MemoryBreakdown b = now();
   std::int64_t act_peak = std::max<std::int64_t>(0, peak - params_ - grads_ - optimizer_ - stashed_);
@@ -90,6 +91,15 @@ void StageMemory::check(const char* during) {
                           mib(peak) + " held > budget " + mib(budget_) + " (cluster.memory_gb); parameters " +
                           mib(b.params) + ", gradients " + mib(b.grads) + ", optimizer state " + mib(b.optimizer) +
                           ", stashed weights " + mib(b.stashed) + ", activations " + mib(act_peak));
+}
+
+std::int64_t StageMemory::take_iteration_peak() {
+  const std::int64_t since_check = meter_->peak() - baseline_;
+  meter_->reset_peak();
+  peak_ = std::max(peak_, since_check);
+  const std::int64_t peak = std::max(iteration_peak_, since_check);
+  iteration_peak_ = 0;
+  return peak;
 }
 
 std::string mib(std::int64_t bytes) {

@@ -55,6 +55,10 @@ class StageMemory {
   void check(const char* during);
   MemoryBreakdown now() const;
   std::int64_t peak_bytes() const { return peak_; }
+  // The highest held total since the previous call (the checks' peaks and
+  // the meter's since the last check), for the iteration's memory sample;
+  // starts the next iteration's count. Does not check the budget.
+  std::int64_t take_iteration_peak();
   std::int64_t budget() const { return budget_; }
 
  private:
@@ -64,6 +68,7 @@ class StageMemory {
   std::int64_t baseline_ = 0;
   std::int64_t params_ = 0, grads_ = 0, optimizer_ = 0, stashed_ = 0, host_ = 0;
   std::int64_t peak_ = 0;
+  std::int64_t iteration_peak_ = 0;
 };
 
 std::string mib(std::int64_t bytes);

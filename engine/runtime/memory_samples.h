@@ -32,7 +32,7 @@ inline nlohmann::json memory_sample_to_json(const MemorySample& m) {
   return {{"t_ns", m.t_ns},         {"stage", m.stage},           {"replica", m.replica},
           {"bytes", m.bytes},       {"parameters", m.parameters}, {"optimizer", m.optimizer},
           {"stashed", m.stashed},   {"activations", m.activations}, {"swapped_out", m.swapped_out},
-          {"budget", m.budget}};
+          {"budget", m.budget},     {"peak", m.peak}};
 }
 
 inline std::optional<MemorySample> memory_sample_from_json_line(const std::string& line) {
@@ -50,6 +50,7 @@ inline std::optional<MemorySample> memory_sample_from_json_line(const std::strin
     m.activations = j.value("activations", std::int64_t(-1));
     m.swapped_out = j.value("swapped_out", std::int64_t(-1));
     m.budget = j.value("budget", std::int64_t(-1));
+    m.peak = j.value("peak", std::int64_t(-1));
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a line cut short by a dying worker
   }
@@ -68,7 +69,8 @@ class MemorySampleLog {
   }
   // At an iteration's end: parameters and their gradients, optimizer
   // state, stashed versions, activations (what is left in flight), the
-  // host pool of swapped-out activations, against the device budget.
+  // host pool of swapped-out activations, against the device budget; and
+  // the iteration's high-water mark, whose activations are gone by now.
   void sample(StageMemory& memory) {
     if (!out_.is_open()) return;
     const MemoryBreakdown b = memory.now();
@@ -83,6 +85,7 @@ class MemorySampleLog {
     m.activations = b.activations;
     m.swapped_out = b.host_pool;
     m.budget = memory.budget();
+    m.peak = memory.take_iteration_peak();
     errno = 0;
     out_ << memory_sample_to_json(m).dump() << "\n";
     out_.flush();

@@ -52,7 +52,7 @@ TEST(RunDbSearch, StoredSearchesReadBack) {
   auto ida = db::store_search(path, a), idb = db::store_search(path, b);
   EXPECT_NE(ida, idb);
   db::RunReader r(path);
-  EXPECT_EQ(r.run().schema_version, "1.3");  // a new file is the current version; a search keeps it
+  EXPECT_EQ(r.run().schema_version, "1.4");  // a new file is the current version; a search keeps it
   auto got = r.searches();
   ASSERT_EQ(got.size(), 2u);
   std::set<std::int64_t> ids;

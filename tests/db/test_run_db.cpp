@@ -53,7 +53,7 @@ TEST(RunDb, SimulatedRunRoundTrips) {
   EXPECT_EQ(r.run().status, RunStatus::Finished);
   EXPECT_EQ(r.run().name, rec.job.job.name);
   EXPECT_EQ(r.run().stages, rec.job.job.pipeline.stages);
-  EXPECT_EQ(r.run().schema_version, "1.3");
+  EXPECT_EQ(r.run().schema_version, "1.4");
   EXPECT_GE(r.run().ended_unix_ns, r.run().started_unix_ns);
   EXPECT_EQ(r.job(), rec.job.job.raw);
   EXPECT_EQ(r.profile(), profile_to_json(rec.job.profile));
@@ -228,7 +228,7 @@ TEST(RunDb, AllReduceEventWithReplicaRoundTrips) {
     w.finish(RunStatus::Finished);
   }
   db::RunReader r(path);
-  EXPECT_EQ(r.run().schema_version, "1.3");
+  EXPECT_EQ(r.run().schema_version, "1.4");
   EXPECT_EQ(r.replicas(), 4);
   std::vector<Event> all;
   r.for_each_event([&](const Event& e) { all.push_back(e); });
@@ -322,7 +322,7 @@ TEST(RunDb, MemorySampleWithReplicaRoundTrips) {
     w.finish(RunStatus::Finished);
   }
   db::RunReader r(path);
-  EXPECT_EQ(r.run().schema_version, "1.3");
+  EXPECT_EQ(r.run().schema_version, "1.4");
   std::vector<MemorySample> all;
   r.for_each_memory([&](const MemorySample& m) { all.push_back(m); });
   ASSERT_EQ(all.size(), samples.size());
@@ -370,6 +370,52 @@ TEST(RunDb, MemorySampleWithReplicaRoundTrips) {
   } catch (const db::DbError& e) {
     EXPECT_NE(std::string(e.what()).find("memory.replica spans 40000..40000"), std::string::npos) << e.what();
   }
+}
+
+// Schema 1.4: a sample's high-water mark since the stage's previous one.
+// A real run samples at iteration ends, after its activations are freed:
+// the stage's peak is the largest of its samples' peaks (and bytes), not
+// the largest resident total at an iteration end. A 1.3 file (no
+// memory.peak) reads peak -1 and its stage peak is the largest sample.
+TEST(RunDb, MemoryPeakIsTheIterationsHighWaterMark) {
+  TempDir d;
+  auto path = d.file("run.sqlite");
+  std::vector<MemorySample> samples;
+  for (int it = 0; it < 3; ++it)
+    for (int s = 0; s < 2; ++s) {
+      MemorySample m;
+      m.t_ns = 1000 * (it + 1) + s;
+      m.stage = s;
+      m.bytes = 1000000 + 10 * it;           // iteration ends: the activations are gone
+      m.peak = 5000000 + 100000 * s + it;    // within the iteration they were held
+      samples.push_back(m);
+    }
+  samples.back().peak = -1;  // a sample without one (NULL) falls back on its bytes
+  {
+    db::RunWriter w(path, {"", "peaks", "run", 2});
+    for (const auto& m : samples) w.memory(m);
+    w.finish(RunStatus::Finished);
+  }
+  {
+    db::RunReader r(path);
+    std::vector<MemorySample> all;
+    r.for_each_memory([&](const MemorySample& m) { all.push_back(m); });
+    ASSERT_EQ(all.size(), samples.size());
+    for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].peak, samples[i].peak) << i;
+    std::map<int, std::int64_t> peak;
+    for (const auto& s : r.stage_stats()) peak[s.stage] = s.peak_memory_bytes;
+    EXPECT_EQ(peak[0], 5000002);  // iteration 2's, by hand from the samples above
+    EXPECT_EQ(peak[1], 5100001);  // iteration 2 has no peak: iteration 1's
+  }
+  {
+    // What a 1.3 writer left: no memory.peak, schema_minor 3.
+    db::Connection c(path, db::Connection::Mode::ReadWrite);
+    c.exec("ALTER TABLE memory DROP COLUMN peak; UPDATE meta SET value = '3' WHERE key = 'schema_minor';");
+  }
+  db::RunReader old(path);
+  EXPECT_EQ(old.run().schema_version, "1.3");
+  old.for_each_memory([&](const MemorySample& m) { EXPECT_EQ(m.peak, -1); });
+  for (const auto& s : old.stage_stats()) EXPECT_EQ(s.peak_memory_bytes, 1000020) << s.stage;
 }
 
 TEST(RunDb, LiveReaderSeesCommittedBatches) {

@@ -181,6 +181,23 @@ TEST(Telemetry, MemorySampleCarriesItsReplica) {
   EXPECT_EQ(from_pb(wire).replica, 0);
 }
 
+// A memory sample's iteration peak (run database 1.4) through the protocol;
+// a sender without it (the default 0) and a sample without one read -1.
+TEST(Telemetry, MemorySampleCarriesItsPeak) {
+  MemorySample m;
+  m.stage = 1;
+  m.bytes = 5 << 20;
+  m.peak = 9 << 20;
+  pb::MemorySample wire;
+  to_pb(m, &wire);
+  EXPECT_EQ(from_pb(wire).peak, 9 << 20);
+  wire.clear_peak();
+  EXPECT_EQ(from_pb(wire).peak, -1);
+  m.peak = -1;
+  to_pb(m, &wire);
+  EXPECT_EQ(from_pb(wire).peak, -1);
+}
+
 // A subscriber joining mid-run takes a snapshot and then sees every later
 // message: snapshot events + received events == all events, no gap.
 TEST(Telemetry, LateJoinerHasNoGapAfterItsSnapshot) {

@@ -31,6 +31,12 @@ struct MemorySample {
   // Which data-parallel replica of the pipeline the stage belongs to, as
   // Event::replica (the simulator's samples are replica 0's).
   std::int16_t replica = 0;
+  // The highest resident total since the stage's previous sample: a real
+  // run samples at iteration ends, when the activations are gone, so its
+  // stage peak is this high-water mark of the iteration (the engine's
+  // memory account), not `bytes`. -1 where unknown (the simulator, whose
+  // samples follow every change, and runs recorded before it).
+  std::int64_t peak = -1;
 };
 
 struct ThroughputSample {
