@@ -396,6 +396,39 @@ TEST(ZeroBubbleOffload, SwapUnderZbH1TrainsAsKeepAndRecordsEachLayersTransfers) 
   }
 }
 
+// What the stash offload saves, measured by the memory account: ZB-H1 on 2
+// stages of wide layers (SGD, so no optimizer-state transient hides the
+// activations' peak), stage 1 = layers 2 (Linear + ReLU) and 3 (the loss
+// layer, kept). Its order F0 B0 F1 B1 W0 F2 B2 W1 ... holds microbatch k's
+// graph from B k to W k while B k+1 runs, where the stage peaks. With
+// layer 2 on swap its saved tensors (its input and ReLU output) go to the
+// host then; the device frees its input (the received activation), not the
+// ReLU output, which is layer 3's input and kept by it (as
+// test_memory.cpp counts swap on this stage). So the peak is keep's less
+// one microbatch's layer-2 input (before, swap held the graph from B to W
+// and peaked as keep does there).
+TEST(ZeroBubbleOffload, TheStashOffloadLowersThePeakByOneMicrobatchsStash) {
+  auto doc = mlp_job(2, 4, "zb-h1", {512, 512, 512}, 2);
+  doc["training"]["optimizer"] = "sgd";
+  doc["training"]["microbatch_size"] = 256;
+  doc["training"]["batch_size"] = 1024;
+  Trained keep = run(doc, Policies::Keep);
+  Trained swap = run(doc, Policies::Keep, [](Plan& p) { p.policy[2] = MemoryPolicy::Swap; });
+  ASSERT_EQ(keep.result.exit_code, 0) << keep.result.error;
+  ASSERT_EQ(swap.result.exit_code, 0) << swap.result.error;
+  expect_bitwise(keep, swap);
+  // Layer 2's stash out: the second offload of each microbatch.
+  std::int64_t stash = -1;
+  std::vector<int> outs(4, 0);
+  for (const Event& e : swap.swaps)
+    if (e.kind == EventKind::SwapOut && e.first_layer == 2 && ++outs.at(e.microbatch) == 2) stash = e.bytes;
+  const std::int64_t input = 256 * 512 * 4, relu_out = 256 * 512 * 4;  // fp32, saved by Linear and ReLU
+  EXPECT_EQ(stash, input + relu_out);
+  const auto peak = [](const Trained& t, int s) { return t.result.stages.at(s).at("peak_bytes").get<std::int64_t>(); };
+  const std::int64_t slack = 64 * 1024;  // allocator granularity, not a microbatch's worth
+  EXPECT_NEAR(peak(keep, 1) - peak(swap, 1), input, slack);
+}
+
 TEST(ZeroBubbleStep, ClippingUnderPipeDreamIsRefusedNamingTheField) {
   auto doc = mlp_job(2, 4, "pipedream");
   doc["training"]["clip_grad_norm"] = 1.0;
