@@ -10,6 +10,7 @@
 #include "core/plan/iteration_bound.h"
 #include "core/plan/plan.h"
 #include "core/plan/planner.h"
+#include "core/plan/vpipe_planner.h"
 #include "core/schedule/schedule.h"
 #include "core/sim/simulator.h"
 #include "planner_instances.h"
@@ -127,4 +128,21 @@ TEST(AutoPruning, SameChoiceAsUnprunedWithFewerGenerations) {
   // The pruning has to fire on these instances, or this test guards nothing.
   EXPECT_GT(skipped, 0);
   EXPECT_EQ(saved, skipped);
+}
+
+// Every family auto plans on a placement seeds vpipe's search with the same
+// PipeDream partition: the DP runs once per placement (p stages, and a V's
+// 2p), and not at all when the same request is planned again.
+TEST(AutoPruning, PipeDreamSeedOncePerPlacement) {
+  std::mt19937_64 rng(77);
+  auto x = plantest::random_instance(rng, 12, 3, 6);
+  x.req.auto_schedule = true;
+  ASSERT_EQ(auto_schedule_candidates(x.req).size(), 9u);  // 4 one-chunk and 5 V candidates
+  const std::int64_t s0 = vpipe_work().pipedream_seeds;
+  Plan first = run_planner("vpipe", x.req);
+  const std::int64_t s1 = vpipe_work().pipedream_seeds;
+  Plan again = run_planner("vpipe", x.req);
+  EXPECT_EQ(s1 - s0, 2);
+  EXPECT_EQ(vpipe_work().pipedream_seeds, s1);
+  EXPECT_EQ(choice_of(again), choice_of(first));
 }

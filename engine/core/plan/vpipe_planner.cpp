@@ -74,6 +74,35 @@ constexpr int kSmallModelLayers = 32;
 bool small_model(const PipelineModel& m) { return m.layers() <= kSmallModelLayers; }
 bool pair_moves(const PipelineModel& m) { return small_model(m) && m.stages() <= 16; }
 
+// PipeDream's partition as a seed. Every family `auto` plans on a
+// placement seeds with the same one (one chunk: three families, a V: four),
+// and its DP is O(stages x layers^2): the last few are kept, keyed by all
+// the DP reads (each layer's forward + backward and cut bytes, the stages,
+// the link), so a repeat is exactly the partition the DP would give.
+Layout pipedream_seed(const ModelProfile& profile, int stages, double link_gbps) {
+  struct Kept {
+    int stages;
+    double link_gbps;
+    std::vector<double> work;
+    std::vector<std::uint64_t> cut_bytes;
+    Layout seed;
+  };
+  thread_local std::vector<Kept> kept;
+  std::vector<double> w;
+  std::vector<std::uint64_t> cut;
+  for (int l = 0; l < profile.size(); ++l) {
+    w.push_back(profile.layers[l].fwd_ms + profile.layers[l].bwd_ms);
+    cut.push_back(profile.boundary_bytes(l));
+  }
+  for (const Kept& k : kept)
+    if (k.stages == stages && k.link_gbps == link_gbps && k.work == w && k.cut_bytes == cut) return k.seed;
+  ++work.pipedream_seeds;
+  Layout seed = to_layout(pipedream_partition(profile, stages, link_gbps));
+  if (kept.size() >= 4) kept.erase(kept.begin());
+  kept.push_back({stages, link_gbps, std::move(w), std::move(cut), seed});
+  return seed;
+}
+
 // Every estimate is counted (vpipe_work).
 double estimate(PartitionSearch& search, const Layout& l) {
   ++work.estimates;
@@ -113,8 +142,8 @@ class Search {
     cands.push_back(to_layout(uniform_partition(L, V).stages));
     // PipeDream's DP is O(stages x layers^2): a seed for small models only.
     if (static_cast<double>(V) * L * L <= 4e6)
-      cands.push_back(to_layout(pipedream_partition(*model_.request().profile, V,
-                                                    model_.request().stages > 1 ? model_.request().device.link_gbps : 0)));
+      cands.push_back(pipedream_seed(*model_.request().profile, V,
+                                     model_.request().stages > 1 ? model_.request().device.link_gbps : 0));
     std::set<Layout> seen;
     std::vector<std::pair<double, Layout>> scored;
     for (auto& c : cands)

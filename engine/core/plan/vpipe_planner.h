@@ -40,6 +40,7 @@ struct VPipeWork {
   std::int64_t stage_estimates = 0;
   std::int64_t climb_stage_estimates = 0;  // of which the estimate climbs'
   std::int64_t simulations = 0;            // plans simulated
+  std::int64_t pipedream_seeds = 0;        // PipeDream DPs run for a seed (others repeat a kept one)
 };
 const VPipeWork& vpipe_work();
 
