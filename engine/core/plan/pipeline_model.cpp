@@ -31,6 +31,9 @@ PipelineModel::PipelineModel(const PlanRequest& req) : req_(req), kind_(req.sche
     int d = sched->device_of_virtual_stage(j);
     device_.push_back(d);
     remote_next_.push_back(j + 1 < stages_ && sched->device_of_virtual_stage(j + 1) != d);
+    if (j + 1 < stages_)
+      cut_link_.push_back(pipeline_link(req.sync, d, sched->device_of_virtual_stage(j + 1),
+                                        {req.device.link_gbps, req.device.link_latency_us, false}));
     // Each chunk's bound counts its own microbatches in flight and gets an
     // equal share of the device budget: the chunks' bounds add up to at
     // most the device's (one action, one swap stream at a time).
@@ -141,14 +144,16 @@ std::uint64_t PipelineModel::workspace_bytes(int a, int b) const {
   return std::max(workspace_[k][a], workspace_[k][b - (1 << k) + 1]);
 }
 
-double PipelineModel::send_out_ms(int b) const {
-  if (req_.stages < 2 || b + 1 >= layers_) return 0;
-  return transfer_ms(req_.profile->boundary_bytes(b), req_.device.link_gbps, req_.device.link_latency_us);
+double PipelineModel::send_out_ms(int stage, int b) const {
+  if (req_.stages < 2 || b + 1 >= layers_ || stage + 1 >= stages_) return 0;
+  const LinkSpeed& l = cut_link_[stage];
+  return transfer_ms(req_.profile->boundary_bytes(b), l.gbps, l.latency_us);
 }
 
-double PipelineModel::send_in_ms(int a) const {
-  if (req_.stages < 2 || a <= 0) return 0;
-  return transfer_ms(req_.profile->boundary_bytes(a - 1), req_.device.link_gbps, req_.device.link_latency_us);
+double PipelineModel::send_in_ms(int stage, int a) const {
+  if (req_.stages < 2 || a <= 0 || stage <= 0) return 0;
+  const LinkSpeed& l = cut_link_[stage - 1];
+  return transfer_ms(req_.profile->boundary_bytes(a - 1), l.gbps, l.latency_us);
 }
 
 double PipelineModel::swap_ms(std::uint64_t bytes) const {
@@ -384,18 +389,20 @@ double PipelineModel::estimate_ms(const std::vector<StageRange>& ranges, const s
   // which then steps (a lower bound).
   double fill = opt0;
   for (size_t s = 0; s < V; ++s) {
+    const int j = static_cast<int>(s);
     fill += choices[s].compute_ms + choices[s].drain_ms;
-    if (s + 1 < V) fill += send_out_ms(ranges[s].last_layer) + send_in_ms(ranges[s + 1].first_layer);
+    if (s + 1 < V) fill += send_out_ms(j, ranges[s].last_layer) + send_in_ms(j + 1, ranges[s + 1].first_layer);
   }
   double pre = 0, chain = 0, best = 0;
   for (size_t s = 0; s < V; ++s) {
     const RangeChoice& c = choices[s];
+    const int j = static_cast<int>(s);
     double f = fwd_ms(ranges[s].first_layer, ranges[s].last_layer) * slow_[s];
     double opt = optimizer_ms(ranges[s].first_layer, ranges[s].last_layer) * slow_[s];
-    double in = s > 0 ? send_in_ms(ranges[s].first_layer) : 0;
+    double in = s > 0 ? send_in_ms(j, ranges[s].first_layer) : 0;
     double after = s == 0 ? opt0 : std::max(opt, chain + in + opt0);
     best = std::max(best, pre + m_ * c.period_ms + c.drain_ms + after);
-    pre += f + (s + 1 < V ? send_out_ms(ranges[s].last_layer) : 0);
+    pre += f + (s + 1 < V ? send_out_ms(j, ranges[s].last_layer) : 0);
     chain += in + (c.compute_ms - f);
   }
   return 0.5 * (fill + (m_ - 1) * bottleneck) + 0.5 * best;

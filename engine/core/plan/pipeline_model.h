@@ -53,14 +53,22 @@ class PipelineModel {
   double optimizer_ms(int a, int b) const { return opt_[b + 1] - opt_[a]; }
   // W's share of the backward of layers [a, b] (weight_grad_ms).
   double bwd_weight_ms(int a, int b) const { return bww_[b + 1] - bww_[a]; }
-  // Activation to the next stage / gradient to the previous one.
-  double send_out_ms(int b) const;
-  double send_in_ms(int a) const;
-  // The same for virtual stage `stage` ending at b / starting at a: zero
-  // where the neighbouring virtual stage runs on the same device (a V's
-  // turn), as the simulator does.
-  double hop_out_ms(int stage, int b) const { return stage + 1 < stages_ && remote_next_[stage] ? send_out_ms(b) : 0; }
-  double hop_in_ms(int stage, int a) const { return stage > 0 && remote_next_[stage - 1] ? send_in_ms(a) : 0; }
+  // Virtual stage `stage`'s activation to the next stage (it ends at b) /
+  // its input gradient to the previous one (it starts at a), each over its
+  // cut's link (cut_link): a cut across nodes costs what the simulator
+  // charges it, not the device's own link.
+  double send_out_ms(int stage, int b) const;
+  double send_in_ms(int stage, int a) const;
+  // The link between virtual stages `cut` and cut + 1: the simulator's
+  // pipeline_link of their devices (the node link where any replica's
+  // pipeline crosses nodes there; the device's own without a topology).
+  const LinkSpeed& cut_link(int cut) const { return cut_link_[cut]; }
+  // The same as send_*, zero where the neighbouring virtual stage runs on
+  // the same device (a V's turn), as the simulator does.
+  double hop_out_ms(int stage, int b) const {
+    return stage + 1 < stages_ && remote_next_[stage] ? send_out_ms(stage, b) : 0;
+  }
+  double hop_in_ms(int stage, int a) const { return stage > 0 && remote_next_[stage - 1] ? send_in_ms(stage, a) : 0; }
   int device_of(int stage) const { return device_[stage]; }
   bool splits_backward() const { return split_; }
   double swap_ms(std::uint64_t bytes) const;
@@ -126,6 +134,7 @@ class PipelineModel {
   std::vector<int> in_flight_, versions_, device_;
   std::vector<int> w_lag_;  // per virtual stage: most microbatches between B and W at once (split backward)
   std::vector<bool> remote_next_;  // virtual stage j + 1 on another device
+  std::vector<LinkSpeed> cut_link_;  // per cut j (stages j, j + 1); built once, the planners ask per cut
   std::vector<double> slow_;
   std::vector<std::uint64_t> budget_;
   std::vector<double> fwd_, bwd_, bww_, opt_;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/cost/gradient_sync.h"
 #include "core/cost/stage_cost.h"
 
 namespace pw {
@@ -59,8 +60,10 @@ OrderProblem order_problem(const PlanRequest& req, const Plan& plan, std::vector
     t.b = std::max(kLeast, (c.bwd_input_ms + c.recompute_ms) * slow + cpu_in + overhead);
     t.w = c.bwd_weight_ms * slow + overhead;
     if (remote_out) {
-      // Forward and backward cross the cut with the same bytes.
-      const double link = transfer_ms(c.output_bytes, dev.link_gbps, dev.link_latency_us);
+      // Forward and backward cross the cut with the same bytes, over the
+      // link the simulator gives this cut (the node link across nodes).
+      const LinkSpeed cut = pipeline_link(req.sync, d, pr.device_of(j + 1), {dev.link_gbps, dev.link_latency_us, false});
+      const double link = transfer_ms(c.output_bytes, cut.gbps, cut.latency_us);
       pr.hops[j] = std::max(0.0, link - cpu_out - overhead);
     }
     // What a microbatch keeps from F to B (W's stash where it keeps
