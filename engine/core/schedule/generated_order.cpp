@@ -11,6 +11,7 @@
 
 #include "core/schedule/controllable_memory.h"
 #include "core/schedule/greedy_order.h"
+#include "core/schedule/order_repair.h"
 #include "core/schedule/order_search.h"
 #include "core/schedule/zero_bubble.h"
 
@@ -190,7 +191,12 @@ GeneratedOrder generate_order(const OrderProblem& pr, std::int64_t search_budget
   // The heuristic's orders first: a hand-built one replaces them only where
   // it is strictly better (shorter, or as short with less memory).
   for (auto& [name, order] : greedy_orders(pr)) consider(name, std::move(order));
-  for (auto& [name, order] : hand_built_orders(pr)) consider(name, std::move(order));
+  for (auto& [name, order] : hand_built_orders(pr)) {
+    // One above the limits may still be the best shape under them.
+    if (OrderTiming t = time_orders(pr, order); t.complete && !within_memory(pr, t))
+      if (auto fitted = fit_memory(pr, order); !fitted.empty()) consider(name + " fitted", std::move(fitted));
+    consider(name, std::move(order));
+  }
   for (const auto& [name, order] : extra)
     if (check_order(pr, order).empty()) consider(name, order);
   if (!best) throw std::runtime_error("generate_order: no order fits the memory limits");

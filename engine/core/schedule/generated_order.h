@@ -22,8 +22,9 @@ struct GeneratedOrder {
 // its memory allows, else a pending W) under several variants (F or B
 // first, idling for a B about to arrive, capping warm-up at 1F1B's or
 // ZB-H2's count, which chunk first in a V), plus the hand-built orders of
-// the same placement (1F1B, ZB-H1, ZB-H2; ZB-V, DualPipeV) wherever they
-// fit the limits. Each is timed with time_orders and the shortest kept, so
+// the same placement (1F1B, ZB-H1, ZB-H2; ZB-V, DualPipeV, V-Half, V-Min)
+// wherever they fit the limits, and those above the limits brought under
+// them (fit_memory, order_repair.h: "zb-v fitted"). Each is timed with time_orders and the shortest kept, so
 // the result is never slower than a hand-built order that fits. Throws
 // std::invalid_argument for a problem validate() refuses and
 // std::runtime_error if no candidate fits. A local search then moves single
