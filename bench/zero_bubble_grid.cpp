@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,14 @@ void generated_grid() {
   std::printf("  %3s %4s %-9s %5s %5s %9s %9s %7s  %-14s %s\n", "p", "m", "F:B:W", "xfer", "cap", "generated",
               "best hand", "gain", "best hand-built", "generated from");
   int cells = 0, slower = 0, faster5 = 0, no_hand = 0, no_gen = 0;
+  // Where it ties: the compared cells and those >= 5% faster per cap and
+  // transfer and per m/p, and the ties whose generated order is the best
+  // hand-built order itself (the generator's winner is that family, local
+  // search found nothing).
+  struct Count {
+    int compared = 0, faster = 0, kept_hand = 0;
+  };
+  std::map<std::string, Count> by_cap, by_ratio;
   double worst = kInf, best_gain = -kInf;
   std::string worst_at;
   for (const Costs& c : costs)
@@ -224,6 +233,14 @@ void generated_grid() {
             const double gain = cell.best / cell.gen - 1;  // > 0: generated faster
             if (gain < -1e-9) ++slower;
             if (gain >= 0.05 - 1e-12) ++faster5;
+            char xfer[16];
+            std::snprintf(xfer, sizeof xfer, "%3.0f%%", x * 100);
+            const bool kept = cell.gen_source == cell.best_name || cell.gen_source == "V " + cell.best_name;
+            for (Count* k : {&by_cap[cap_name + " xfer " + xfer], &by_ratio["m/p " + std::to_string(r)]}) {
+              ++k->compared;
+              k->faster += gain >= 0.05 - 1e-12;
+              k->kept_hand += kept;
+            }
             if (gain < worst) worst = gain, worst_at = std::to_string(p) + " x " + std::to_string(m) + " " + fbw + " cap " + cap_name;
             best_gain = std::max(best_gain, gain);
             std::printf("  %3d %4d %-9s %4.0f%% %5s %9.2f %9.2f %+6.1f%%  %-14s %s\n", p, m, fbw, x * 100,
@@ -235,6 +252,11 @@ void generated_grid() {
   std::printf("  of the %d compared: slower in %d, >= 5%% faster in %d (%.0f%%), worst cell %+.2f%% (%s), best %+.1f%%\n\n",
               compared, slower, faster5, compared ? 100.0 * faster5 / compared : 0.0, worst * 100, worst_at.c_str(),
               best_gain * 100);
+  std::printf("where it ties (compared, >= 5%% faster, generated = the best hand-built order itself):\n");
+  for (const auto* group : {&by_cap, &by_ratio})
+    for (const auto& [key, k] : *group)
+      std::printf("  %-16s %4d %4d %4d\n", key.c_str(), k.compared, k.faster, k.kept_hand);
+  std::printf("\n");
   generator_time();
 }
 
