@@ -44,9 +44,9 @@ double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link) 
   return moved * 8.0 / (link.gbps * 1e9) * 1e3 + 2.0 * (g - 1.0) * link.latency_us * 1e-3;
 }
 
-LinkSpeed stage_cut_link(const Topology& t, int stage, int replicas) {
+LinkSpeed stages_link(const Topology& t, int a, int b, int replicas, int tensor) {
   for (int r = 0; r < replicas; ++r)
-    if (node_of(t, device_of(stage, r, replicas)) != node_of(t, device_of(stage + 1, r, replicas)))
+    if (node_of(t, device_of(a, r, replicas, tensor)) != node_of(t, device_of(b, r, replicas, tensor)))
       return {t.node_link_gbps, t.node_link_latency_us, true};
   return {t.link_gbps, t.link_latency_us, false};
 }

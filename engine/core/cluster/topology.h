@@ -66,8 +66,15 @@ LinkSpeed group_link(const Topology& t, int first_device, int count);
 // tensor group's activations (model/tensor_parallel).
 double ring_allreduce_ms(std::uint64_t bytes, int group, const LinkSpeed& link);
 
-// The link between pipeline stages s and s + 1 under the placement rule:
-// the slowest over the replicas (each replica's pipeline crosses its own).
-LinkSpeed stage_cut_link(const Topology& t, int stage, int replicas);
+// The link between the devices of pipeline stages a and b under the
+// placement rule (device_of): the slowest over the replicas, each replica's
+// pipeline crossing its own; tensor ranks sit side by side, so rank 0's
+// devices decide. The one rule the simulator and the planners' estimate
+// price a cut by (cost/gradient_sync's pipeline_link).
+LinkSpeed stages_link(const Topology& t, int a, int b, int replicas, int tensor = 1);
+// The cut between stages s and s + 1.
+inline LinkSpeed stage_cut_link(const Topology& t, int stage, int replicas, int tensor = 1) {
+  return stages_link(t, stage, stage + 1, replicas, tensor);
+}
 
 }  // namespace pw

@@ -17,11 +17,7 @@ LinkSpeed replica_group_link(const GradientSync& sync, int device, const LinkSpe
 
 LinkSpeed pipeline_link(const GradientSync& sync, int a, int b, const LinkSpeed& device_link) {
   if (!sync.has_topology) return device_link;
-  const Topology& t = sync.topology;
-  for (int r = 0; r < sync.replicas; ++r)
-    if (node_of(t, device_of(a, r, sync.replicas, sync.tensor)) != node_of(t, device_of(b, r, sync.replicas, sync.tensor)))
-      return {t.node_link_gbps, t.node_link_latency_us, true};
-  return {t.link_gbps, t.link_latency_us, false};
+  return stages_link(sync.topology, a, b, sync.replicas, sync.tensor);
 }
 
 std::vector<SyncBucket> sync_buckets(const ModelProfile& profile, const StageRange& range, const GradientSync& sync,

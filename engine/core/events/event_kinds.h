@@ -55,7 +55,8 @@ constexpr bool is_memory_policy(EventKind k) {
 // Policy work that the engine runs inside a compute event of the same
 // microbatch and chunk, and that is not that event's own compute: a
 // forward's swap-outs; a gradient-carrying backward's recomputes and
-// swap-ins (W reuses what its B brought back). The simulator's policy work
+// swap-ins. W's stash of a swapped layer goes out after B's event and comes
+// back before W's, each its own event outside both. The simulator's policy work
 // runs beside or before compute; where it overlaps a forward by time
 // (a swap-in prefetched for the next backward) it is not inside it.
 constexpr bool runs_inside(EventKind child, EventKind parent) {
