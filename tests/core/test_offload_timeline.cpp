@@ -18,6 +18,7 @@
 #include "core/plan/pipeline_model.h"
 #include "core/plan/planner.h"
 #include "core/sim/simulator.h"
+#include "offload_test_helpers.h"
 #include "uniform_pipeline.h"
 
 using namespace pw;
@@ -26,40 +27,12 @@ using pw::test::uniform_pipeline;
 
 namespace {
 
-struct Recorder : EventSink {
-  std::vector<Event> events;
-  void on_event(const Event& e) override { events.push_back(e); }
-  // The one event of `kind` for (stage, microbatch), as [start, end) in ms.
-  std::pair<double, double> at(EventKind kind, int stage, int mb) const {
-    const Event* found = nullptr;
-    for (const Event& e : events)
-      if (e.kind == kind && e.stage == stage && e.microbatch == mb) {
-        EXPECT_EQ(found, nullptr) << "two events of one kind for stage " << stage << " microbatch " << mb;
-        found = &e;
-      }
-    if (!found) {
-      ADD_FAILURE() << "no event for stage " << stage << " microbatch " << mb;
-      return {-1, -1};
-    }
-    return {found->start_ns / 1e6, found->end_ns / 1e6};
-  }
-};
+using pw::test::EventLog;
+using pw::test::Span;
 
-using Span = std::pair<double, double>;
-
-// One layer per stage: forward f, backward b of which w is W, nothing sent
-// between stages (no output bytes), a host link of 8 Gbit/s: 1 ms per
-// 10^6 bytes each way.
+// One layer per stage (offload_test_helpers.h), input 0.1 MB: W's stash.
 Pipeline make(ScheduleKind kind, int p, int m, double f, double b, double w, std::uint64_t act) {
-  LayerProfile L;
-  L.fwd_ms = f;
-  L.bwd_ms = b;
-  L.bwd_weight_ms = w;
-  L.activation_bytes = act;
-  L.input_bytes = 100'000;  // W's stash: input + output (0) bytes
-  Pipeline s = uniform_pipeline(kind, p, m, 1, 1, L);
-  s.device.host_link_gbps = 8;
-  return s;
+  return pw::test::one_layer_offload_pipeline(kind, p, m, f, b, w, act, 100'000);
 }
 
 }  // namespace
@@ -79,30 +52,25 @@ TEST(OffloadTimeline, ZeroBubbleH1TwoStagesByHand) {
 
   Pipeline s = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
   s.plan.policy[0] = MemoryPolicy::Swap;
-  Recorder rec;
+  EventLog rec;
   SimResult r = s.run(&rec);
   EXPECT_NEAR(r.iteration_time_ms, 16.5, 1e-9);
-  EXPECT_EQ(rec.at(EventKind::SwapOut, 0, 0), Span(2, 4.5));
-  EXPECT_EQ(rec.at(EventKind::SwapOut, 0, 1), Span(4.5, 7));
-  EXPECT_EQ(rec.at(EventKind::SwapIn, 0, 0), Span(4.5, 7));
-  EXPECT_EQ(rec.at(EventKind::SwapIn, 0, 1), Span(10, 12.5));
-  EXPECT_EQ(rec.at(EventKind::BackwardInput, 0, 0), Span(7, 10));
-  EXPECT_EQ(rec.at(EventKind::BackwardWeight, 0, 0), Span(10, 11));
-  EXPECT_EQ(rec.at(EventKind::BackwardInput, 0, 1), Span(12.5, 15.5));
-  EXPECT_EQ(rec.at(EventKind::BackwardWeight, 0, 1), Span(15.5, 16.5));
-  EXPECT_EQ(rec.at(EventKind::BackwardInput, 1, 1), Span(9, 12));
+  EXPECT_EQ(rec.one(EventKind::SwapOut, 0, 0), Span(2, 4.5));
+  EXPECT_EQ(rec.one(EventKind::SwapOut, 0, 1), Span(4.5, 7));
+  EXPECT_EQ(rec.one(EventKind::SwapIn, 0, 0), Span(4.5, 7));
+  EXPECT_EQ(rec.one(EventKind::SwapIn, 0, 1), Span(10, 12.5));
+  EXPECT_EQ(rec.one(EventKind::BackwardInput, 0, 0), Span(7, 10));
+  EXPECT_EQ(rec.one(EventKind::BackwardWeight, 0, 0), Span(10, 11));
+  EXPECT_EQ(rec.one(EventKind::BackwardInput, 0, 1), Span(12.5, 15.5));
+  EXPECT_EQ(rec.one(EventKind::BackwardWeight, 0, 1), Span(15.5, 16.5));
+  EXPECT_EQ(rec.one(EventKind::BackwardInput, 1, 1), Span(9, 12));
   // Device 0's memory, A = 2.5 MB, stash 0.1 MB: 2A while F1 runs and
   // offload 0 is out; at 4.5 offload 0 ends as reload 0 starts (2A); B0
   // ends at 10 keeping the stash while reload 1 starts (A + stash); never
   // more than 2A.
   EXPECT_EQ(r.stages[0].peak_memory_bytes, 5'000'000u);
   // The stall is the swap's: the idle-time attribution names the 0.5 ms.
-  Attribution att = attribute_idle(rec.events);
-  ASSERT_EQ(att.iterations, 1);
-  double stall = 0;
-  for (const auto& st : att.stage_iterations)
-    if (st.stage == 0) stall += st.cause_ns[static_cast<int>(IdleCause::SwapStall)] / 1e6;
-  EXPECT_NEAR(stall, 0.5, 1e-9);
+  EXPECT_NEAR(rec.swap_stall_ms(0), 0.5, 1e-9);
 }
 
 // A backward right after a backward reloads behind it. GPipe on one stage,
@@ -114,13 +82,13 @@ TEST(OffloadTimeline, ZeroBubbleH1TwoStagesByHand) {
 TEST(OffloadTimeline, ReloadAfterABackwardHidesBehindIt) {
   Pipeline s = make(ScheduleKind::GPipe, 1, 2, 2, 4, 0, 1'500'000);
   s.plan.policy[0] = MemoryPolicy::Swap;
-  Recorder rec;
+  EventLog rec;
   SimResult r = s.run(&rec);
-  EXPECT_EQ(rec.at(EventKind::SwapOut, 0, 1), Span(4, 5.5));
-  EXPECT_EQ(rec.at(EventKind::SwapIn, 0, 0), Span(3.5, 5));
-  EXPECT_EQ(rec.at(EventKind::Backward, 0, 0), Span(5, 9));
-  EXPECT_EQ(rec.at(EventKind::SwapIn, 0, 1), Span(5.5, 7));
-  EXPECT_EQ(rec.at(EventKind::Backward, 0, 1), Span(9, 13));
+  EXPECT_EQ(rec.one(EventKind::SwapOut, 0, 1), Span(4, 5.5));
+  EXPECT_EQ(rec.one(EventKind::SwapIn, 0, 0), Span(3.5, 5));
+  EXPECT_EQ(rec.one(EventKind::Backward, 0, 0), Span(5, 9));
+  EXPECT_EQ(rec.one(EventKind::SwapIn, 0, 1), Span(5.5, 7));
+  EXPECT_EQ(rec.one(EventKind::Backward, 0, 1), Span(9, 13));
   EXPECT_NEAR(r.iteration_time_ms, 13.0, 1e-9);
   // Two buffers at most beside the backward: b0's own and b1's reload.
   EXPECT_EQ(r.stages[0].peak_memory_bytes, 3'000'000u);
@@ -167,7 +135,7 @@ TEST(OffloadTimeline, EachRunOfSwappedLayersIsItsOwnTransfer) {
   s.device.host_link_gbps = 8;
   s.profile.layers[3].activation_bytes = 2'000'000;
   s.plan.policy = {MemoryPolicy::Swap, MemoryPolicy::Keep, MemoryPolicy::Swap, MemoryPolicy::Swap};
-  Recorder rec;
+  EventLog rec;
   s.run(&rec);
   std::vector<Event> out, in;
   for (const Event& e : rec.events) {
@@ -196,7 +164,7 @@ TEST(OffloadTimeline, EachRunOfSwappedLayersIsItsOwnTransfer) {
 TEST(OffloadTimeline, ExplainSaysWhichLayersWentWhenAndWhatTheLinkHid) {
   Pipeline s = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
   s.plan.policy[0] = MemoryPolicy::Swap;
-  Recorder rec;
+  EventLog rec;
   s.run(&rec);
   const ExplainReport x = explain_report(rec.events, ExplainSources{}, ExplainReportOptions{.suggestions = false});
   ASSERT_TRUE(x.explained);
@@ -227,7 +195,7 @@ TEST(OffloadTimeline, ExplainSaysWhichLayersWentWhenAndWhatTheLinkHid) {
                                       "exposed 0.50 ms"}));
   // Keep: nothing offloaded, no summary.
   Pipeline keep = make(ScheduleKind::ZBH1, 2, 2, 2, 4, 1, 2'500'000);
-  Recorder none;
+  EventLog none;
   keep.run(&none);
   EXPECT_FALSE(explain_report(none.events, ExplainSources{}, ExplainReportOptions{.suggestions = false}).offload);
 }

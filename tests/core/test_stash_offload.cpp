@@ -26,6 +26,7 @@
 #include "core/plan/policy_solver.h"
 #include "core/plan/planner.h"
 #include "core/sim/simulator.h"
+#include "offload_test_helpers.h"
 #include "uniform_pipeline.h"
 
 using namespace pw;
@@ -34,49 +35,15 @@ using pw::test::uniform_pipeline;
 
 namespace {
 
-using Span = std::pair<double, double>;
+using pw::test::EventLog;
+using pw::test::Span;
 
-struct StashRecorder : EventSink {
-  std::vector<Event> events;
-  void on_event(const Event& e) override { events.push_back(e); }
-  // Every event of `kind` for (stage, microbatch), by start, as [start, end) in ms.
-  std::vector<Span> all(EventKind kind, int stage, int mb) const {
-    std::vector<Span> out;
-    for (const Event& e : events)
-      if (e.kind == kind && e.stage == stage && e.microbatch == mb) out.emplace_back(e.start_ns / 1e6, e.end_ns / 1e6);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  Span one(EventKind kind, int stage, int mb) const {
-    auto v = all(kind, stage, mb);
-    EXPECT_EQ(v.size(), 1u) << "stage " << stage << " microbatch " << mb;
-    return v.empty() ? Span(-1, -1) : v.front();
-  }
-  std::vector<std::int64_t> bytes(EventKind kind, int stage, int mb) const {
-    std::vector<std::pair<std::int64_t, std::int64_t>> v;
-    for (const Event& e : events)
-      if (e.kind == kind && e.stage == stage && e.microbatch == mb) v.emplace_back(e.start_ns, e.bytes);
-    std::sort(v.begin(), v.end());
-    std::vector<std::int64_t> out;
-    for (auto [t, b] : v) out.push_back(b);
-    return out;
-  }
-};
-
-// One layer per stage: forward 2 ms, backward 4 ms of which W is 1 ms (B
-// 3 ms), nothing sent between stages, a host link of 8 Gbit/s (1 ms per
-// 10^6 bytes each way); activations 2 MB (2 ms each way); input 1.5 MB and
-// no output, so W's stash (input + output gradient) is 1.5 MB (1.5 ms).
+// One layer per stage (offload_test_helpers.h): forward 2 ms, backward 4 ms
+// of which W is 1 ms (B 3 ms); activations 2 MB (2 ms each way); input
+// 1.5 MB and no output, so W's stash (input + output gradient) is 1.5 MB
+// (1.5 ms).
 Pipeline stash_pipeline(ScheduleKind kind, int p, int m) {
-  LayerProfile L;
-  L.fwd_ms = 2;
-  L.bwd_ms = 4;
-  L.bwd_weight_ms = 1;
-  L.activation_bytes = 2'000'000;
-  L.input_bytes = 1'500'000;
-  Pipeline s = uniform_pipeline(kind, p, m, 1, 1, L);
-  s.device.host_link_gbps = 8;
-  return s;
+  return pw::test::one_layer_offload_pipeline(kind, p, m, 2, 4, 1, 2'000'000, 1'500'000);
 }
 
 }  // namespace
@@ -101,7 +68,7 @@ TEST(StashOffload, ZeroBubbleH1TwoStagesByHand) {
 
   Pipeline s = stash_pipeline(ScheduleKind::ZBH1, 2, 2);
   s.plan.policy = {MemoryPolicy::Swap, MemoryPolicy::Swap};
-  StashRecorder rec;
+  EventLog rec;
   SimResult r = s.run(&rec);
   EXPECT_NEAR(r.iteration_time_ms, 24.0, 1e-9);
   // Device 1: activations then stash, each way.
@@ -141,11 +108,7 @@ TEST(StashOffload, ZeroBubbleH1TwoStagesByHand) {
   EXPECT_EQ(r.stages[1].peak_memory_bytes, 3'500'000u);
   // W1 waited 2 ms for its stash (free at 21, reload done at 23): the idle
   // attribution calls it swap_stall, as it does a backward's late reload.
-  Attribution att = attribute_idle(rec.events);
-  ASSERT_EQ(att.iterations, 1);
-  double stall1 = 0;
-  for (const auto& st : att.stage_iterations)
-    if (st.stage == 1) stall1 += st.cause_ns[static_cast<int>(IdleCause::SwapStall)] / 1e6;
+  const double stall1 = rec.swap_stall_ms(1);
   // Device 1's stalls: B0 (reload done 8, free at 4: 4 ms), B1 (17, free
   // at 13: 4 ms), W1 (2 ms).
   EXPECT_NEAR(stall1, 10.0, 1e-9);
@@ -202,7 +165,7 @@ TEST(StashOffload, SimulatedPeakNeverExceedsThePlannersBound) {
     }
     if (!premise) continue;
     ++checked;
-    StashRecorder rec;
+    EventLog rec;
     const SimResult res = s.run(&rec);
     for (int d = 0; d < p; ++d)
       EXPECT_LE(res.stages[d].peak_memory_bytes, bound[d]) << "instance " << inst << " device " << d;
@@ -243,7 +206,7 @@ TEST(StashOffload, Bert24UnderZbH2FitsFourteenGigabytesOnlyByOffloading) {
     return d;
   };
   PreparedJob with = prepare_job(parse_job(doc(256)));
-  StashRecorder rec;
+  EventLog rec;
   const SimResult r = simulate(with.sim_input(), &rec);
   EXPECT_TRUE(r.feasible) << r.reason;
   // Some stash went out after a B and came back before its W.
@@ -272,7 +235,7 @@ using Ns = std::pair<std::int64_t, std::int64_t>;
 TEST(StashOffload, ExplainSaysWhatOfTheOffloadIsWsStash) {
   Pipeline s = stash_pipeline(ScheduleKind::ZBH1, 2, 2);
   s.plan.policy = {MemoryPolicy::Swap, MemoryPolicy::Swap};
-  StashRecorder rec;
+  EventLog rec;
   s.run(&rec);
   const ExplainReport x = explain_report(rec.events, ExplainSources{}, ExplainReportOptions{.suggestions = false});
   ASSERT_TRUE(x.offload.has_value());
