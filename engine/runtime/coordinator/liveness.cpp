@@ -2,6 +2,8 @@
 // result, a stage whose heartbeat stopped, or one that reported an error.
 #include "runtime/coordinator/coordinator_impl.h"
 
+#include <csignal>
+
 #include "runtime/iteration_agreement.h"
 #include "runtime/protocol.h"
 
@@ -12,7 +14,12 @@ bool Coordinator::a_worker_exited() {
   for (const auto& [r, x] : workers_.reap_ended()) {
     if (x.lost || (x.ok() && store_->check({keys::result(r)}))) continue;
     StageFailure failure = worker_failure(r);
-    const std::string& err = failure.message;
+    const std::string err = failure.message;
+    // Killed by SIGPIPE without a word: it wrote to a peer that had died
+    // (a library's own socket that does not ask for MSG_NOSIGNAL); as a
+    // lost peer it defers to the stage whose failure is its own.
+    if (failure.message.empty() && x.signal == SIGPIPE)
+      failure = {worker_name(r) + " worker " + x.how(), FailureKind::PeerLost};
     auto [cause, cause_err] = root_cause(r, failure);
     if (cause != r) fail(1, worker_name(cause) + ": " + cause_err);
     else fail(1, worker_name(r) + " worker " + x.how() + (err.empty() ? "" : ": " + err));
