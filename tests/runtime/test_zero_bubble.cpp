@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 
+#include "../timing_checks.h"
 #include "core/events/event_json.h"
 #include "core/plan/plan.h"
 #include "core/plan/plan_order.h"
@@ -426,7 +427,12 @@ TEST(ZeroBubbleOffload, TheStashOffloadLowersThePeakByOneMicrobatchsStash) {
   EXPECT_EQ(stash, input + relu_out);
   const auto peak = [](const Trained& t, int s) { return t.result.stages.at(s).at("peak_bytes").get<std::int64_t>(); };
   const std::int64_t slack = 64 * 1024;  // allocator granularity, not a microbatch's worth
-  EXPECT_NEAR(peak(keep, 1) - peak(swap, 1), input, slack);
+  // The peak also holds B's gradient send (one input's size) for as long as
+  // stage 0 has not posted its receive: on a loaded machine it lands on one
+  // run's peak and not the other's, either way (measured: keep 6858804 or
+  // 7381044 B, swap 6342712 or 6856756 B). So the figure is checked on a
+  // quiet machine, under the timing label (runtime_stash_peak_timing).
+  if (::pw::test::timing_checks()) EXPECT_NEAR(peak(keep, 1) - peak(swap, 1), input, slack);
 }
 
 TEST(ZeroBubbleStep, ClippingUnderPipeDreamIsRefusedNamingTheField) {
