@@ -37,6 +37,13 @@ Event event_row(const Statement& s, int o = 0) {
 
 std::int64_t opt(const Statement& s, int col) { return s.is_null(col) ? -1 : s.int64(col); }
 
+// Sums over a damaged or hostile file's times can leave int64's range
+// (the fuzzer's recordings do): they stop at its ends rather than overflow.
+void add_clamped(std::int64_t& total, std::int64_t x) {
+  if (__builtin_add_overflow(total, x, &total))
+    total = x > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
 // As for events: the replica, 0 where the file (before 1.3) or the row has
 // none; then the peak, NULL (-1) before 1.4.
 std::string memory_columns(bool has_replica, bool has_peak) {
@@ -327,13 +334,13 @@ std::vector<StageEventStats> RunReader::stage_stats() const {
     if (x.events == 0 || s.int64(3) < x.first_start_ns) x.first_start_ns = s.int64(3);
     x.last_end_ns = std::max(x.last_end_ns, s.int64(4));
     x.events += n;
-    x.duration_ns += s.int64(5);
-    x.bytes += s.int64(6);
+    add_clamped(x.duration_ns, s.int64(5));
+    add_clamped(x.bytes, s.int64(6));
     if (kind >= 0 && kind < kEventKindCount) {
       x.by_kind[kind] += n;
-      x.kind_ns[kind] += s.int64(5);
+      add_clamped(x.kind_ns[kind], s.int64(5));
       auto k = static_cast<EventKind>(kind);
-      if (is_busy(k)) x.busy_ns += s.int64(5);
+      if (is_busy(k)) add_clamped(x.busy_ns, s.int64(5));
     }
   }
   // A run's samples are taken at iteration ends: its peak is the

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include "db/run_reader.h"
@@ -135,6 +136,31 @@ TEST(RunDbDamage, RangeQueryBoundOutOfRangeIsDamage) {
   expect_clean(msg, path);
   EXPECT_NE(msg.find("stage_stats.max_duration_ns of stage 0"), std::string::npos) << msg;
   EXPECT_FALSE(r.events(1, 0, 1000000).empty()) << "the other stages still read";
+}
+
+// A stage's time summed over its event kinds leaves int64's range when each
+// kind's own sum (SQLite's, in range) is huge: the totals stop at its end
+// instead of overflowing (UBSan, fuzz_recording, 2026-12-07).
+TEST(RunDbDamage, StageTotalsBeyondInt64StopAtItsEnd) {
+  test::TempDir d;
+  auto path = record(d);
+  // At most three events of each kind on stage 0, each as long as the
+  // reader's bound on times allows (+-(2^60 - 1) ns): a kind sums to about
+  // 1.5 x 2^62 (SQLite's sum, in range), two kinds past INT64_MAX.
+  sql(path, "DELETE FROM events WHERE stage = 0 AND (SELECT count(*) FROM events f WHERE f.stage = 0 AND "
+            "f.kind = events.kind AND f.rowid <= events.rowid) > 3");
+  sql(path, "UPDATE events SET start_ns = -1152921504606846975, end_ns = 1152921504606846975 WHERE stage = 0");
+  db::RunReader r(path);
+  std::vector<db::StageEventStats> stats;
+  ASSERT_NO_THROW(stats = r.stage_stats());
+  int kinds = 0;
+  for (const auto& s : stats)
+    if (s.stage == 0) {
+      for (auto n : s.by_kind) kinds += n > 0;
+      ASSERT_GE(kinds, 2) << "the recording must give stage 0 two kinds of event";
+      EXPECT_EQ(s.duration_ns, std::numeric_limits<std::int64_t>::max());
+    }
+  EXPECT_GE(kinds, 2) << "no stage 0 in stage_stats";
 }
 
 TEST(RunDbDamage, JsonColumnsThatAreNotTheWritersDocuments) {
