@@ -5,21 +5,6 @@
 namespace pw {
 namespace {
 
-// Counted as time_orders counts it: F adds its stage's share, B frees what
-// W does not need (a negative share adds W's stash), W the rest, a full
-// backward everything.
-double delta(const OrderProblem& pr, int device, const Action& a) {
-  const int vs = pr.vstage(device, a.chunk);
-  switch (a.kind) {
-    case ActionKind::Forward: return pr.hold(vs);
-    case ActionKind::BackwardInput: return -pr.release(vs);
-    case ActionKind::BackwardWeight: return -(pr.hold(vs) - pr.release(vs));
-    case ActionKind::Backward: return -pr.hold(vs);
-    case ActionKind::OptimizerStep: return 0;
-  }
-  return 0;
-}
-
 // A device's three streams per chunk (F; B or a full backward; W), each run
 // in microbatch order.
 int stream(const Action& a) {
@@ -41,6 +26,13 @@ std::vector<std::vector<Action>> fit_memory(const OrderProblem& pr, const std::v
   for (int d = 0; d < p; ++d) done[d].assign(order[d].size(), 0);
   bool changed = false;
 
+  // Whether action a leaves device d within its limit. A V's chunk-0 F
+  // leaves room for a chunk-1 F: a device full of chunk-0 microbatches would
+  // wait forever for the turn that frees one.
+  auto fits = [&](int d, const Action& a) {
+    const double room = pr.v_shape && a.kind == ActionKind::Forward && a.chunk == 0 ? pr.hold(pr.vstage(d, 1)) : 0;
+    return memory[d] + pr.memory_delta(d, a) + room <= pr.memory_limit[d] + 1e-9;
+  };
   // Whether action i of device d may run now: its input is there, it is
   // next in its stream, and the device stays within its limit.
   auto runnable = [&](int d, size_t i) {
@@ -55,10 +47,7 @@ std::vector<std::vector<Action>> fit_memory(const OrderProblem& pr, const std::v
       input = at(b_done, vs, mb);
     else
       input = vs + 1 == v ? at(f_done, vs, mb) : at(b_done, vs + 1, mb);
-    // A V's chunk-0 F leaves room for a chunk-1 F: a device full of
-    // chunk-0 microbatches would wait forever for the turn that frees one.
-    const double room = pr.v_shape && a.kind == ActionKind::Forward && a.chunk == 0 ? pr.hold(pr.vstage(d, 1)) : 0;
-    return input && memory[d] + delta(pr, d, a) + room <= pr.memory_limit[d] + 1e-9;
+    return input && fits(d, a);
   };
   auto run = [&](int d, size_t i) {
     const Action& a = order[d][i];
@@ -66,7 +55,7 @@ std::vector<std::vector<Action>> fit_memory(const OrderProblem& pr, const std::v
     if (a.kind == ActionKind::Forward) at(f_done, vs, a.microbatch) = 1;
     if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) at(b_done, vs, a.microbatch) = 1;
     ++next[d][3 * a.chunk + stream(a)];
-    memory[d] += delta(pr, d, a);
+    memory[d] += pr.memory_delta(d, a);
     done[d][i] = 1;
     out[d].push_back(a);
   };
@@ -82,9 +71,7 @@ std::vector<std::vector<Action>> fit_memory(const OrderProblem& pr, const std::v
       run(d, f);
       return true;
     }
-    const Action& a = order[d][f];
-    const double room = pr.v_shape && a.kind == ActionKind::Forward && a.chunk == 0 ? pr.hold(pr.vstage(d, 1)) : 0;
-    if (memory[d] + delta(pr, d, a) + room <= pr.memory_limit[d] + 1e-9) return false;  // waits for its input
+    if (fits(d, order[d][f])) return false;  // waits for its input
     // W's first (each frees memory), then backwards, then the other chunk's
     // forwards (a V's turn).
     for (int kind : {2, 1, 0})

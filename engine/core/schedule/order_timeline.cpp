@@ -50,6 +50,18 @@ void OrderProblem::validate() const {
                                   " unit(s) (one microbatch per chunk), got " + std::to_string(memory_limit[d]));
 }
 
+double OrderProblem::memory_delta(int device, const Action& a) const {
+  const int vs = vstage(device, a.chunk);
+  switch (a.kind) {
+    case ActionKind::Forward: return hold(vs);
+    case ActionKind::BackwardInput: return -release(vs);
+    case ActionKind::BackwardWeight: return -(hold(vs) - release(vs));
+    case ActionKind::Backward: return -hold(vs);
+    case ActionKind::OptimizerStep: return 0;
+  }
+  return 0;
+}
+
 OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Action>>& order) {
   const int p = pr.devices, m = pr.microbatches, V = pr.virtual_stages();
   constexpr double kUnset = -1;
@@ -79,7 +91,7 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
       }
       const int vs = pr.vstage(d, a.chunk), mb = a.microbatch;
       const ActionTimes& c = pr.stages[vs];
-      double ready = 0, dur = 0, mem = 0;
+      double ready = 0, dur = 0;
       if (a.kind == ActionKind::Forward) {
         if (vs > 0) {
           double e = at(f_end, vs - 1, mb);
@@ -87,12 +99,10 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
           ready = e + (pr.device_of(vs - 1) != d ? pr.hop(vs - 1) : 0);
         }
         dur = c.f;
-        mem = pr.hold(vs);
       } else if (a.kind == ActionKind::BackwardWeight) {
         if (at(b_end, vs, mb) == kUnset) break;
         ready = at(b_end, vs, mb);
         dur = c.w;
-        mem = -(pr.hold(vs) - pr.release(vs));
       } else {
         const bool split = a.kind == ActionKind::BackwardInput;
         if (vs + 1 < V) {
@@ -104,7 +114,6 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
           ready = at(f_end, vs, mb);
         }
         dur = split ? c.b : c.b + c.w;
-        mem = split ? -pr.release(vs) : -pr.hold(vs);
       }
       const double start = std::max(free[d], ready), end = start + dur;
       if (t.first_start[d] < 0) t.first_start[d] = start;
@@ -112,7 +121,7 @@ OrderTiming time_orders(const OrderProblem& pr, const std::vector<std::vector<Ac
       free[d] = end;
       if (a.kind == ActionKind::Forward) at(f_end, vs, mb) = end;
       if (a.kind == ActionKind::BackwardInput || a.kind == ActionKind::Backward) at(b_end, vs, mb) = end;
-      memory[d] += mem;
+      memory[d] += pr.memory_delta(d, a);
       t.peak_memory[d] = std::max(t.peak_memory[d], memory[d]);
       ++cursor[d];
       progressed = true;

@@ -63,6 +63,11 @@ struct OrderProblem {
     for (int k = 0; k < chunks(); ++k) s += hold(vstage(device, k));
     return s;
   }
+  // What action `a` of `device` changes the device's held units by: F adds
+  // its stage's share, B frees what W does not need (a negative share adds
+  // W's stash), W the rest, a full backward everything. The one count
+  // time_orders, and the repair of orders over a limit, use.
+  double memory_delta(int device, const Action& a) const;
   int chunks() const { return v_shape ? 2 : 1; }
   int virtual_stages() const { return devices * chunks(); }
   int device_of(int vs) const { return vs < devices ? vs : 2 * devices - 1 - vs; }
